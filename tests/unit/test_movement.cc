@@ -1,0 +1,296 @@
+// Unit tests of the data-movement kernels (movement*.cc): Concat (plain and
+// oneDNN-blocked inputs), Split, Slice, Gather, GatherElements, Transpose,
+// Expand, Tile, Pad, DepthToSpace, SpaceToDepth and unsupported variants.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "worker/engine/dnnl_util.h"
+#include "worker/engine/error.h"
+#include "worker/engine/kernel.h"
+
+namespace torq::engine {
+namespace {
+
+onnx::NodeProto make_node(const std::string& op, size_t inputs, size_t outputs = 1) {
+  onnx::NodeProto n;
+  n.set_op_type(op);
+  n.set_name(op + "_node");
+  for (size_t i = 0; i < inputs; ++i) n.add_input("in" + std::to_string(i));
+  for (size_t i = 0; i < outputs; ++i) n.add_output("out" + std::to_string(i));
+  return n;
+}
+
+void add_int(onnx::NodeProto& n, const std::string& name, int64_t v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+void add_ints(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
+void add_string(onnx::NodeProto& n, const std::string& name, const std::string& v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
+struct Runner {
+  DnnlEnv env;
+
+  std::vector<Tensor> run_all(const onnx::NodeProto& proto, int opset,
+                              const std::vector<Tensor>& inputs) {
+    KernelRegistry reg;
+    register_movement_kernels(reg);
+    const KernelFactory* f = reg.find(proto.op_type(), opset);
+    if (!f) throw std::runtime_error("no kernel for " + proto.op_type());
+    NodeInfo info(proto, opset);
+    std::unique_ptr<Kernel> k = (*f)(info);
+    std::vector<const Tensor*> ptrs;
+    for (const auto& t : inputs) ptrs.push_back(t.defined() ? &t : nullptr);
+    std::vector<Tensor> outs(static_cast<size_t>(proto.output_size()));
+    KernelContext ctx(ptrs, std::vector<bool>(inputs.size(), false), &outs, &env,
+                      Rounding::kNearestEven, 1);
+    k->compute(ctx);
+    return outs;
+  }
+  Tensor run(const onnx::NodeProto& proto, int opset, const std::vector<Tensor>& inputs) {
+    return run_all(proto, opset, inputs)[0];
+  }
+};
+
+template <class T>
+std::vector<T> values(const Tensor& t) {
+  const T* p = t.data<T>();
+  return std::vector<T>(p, p + t.numel());
+}
+
+std::vector<float> iota(int64_t n) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<float>(i);
+  return v;
+}
+
+Tensor ints(const std::vector<int64_t>& v) {
+  return Tensor::from_vector<int64_t>(v, {static_cast<int64_t>(v.size())});
+}
+
+ErrorKind error_kind_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const EngineError& e) {
+    return e.kind();
+  }
+  ADD_FAILURE() << "expected an EngineError";
+  return ErrorKind::kRuntime;
+}
+
+TEST(Concat, PlainInt64AlongAxis1) {
+  Runner r;
+  auto n = make_node("Concat", 2);
+  add_int(n, "axis", -1);
+  Tensor a = Tensor::from_vector<int64_t>({1, 2, 3, 4}, {2, 2});
+  Tensor b = Tensor::from_vector<int64_t>({5, 6}, {2, 1});
+  Tensor out = r.run(n, 13, {a, b});
+  EXPECT_EQ(out.shape(), (Shape{2, 3}));
+  EXPECT_EQ(values<int64_t>(out), (std::vector<int64_t>{1, 2, 5, 3, 4, 6}));
+}
+
+TEST(Concat, BlockedFloatInputsUseOneDnnAndKeepValues) {
+  Runner r;
+  auto n = make_node("Concat", 2);
+  add_int(n, "axis", 1);
+  Tensor a = Tensor::from_vector<float>(iota(1 * 16 * 2 * 2), {1, 16, 2, 2});
+  Tensor b = Tensor::from_vector<float>(iota(1 * 3 * 2 * 2), {1, 3, 2, 2});
+  const dnnl::memory::desc blocked({1, 16, 2, 2}, dnnl::memory::data_type::f32,
+                                   dnnl::memory::format_tag::nChw16c);
+  Tensor ab = reorder_to(a, blocked, DType::kF32, r.env);
+  ASSERT_FALSE(ab.is_plain());
+  Tensor out = to_plain(r.run(n, 13, {ab, b}), r.env);
+  EXPECT_EQ(out.shape(), (Shape{1, 19, 2, 2}));
+  const auto v = values<float>(out);
+  for (int64_t i = 0; i < 64; ++i) EXPECT_EQ(v[static_cast<size_t>(i)], static_cast<float>(i));
+  for (int64_t i = 0; i < 12; ++i) EXPECT_EQ(v[static_cast<size_t>(64 + i)], static_cast<float>(i));
+}
+
+TEST(Concat, ChannelBlockedInputsStayBlocked) {
+  Runner r;
+  auto n = make_node("Concat", 2);
+  add_int(n, "axis", 1);
+  auto blocked = [&](const Tensor& t) {
+    const dnnl::memory::desc md(to_dims(t.shape()), dnnl::memory::data_type::f32,
+                                dnnl::memory::format_tag::nChw16c);
+    return reorder_to(t, md, DType::kF32, r.env);
+  };
+  Tensor a = Tensor::from_vector<float>(iota(2 * 16 * 3), {2, 16, 3, 1});
+  Tensor b = Tensor::from_vector<float>(iota(2 * 32 * 3), {2, 32, 3, 1});
+  Tensor out = r.run(n, 13, {blocked(a), blocked(b)});
+  EXPECT_FALSE(out.is_plain());
+  const auto v = values<float>(to_plain(out, r.env));
+  ASSERT_EQ(v.size(), 2u * 48 * 3);
+  for (int64_t item = 0; item < 2; ++item) {
+    for (int64_t i = 0; i < 48; ++i) {
+      const float want = i < 16 ? static_cast<float>(item * 48 + i * 3 + 1)
+                                : static_cast<float>(item * 96 + (i - 16) * 3 + 1);
+      EXPECT_EQ(v[static_cast<size_t>(item * 144 + i * 3 + 1)], want) << item << "," << i;
+    }
+  }
+}
+
+TEST(Split, AttributeBeforeOpset13AndInputFrom13) {
+  Runner r;
+  Tensor x = Tensor::from_vector<float>(iota(6), {6});
+  auto old_node = make_node("Split", 1, 2);
+  add_ints(old_node, "split", {2, 4});
+  auto outs = r.run_all(old_node, 11, {x});
+  EXPECT_EQ(values<float>(outs[0]), (std::vector<float>{0, 1}));
+  EXPECT_EQ(values<float>(outs[1]), (std::vector<float>{2, 3, 4, 5}));
+
+  auto new_node = make_node("Split", 2, 3);
+  outs = r.run_all(new_node, 13, {x, ints({1, 0, 5})});
+  EXPECT_EQ(outs[1].shape(), (Shape{0}));
+  EXPECT_EQ(values<float>(outs[2]), (std::vector<float>{1, 2, 3, 4, 5}));
+
+  outs = r.run_all(make_node("Split", 1, 3), 13, {x});
+  EXPECT_EQ(values<float>(outs[2]), (std::vector<float>{4, 5}));
+}
+
+TEST(Slice, NegativeStepsAndClamping) {
+  Runner r;
+  Tensor x = Tensor::from_vector<float>(iota(12), {3, 4});
+  // Rows from the end backwards past the start, columns 1.. with out-of-range end.
+  Tensor out = r.run(make_node("Slice", 5), 13,
+                     {x, ints({-1, 1}), ints({-100, 1000}), ints({0, 1}), ints({-2, 2})});
+  EXPECT_EQ(out.shape(), (Shape{2, 2}));
+  EXPECT_EQ(values<float>(out), (std::vector<float>{9, 11, 1, 3}));
+
+  auto old_node = make_node("Slice", 1);
+  add_ints(old_node, "starts", {1});
+  add_ints(old_node, "ends", {1000});
+  add_ints(old_node, "axes", {1});
+  out = r.run(old_node, 9, {x});
+  EXPECT_EQ(out.shape(), (Shape{3, 3}));
+  EXPECT_EQ(values<float>(out)[0], 1.0f);
+}
+
+TEST(Gather, NegativeIndicesAndAxis) {
+  Runner r;
+  auto n = make_node("Gather", 2);
+  add_int(n, "axis", 1);
+  Tensor x = Tensor::from_vector<float>(iota(6), {2, 3});
+  Tensor out = r.run(n, 13, {x, Tensor::from_vector<int32_t>({-1, 0}, {2})});
+  EXPECT_EQ(out.shape(), (Shape{2, 2}));
+  EXPECT_EQ(values<float>(out), (std::vector<float>{2, 0, 5, 3}));
+  EXPECT_EQ(error_kind_of([&] { r.run(n, 13, {x, ints({3})}); }), ErrorKind::kInvalidInput);
+}
+
+TEST(GatherElements, PicksAlongAxis) {
+  Runner r;
+  auto n = make_node("GatherElements", 2);
+  add_int(n, "axis", 1);
+  Tensor x = Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2});
+  Tensor out = r.run(n, 13, {x, Tensor::from_vector<int64_t>({0, 0, 1, -2}, {2, 2})});
+  EXPECT_EQ(values<float>(out), (std::vector<float>{1, 1, 4, 3}));
+}
+
+TEST(Transpose, DefaultPermReverses) {
+  Runner r;
+  Tensor x = Tensor::from_vector<float>(iota(6), {2, 3});
+  Tensor out = r.run(make_node("Transpose", 1), 13, {x});
+  EXPECT_EQ(out.shape(), (Shape{3, 2}));
+  EXPECT_EQ(values<float>(out), (std::vector<float>{0, 3, 1, 4, 2, 5}));
+}
+
+TEST(Expand, BroadcastsBothWays) {
+  Runner r;
+  Tensor x = Tensor::from_vector<float>({1, 2, 3}, {3, 1});
+  Tensor out = r.run(make_node("Expand", 2), 13, {x, ints({2, 1, 2})});
+  EXPECT_EQ(out.shape(), (Shape{2, 3, 2}));
+  EXPECT_EQ(values<float>(out), (std::vector<float>{1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3}));
+}
+
+TEST(Tile, RepeatsEachAxis) {
+  Runner r;
+  Tensor x = Tensor::from_vector<bool>({true, false}, {1, 2});
+  Tensor out = r.run(make_node("Tile", 2), 13, {x, ints({2, 2})});
+  EXPECT_EQ(out.shape(), (Shape{2, 4}));
+  EXPECT_EQ(values<bool>(out), (std::vector<bool>{true, false, true, false, true, false, true, false}));
+}
+
+TEST(Pad, ModesAndNegativePads) {
+  Runner r;
+  Tensor x = Tensor::from_vector<int32_t>({1, 2, 3}, {3});
+  auto reflect = make_node("Pad", 2);
+  add_string(reflect, "mode", "reflect");
+  EXPECT_EQ(values<int32_t>(r.run(reflect, 13, {x, ints({2, 3})})),
+            (std::vector<int32_t>{3, 2, 1, 2, 3, 2, 1, 2}));
+  auto edge = make_node("Pad", 2);
+  add_string(edge, "mode", "edge");
+  EXPECT_EQ(values<int32_t>(r.run(edge, 13, {x, ints({1, -1})})), (std::vector<int32_t>{1, 1, 2}));
+  Tensor c = Tensor::scalar<int32_t>(7);
+  EXPECT_EQ(values<int32_t>(r.run(make_node("Pad", 3), 13, {x, ints({-2, 1}), c})),
+            (std::vector<int32_t>{3, 7}));
+
+  auto old_node = make_node("Pad", 1);  // opset 2: pads and value attributes
+  add_ints(old_node, "pads", {1, 0});
+  auto* a = old_node.add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(1.5f);
+  Tensor xf = Tensor::from_vector<float>({4, 5}, {2});
+  EXPECT_EQ(values<float>(r.run(old_node, 2, {xf})), (std::vector<float>{1.5f, 4, 5}));
+}
+
+TEST(DepthToSpace, DcrAndCrdOrders) {
+  Runner r;
+  Tensor x = Tensor::from_vector<float>(iota(8), {1, 8, 1, 1});
+  auto dcr = make_node("DepthToSpace", 1);
+  add_int(dcr, "blocksize", 2);
+  Tensor out = r.run(dcr, 13, {x});
+  EXPECT_EQ(out.shape(), (Shape{1, 2, 2, 2}));
+  EXPECT_EQ(values<float>(out), (std::vector<float>{0, 2, 4, 6, 1, 3, 5, 7}));
+  auto crd = make_node("DepthToSpace", 1);
+  add_int(crd, "blocksize", 2);
+  add_string(crd, "mode", "CRD");
+  EXPECT_EQ(values<float>(r.run(crd, 13, {x})), iota(8));
+}
+
+TEST(SpaceToDepth, InvertsDepthToSpaceDcr) {
+  Runner r;
+  Tensor x = Tensor::from_vector<float>(iota(16), {1, 1, 4, 4});
+  auto s2d = make_node("SpaceToDepth", 1);
+  add_int(s2d, "blocksize", 2);
+  Tensor y = r.run(s2d, 13, {x});
+  EXPECT_EQ(y.shape(), (Shape{1, 4, 2, 2}));
+  EXPECT_EQ(values<float>(y)[0], 0.0f);
+  EXPECT_EQ(values<float>(y)[4], 1.0f);
+  auto d2s = make_node("DepthToSpace", 1);
+  add_int(d2s, "blocksize", 2);
+  EXPECT_EQ(values<float>(r.run(d2s, 13, {y})), iota(16));
+}
+
+TEST(Movement, UnsupportedVariantsThrowUnsupported) {
+  Runner r;
+  auto wrap = make_node("Pad", 2);
+  add_string(wrap, "mode", "wrap");
+  EXPECT_EQ(error_kind_of([&] { r.run(wrap, 13, {Tensor::from_vector<float>({1}, {1}), ints({0, 0})}); }),
+            ErrorKind::kUnsupported);
+  auto extra = make_node("Transpose", 1);
+  add_int(extra, "bogus", 1);
+  EXPECT_EQ(error_kind_of([&] { r.run(extra, 13, {Tensor::from_vector<float>({1}, {1})}); }),
+            ErrorKind::kUnsupported);
+}
+
+}  // namespace
+}  // namespace torq::engine

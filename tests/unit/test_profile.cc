@@ -1,0 +1,166 @@
+// Executor profiles: strict YAML validation with file:line:col, the nss
+// rules that follow the Torq manual, and the cost model arithmetic.
+#include <gtest/gtest.h>
+
+#include <onnx/onnx_pb.h>
+
+#include "worker/engine/error.h"
+#include "worker/engine/kernel.h"
+#include "worker/engine/profile.h"
+
+using namespace torq::engine;
+
+namespace {
+
+const char* kMinimal = R"(name: test
+cost:
+  clock_mhz: 100
+  slices: 2
+  macs_per_cycle_per_slice: 10
+  eltwise_per_cycle: 4
+  dma_bytes_per_cycle: 8
+  dispatch_overhead_cycles: 100
+ops:
+  Conv: {dtypes: [f32]}
+)";
+
+std::string error_of(const std::string& text) {
+  try {
+    ExecutorProfile::parse(text, "p.yaml");
+  } catch (const EngineError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    return e.what();
+  }
+  return "";
+}
+
+onnx::NodeProto conv_node(int64_t group, std::vector<int64_t> strides = {1, 1}) {
+  onnx::NodeProto n;
+  n.set_op_type("Conv");
+  n.set_name("conv0");
+  n.add_input("x");
+  n.add_input("w");
+  n.add_output("y");
+  auto* g = n.add_attribute();
+  g->set_name("group");
+  g->set_type(onnx::AttributeProto::INT);
+  g->set_i(group);
+  auto* s = n.add_attribute();
+  s->set_name("strides");
+  s->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : strides) s->add_ints(v);
+  return n;
+}
+
+std::string unsupported_reason(const ExecutorProfile& p, const onnx::NodeProto& proto,
+                               const std::vector<const Tensor*>& in) {
+  NodeInfo info(proto, 13);
+  try {
+    p.check(info, in);
+  } catch (const EngineError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    return e.reason();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(ProfileYaml, MinimalProfileParses) {
+  ExecutorProfile p = ExecutorProfile::parse(kMinimal, "p.yaml");
+  EXPECT_EQ(p.name(), "test");
+  EXPECT_EQ(p.cost().slices, 2);
+  ASSERT_NE(p.rule("Conv"), nullptr);
+  EXPECT_EQ(p.rule("Conv")->dtypes.count(DType::kF32), 1u);
+}
+
+TEST(ProfileYaml, UnknownKeyHasLocationAndSuggestion) {
+  std::string text = kMinimal;
+  text.replace(text.find("  slices: 2"), 11, "  slicez: 2");
+  EXPECT_EQ(error_of(text).rfind("p.yaml:4:3: unknown key 'slicez' in cost (did you mean 'slices'?)", 0), 0u)
+      << error_of(text);
+}
+
+TEST(ProfileYaml, DuplicateKeyIsAnError) {
+  std::string text = std::string(kMinimal) + "name: again\n";
+  EXPECT_EQ(error_of(text), "p.yaml:11:1: duplicate key 'name' in profile");
+}
+
+TEST(ProfileYaml, UnknownOpTypeSuggestsTheRegisteredOne) {
+  std::string text = kMinimal;
+  text.replace(text.find("  Conv:"), 7, "  Cnov:");
+  EXPECT_NE(error_of(text).find("p.yaml:10:3: unknown op type 'Cnov' (did you mean 'Conv'?)"), std::string::npos)
+      << error_of(text);
+}
+
+TEST(ProfileYaml, BadDtypeAndBadEnumAndBadNumber) {
+  std::string t1 = kMinimal;
+  t1.replace(t1.find("[f32]"), 5, "[fp33]");
+  EXPECT_NE(error_of(t1).find("p.yaml:10:19: unknown dtype 'fp33'"), std::string::npos) << error_of(t1);
+  std::string t2 = std::string(kMinimal) + "numerics: {float_type: bf61}\n";
+  EXPECT_NE(error_of(t2).find("bad value 'bf61' for numerics.float_type (did you mean 'bf16'?)"), std::string::npos)
+      << error_of(t2);
+  std::string t3 = kMinimal;
+  t3.replace(t3.find("clock_mhz: 100"), 14, "clock_mhz: fast");
+  EXPECT_NE(error_of(t3).find("p.yaml:3:14: cost.clock_mhz must be a number, got 'fast'"), std::string::npos)
+      << error_of(t3);
+}
+
+TEST(ProfileYaml, SyntaxErrorHasLocation) {
+  EXPECT_NE(error_of("name: [unclosed\n").find("p.yaml:"), std::string::npos);
+  EXPECT_NE(error_of("name: [unclosed\n").find("YAML syntax error"), std::string::npos);
+}
+
+TEST(BuiltinProfiles, AllThreeLoad) {
+  for (const char* name : {"nss", "css", "host"}) {
+    ExecutorProfile p = ExecutorProfile::resolve(name);
+    EXPECT_EQ(p.name(), name);
+  }
+  EXPECT_TRUE(ExecutorProfile::resolve("host").all_ops());
+  EXPECT_EQ(ExecutorProfile::resolve("nss").float_type(), DType::kBF16);
+}
+
+TEST(NssProfile, RejectsFp32WithTheSeedToolMessage) {
+  ExecutorProfile nss = ExecutorProfile::resolve("nss");
+  Tensor x(DType::kF32, {1, 8, 8, 8}), w(DType::kF32, {8, 8, 3, 3});
+  EXPECT_EQ(unsupported_reason(nss, conv_node(1), {&x, &w}), "FP32 not supported on nss; use --auto-convert-bf16");
+}
+
+TEST(NssProfile, AcceptsBf16ConvButNotDepthwiseOrStride4) {
+  ExecutorProfile nss = ExecutorProfile::resolve("nss");
+  Tensor x(DType::kBF16, {1, 8, 8, 8}), w(DType::kBF16, {8, 8, 3, 3}), dw(DType::kBF16, {8, 1, 3, 3});
+  EXPECT_EQ(unsupported_reason(nss, conv_node(1), {&x, &w}), "");
+  EXPECT_NE(unsupported_reason(nss, conv_node(8), {&x, &dw}).find("depthwise Conv not supported on nss"),
+            std::string::npos);
+  EXPECT_NE(unsupported_reason(nss, conv_node(1, {4, 4}), {&x, &w}).find("stride 4 exceeds the nss limit of 2"),
+            std::string::npos);
+}
+
+TEST(NssProfile, Bf16MaxPoolAndSigmoidFallBack) {
+  ExecutorProfile nss = ExecutorProfile::resolve("nss");
+  Tensor x(DType::kBF16, {1, 8, 8, 8});
+  onnx::NodeProto mp;
+  mp.set_op_type("MaxPool");
+  onnx::NodeProto sig;
+  sig.set_op_type("Sigmoid");
+  onnx::NodeProto sm;
+  sm.set_op_type("Softmax");
+  EXPECT_NE(unsupported_reason(nss, mp, {&x}).find("bf16 MaxPool not supported on nss (supports i8, i16)"),
+            std::string::npos);
+  EXPECT_NE(unsupported_reason(nss, sig, {&x}).find("bf16 Sigmoid not supported on nss"), std::string::npos);
+  EXPECT_EQ(unsupported_reason(nss, sm, {&x}), "Softmax is not supported on nss");
+}
+
+TEST(CostModel, ConvCyclesFollowMacsAndDispatch) {
+  ExecutorProfile p = ExecutorProfile::parse(kMinimal, "p.yaml");
+  // 1x8x8x8 input, 16x8x3x3 weights, output 1x16x8x8: MACs = 1024 * 72.
+  Tensor x(DType::kF32, {1, 8, 8, 8}), w(DType::kF32, {16, 8, 3, 3});
+  std::vector<Tensor> out{Tensor(DType::kF32, {1, 16, 8, 8})};
+  onnx::NodeProto proto = conv_node(1);
+  NodeInfo info(proto, 13);
+  LayerCost c = p.cost_of(info, {&x, &w}, out);
+  EXPECT_EQ(c.macs, 1024u * 72u);
+  // compute = 73728 / (10 * 2) = 3686.4; dma = (512+1152+1024)*4/8 = 1344.
+  EXPECT_EQ(c.cycles, 100u + 3686u);
+  EXPECT_DOUBLE_EQ(c.time_ms, 3786.0 / (100 * 1e3));
+}

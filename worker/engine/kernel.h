@@ -1,0 +1,177 @@
+// Kernels: one class per ONNX operator (or family), registered by
+// (op type, opset range) in the KernelRegistry.
+//
+// Life cycle: the session builds one Kernel per node at load time through
+// its factory (the factory parses and validates attributes and throws
+// Unsupported for variants it cannot run), then calls compute() once per
+// run. A kernel may cache shape-dependent state (oneDNN primitives, reordered
+// weights) keyed on its input shapes; compute() is never called
+// concurrently on one kernel object.
+//
+// Numerics: a kernel sees bf16 tensors only if handles_bf16() is true.
+// Otherwise the session upcasts bf16 inputs to f32 and rounds the kernel's
+// float outputs back to bf16 with the session's Rounding. Likewise it sees
+// non-plain (oneDNN-blocked) inputs only if accepts_blocked_inputs().
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "worker/engine/dtype.h"
+#include "worker/engine/error.h"
+#include "worker/engine/tensor.h"
+
+namespace onnx {
+class NodeProto;
+class AttributeProto;
+class TensorProto;
+}  // namespace onnx
+
+namespace torq::engine {
+
+// A node as kernels see it: attributes, input arity, opset.
+class NodeInfo {
+ public:
+  NodeInfo(const onnx::NodeProto& proto, int opset);
+
+  const std::string& name() const { return name_; }
+  const std::string& op_type() const { return op_type_; }
+  int opset() const { return opset_; }
+  size_t num_inputs() const { return inputs_.size(); }
+  size_t num_outputs() const { return outputs_.size(); }
+  // An input listed as "" (omitted optional input) is not present.
+  bool has_input(size_t i) const { return i < inputs_.size() && !inputs_[i].empty(); }
+  bool has_output(size_t i) const { return i < outputs_.size() && !outputs_[i].empty(); }
+  const std::string& input_name(size_t i) const { return inputs_[i]; }
+  const std::string& output_name(size_t i) const { return outputs_[i]; }
+
+  bool has_attr(const std::string& name) const;
+  int64_t attr_int(const std::string& name, int64_t def) const;
+  float attr_float(const std::string& name, float def) const;
+  std::string attr_string(const std::string& name, const std::string& def) const;
+  std::vector<int64_t> attr_ints(const std::string& name,
+                                 const std::vector<int64_t>& def = {}) const;
+  std::vector<float> attr_floats(const std::string& name,
+                                 const std::vector<float>& def = {}) const;
+  // The tensor attribute (e.g. Constant's value); nullptr when absent.
+  const onnx::TensorProto* attr_tensor(const std::string& name) const;
+  const onnx::AttributeProto* attr(const std::string& name) const;
+  const onnx::NodeProto& proto() const { return *proto_; }
+
+  // Throws Unsupported when the node has an attribute not in `known`, so a
+  // new attribute variant is never silently ignored.
+  void expect_attrs(std::initializer_list<const char*> known) const;
+
+ private:
+  const onnx::NodeProto* proto_;
+  int opset_;
+  std::string name_, op_type_;
+  std::vector<std::string> inputs_, outputs_;
+};
+
+struct DnnlEnv;  // oneDNN engine + stream (dnnl_util.h)
+
+class KernelContext {
+ public:
+  KernelContext(std::vector<const Tensor*> inputs, std::vector<bool> input_constant,
+                std::vector<Tensor>* outputs, DnnlEnv* dnnl, Rounding rounding,
+                int threads)
+      : inputs_(std::move(inputs)),
+        constant_(std::move(input_constant)),
+        outputs_(outputs),
+        dnnl_(dnnl),
+        rounding_(rounding),
+        threads_(threads) {}
+
+  size_t num_inputs() const { return inputs_.size(); }
+  // nullptr when the optional input is omitted.
+  const Tensor* input(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
+  // The input, or an invalid-model error if absent.
+  const Tensor& in(size_t i) const;
+  // True when the input is an initializer (fixed for the session's life):
+  // kernels may pre-pack it once.
+  bool input_is_constant(size_t i) const { return i < constant_.size() && constant_[i]; }
+  size_t num_outputs() const { return outputs_->size(); }
+  Tensor& output(size_t i) { return (*outputs_)[i]; }
+  DnnlEnv& dnnl() const { return *dnnl_; }
+  Rounding rounding() const { return rounding_; }
+  int threads() const { return threads_; }
+
+ private:
+  std::vector<const Tensor*> inputs_;
+  std::vector<bool> constant_;
+  std::vector<Tensor>* outputs_;
+  DnnlEnv* dnnl_;
+  Rounding rounding_;
+  int threads_;
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  Kernel() = default;
+  Kernel(const Kernel&) = delete;
+  Kernel& operator=(const Kernel&) = delete;
+
+  // Computes all outputs from the inputs. Throws EngineError.
+  virtual void compute(KernelContext& ctx) = 0;
+  virtual bool handles_bf16() const { return false; }
+  virtual bool accepts_blocked_inputs() const { return false; }
+};
+
+using KernelFactory = std::function<std::unique_ptr<Kernel>(const NodeInfo&)>;
+
+// Table of kernels keyed by ONNX op type (default domain) and opset range.
+class KernelRegistry {
+ public:
+  // The registry with every built-in kernel.
+  static const KernelRegistry& global();
+
+  // Registers `factory` for op_type at opsets [since, until] (inclusive).
+  void add(const std::string& op_type, int since, int until, KernelFactory factory);
+  // The factory for op_type at `opset`, or nullptr.
+  const KernelFactory* find(const std::string& op_type, int opset) const;
+  bool knows(const std::string& op_type) const { return table_.count(op_type) != 0; }
+  std::vector<std::string> op_types() const;
+
+ private:
+  struct Entry {
+    int since, until;
+    KernelFactory factory;
+  };
+  std::map<std::string, std::vector<Entry>> table_;
+};
+
+// Convenience for registration: r.add(op, since, until, make<Cls>()).
+template <class K>
+KernelFactory make_kernel() {
+  return [](const NodeInfo& n) -> std::unique_ptr<Kernel> { return std::make_unique<K>(n); };
+}
+
+// Helpers shared by kernels.
+// Normalises a possibly negative axis for a tensor of `rank`; throws if out of range.
+int64_t normalize_axis(int64_t axis, int64_t rank);
+// Numpy broadcast of two shapes; throws InvalidModel when incompatible.
+Shape broadcast_shapes(const Shape& a, const Shape& b);
+// Row-major strides of `shape`.
+std::vector<int64_t> strides_of(const Shape& shape);
+
+// Registration functions, one per kernel file; called by KernelRegistry::global().
+void register_conv_kernels(KernelRegistry& r);
+void register_gemm_kernels(KernelRegistry& r);
+void register_pool_kernels(KernelRegistry& r);
+void register_norm_kernels(KernelRegistry& r);
+void register_softmax_kernels(KernelRegistry& r);
+void register_unary_kernels(KernelRegistry& r);
+void register_binary_kernels(KernelRegistry& r);
+void register_reduce_kernels(KernelRegistry& r);
+void register_shape_kernels(KernelRegistry& r);
+void register_movement_kernels(KernelRegistry& r);
+void register_resize_kernels(KernelRegistry& r);
+void register_misc_kernels(KernelRegistry& r);
+
+}  // namespace torq::engine

@@ -1,0 +1,227 @@
+// Conv and ConvTranspose on oneDNN (1-D, 2-D, 3-D; groups; dilations).
+//
+// The source and destination formats are left to oneDNN ("any"), so
+// consecutive convolutions stay in a blocked layout (nChw16c on AVX-512)
+// without reorders. Constant weights are reordered into the primitive's
+// format once, on the first run, and kept.
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "worker/engine/dnnl_util.h"
+#include "worker/engine/kernels/conv_common.h"
+
+namespace torq::engine {
+
+namespace {
+
+using dt = dnnl::memory::data_type;
+using dims = dnnl::memory::dims;
+
+// Row-major strides for dims given in memory order `order` (a permutation
+// of logical axes, outermost first).
+dims strides_for(const dims& d, const std::vector<int>& order) {
+  dims s(d.size());
+  dnnl::memory::dim acc = 1;
+  for (size_t k = order.size(); k-- > 0;) {
+    s[static_cast<size_t>(order[k])] = acc;
+    acc *= d[static_cast<size_t>(order[k])];
+  }
+  return s;
+}
+
+class ConvBase : public Kernel {
+ public:
+  ConvBase(const NodeInfo& n, bool transpose) : transpose_(transpose), attrs_(ConvAttrs::parse(n, transpose)) {}
+  bool handles_bf16() const override { return true; }
+  bool accepts_blocked_inputs() const override { return true; }
+
+  void compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.in(0);
+    const Tensor& w = ctx.in(1);
+    const Tensor* b = ctx.input(2);
+    TORQ_SUPPORTED(x.dtype() == DType::kF32 || x.dtype() == DType::kBF16,
+                   std::string("Conv on ") + dtype_name(x.dtype()) + " is not supported");
+    TORQ_CHECK(x.rank() >= 3 && x.rank() <= 5, "Conv input must be 3-D to 5-D, got " + shape_str(x.shape()));
+    TORQ_SUPPORTED(x.rank() <= 5, "Conv with more than 3 spatial dims");
+    TORQ_CHECK(w.rank() == x.rank(), "Conv weight rank must match the input rank");
+    TORQ_CHECK(w.is_plain() && (!b || b->is_plain()), "Conv weights must be plain");
+    const bool rebuild = !prim_ || x.shape() != in_shape_ || !(md_of(x) == in_md_) || w.shape() != w_shape_ ||
+                         (b != nullptr) != has_bias_ || x.dtype() != in_dtype_ || ctx.rounding() != rounding_;
+    if (rebuild) build(ctx, x, w, b);
+    // Weights: packed once when constant.
+    if (!w_packed_.defined() || !ctx.input_is_constant(1)) w_packed_ = w_reorder_(w, w_desc_, w.dtype(), ctx.dnnl());
+    Tensor src = src_reorder_(x, pd_src_, x.dtype(), ctx.dnnl());
+    Tensor dst = alloc_for_md(pd_dst_, out_dtype_, out_shape_);
+    auto& env = ctx.dnnl();
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, as_memory(src, pd_src_, env)},
+                                               {DNNL_ARG_WEIGHTS, as_memory(w_packed_, w_desc_, env)},
+                                               {DNNL_ARG_DST, as_memory(dst, pd_dst_, env)}};
+    if (b) args.emplace(DNNL_ARG_BIAS, as_memory(*b, plain_md(b->shape(), b->dtype()), env));
+    prim_->execute(env.stream, args);
+    env.stream.wait();
+    ctx.output(0) = dst;
+  }
+
+ private:
+  void build(KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b) {
+    const size_t sp = static_cast<size_t>(x.rank() - 2);
+    ConvAttrs a = attrs_;
+    a.complete(sp, std::vector<int64_t>(w.shape().begin() + 2, w.shape().end()));
+    const int64_t n = x.dim(0), c = x.dim(1), g = a.group;
+    std::vector<int64_t> in_sp(x.shape().begin() + 2, x.shape().end()), out_sp, pl, pr;
+    int64_t oc;
+    if (!transpose_) {
+      TORQ_CHECK(c == w.dim(1) * g, "Conv input channels " + std::to_string(c) + " != weight " +
+                                        std::to_string(w.dim(1)) + " x group " + std::to_string(g));
+      TORQ_CHECK(w.dim(0) % g == 0, "Conv output channels not divisible by group");
+      oc = w.dim(0);
+      conv_forward_geometry(a, in_sp, &out_sp, &pl, &pr);
+    } else {
+      TORQ_CHECK(c == w.dim(0), "ConvTranspose input channels must match weight dim 0");
+      TORQ_CHECK(c % g == 0, "ConvTranspose input channels not divisible by group");
+      oc = w.dim(1) * g;
+      transpose_geometry(a, in_sp, &out_sp, &pl, &pr);
+    }
+    if (b) TORQ_CHECK(b->numel() == oc && b->rank() == 1, "bias must have shape [" + std::to_string(oc) + "]");
+    out_shape_ = {n, oc};
+    out_shape_.insert(out_shape_.end(), out_sp.begin(), out_sp.end());
+
+    const dt data_t = x.dtype() == DType::kBF16 ? dt::bf16 : dt::f32;
+    out_dtype_ = x.dtype() == DType::kBF16 && ctx.rounding() == Rounding::kNearestEven ? DType::kBF16 : DType::kF32;
+    const dt dst_t = out_dtype_ == DType::kBF16 ? dt::bf16 : dt::f32;
+    const dims src_dims = to_dims(x.shape()), dst_dims = to_dims(out_shape_);
+    // Weight dims in oneDNN order: [g,] o, i, spatial.
+    dims wd;
+    std::vector<int> order;  // memory order of the ONNX weight bytes
+    const int64_t cin_g = c / g, cout_g = oc / g;
+    if (g > 1) wd = {g, cout_g, cin_g};
+    else wd = {oc, c};
+    for (size_t i = 0; i < sp; ++i) wd.push_back(w.dim(static_cast<int64_t>(i) + 2));
+    const int off = g > 1 ? 1 : 0;
+    if (g > 1) order.push_back(0);
+    if (!transpose_) {  // ONNX Conv W: [O, I/g, k]: g-major, then o, then i
+      order.push_back(off + 0);
+      order.push_back(off + 1);
+    } else {  // ONNX ConvTranspose W: [I, O/g, k] = [g, I/g, O/g, k]: i before o
+      order.push_back(off + 1);
+      order.push_back(off + 0);
+    }
+    for (size_t i = 0; i < sp; ++i) order.push_back(off + 2 + static_cast<int>(i));
+    w_plain_md_ = dnnl::memory::desc(wd, dnnl_dtype(w.dtype()), strides_for(wd, order));
+    const dnnl::memory::desc src_any(src_dims, data_t, dnnl::memory::format_tag::any);
+    const dnnl::memory::desc w_any(wd, data_t, dnnl::memory::format_tag::any);
+    const dnnl::memory::desc dst_any(dst_dims, dst_t, dnnl::memory::format_tag::any);
+    dnnl::memory::desc bias_md;
+    if (b) bias_md = plain_md(b->shape(), b->dtype());
+    dims strides(a.strides.begin(), a.strides.end()), dil, padl(pl.begin(), pl.end()), padr(pr.begin(), pr.end());
+    for (int64_t d : a.dilations) dil.push_back(d - 1);
+    auto& env = ctx.dnnl();
+    if (!transpose_) {
+      auto d = b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                                   src_any, w_any, bias_md, dst_any, strides, dil, padl, padr)
+                 : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                                   src_any, w_any, dst_any, strides, dil, padl, padr);
+      dnnl::convolution_forward::primitive_desc pd(d, env.engine);
+      pd_src_ = pd.src_desc();
+      pd_dst_ = pd.dst_desc();
+      w_desc_ = pd.weights_desc();
+      prim_.emplace(dnnl::convolution_forward(pd));
+    } else {
+      auto d = b ? dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
+                                                     src_any, w_any, bias_md, dst_any, strides, dil, padl, padr)
+                 : dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
+                                                     src_any, w_any, dst_any, strides, dil, padl, padr);
+      dnnl::deconvolution_forward::primitive_desc pd(d, env.engine);
+      pd_src_ = pd.src_desc();
+      pd_dst_ = pd.dst_desc();
+      w_desc_ = pd.weights_desc();
+      prim_.emplace(dnnl::primitive(pd));
+    }
+    // The weight tensor is reinterpreted with the grouped/ordered md.
+    w_reorder_ = WeightReorder{w_plain_md_};
+    w_packed_ = Tensor();
+    in_shape_ = x.shape();
+    in_md_ = md_of(x);
+    in_dtype_ = x.dtype();
+    w_shape_ = w.shape();
+    has_bias_ = b != nullptr;
+    rounding_ = ctx.rounding();
+  }
+
+  static void transpose_geometry(const ConvAttrs& a, const std::vector<int64_t>& in, std::vector<int64_t>* out,
+                                 std::vector<int64_t>* pl, std::vector<int64_t>* pr) {
+    const size_t s = in.size();
+    out->resize(s);
+    pl->resize(s);
+    pr->resize(s);
+    TORQ_CHECK(a.output_shape.empty() || a.output_shape.size() == s || a.output_shape.size() == s + 2,
+               "output_shape rank does not match the input");
+    for (size_t i = 0; i < s; ++i) {
+      const int64_t ek = (a.kernel[i] - 1) * a.dilations[i] + 1;
+      const int64_t full = a.strides[i] * (in[i] - 1) + a.output_padding[i] + ek;
+      int64_t b = a.pads[i], e = a.pads[i + s];
+      int64_t target = -1;
+      if (!a.output_shape.empty()) target = a.output_shape[a.output_shape.size() - s + i];
+      else if (a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER") target = in[i] * a.strides[i];
+      if (a.auto_pad == "VALID" && a.output_shape.empty()) b = e = 0;
+      if (target >= 0) {
+        const int64_t total = full - target;
+        TORQ_SUPPORTED(total >= 0, "ConvTranspose output_shape larger than the full output");
+        if (a.auto_pad == "SAME_UPPER") {
+          b = total / 2;
+          e = total - total / 2;
+        } else {
+          b = total - total / 2;
+          e = total / 2;
+        }
+      }
+      (*out)[i] = full - b - e;
+      (*pl)[i] = b;
+      // oneDNN's right padding already accounts for output_padding.
+      (*pr)[i] = e - a.output_padding[i];
+      TORQ_CHECK((*out)[i] > 0, "ConvTranspose output size is not positive");
+      TORQ_SUPPORTED((*pr)[i] >= 0, "ConvTranspose output_padding larger than the end padding");
+    }
+  }
+
+  // Reorders ONNX weight bytes (viewed through `md`) into the primitive format.
+  struct WeightReorder {
+    dnnl::memory::desc md;
+    Tensor operator()(const Tensor& w, const dnnl::memory::desc& dst, DType dtype, DnnlEnv& env) {
+      Tensor out = Tensor::blocked(dtype, w.shape(), std::make_shared<Layout>(Layout{dst}), dst.get_size());
+      dnnl::memory src_mem = as_memory(w, md, env), dst_mem = as_memory(out, dst, env);
+      dnnl::reorder(src_mem, dst_mem).execute(env.stream, src_mem, dst_mem);
+      env.stream.wait();
+      return out;
+    }
+  };
+
+  bool transpose_;
+  ConvAttrs attrs_;
+  std::optional<dnnl::primitive> prim_;
+  dnnl::memory::desc pd_src_, pd_dst_, w_desc_, w_plain_md_, in_md_;
+  WeightReorder w_reorder_;
+  CachedReorder src_reorder_;
+  Tensor w_packed_;
+  Shape in_shape_, w_shape_, out_shape_;
+  DType in_dtype_ = DType::kUndefined, out_dtype_ = DType::kF32;
+  Rounding rounding_ = Rounding::kNearestEven;
+  bool has_bias_ = false;
+};
+
+class ConvKernel : public ConvBase {
+ public:
+  explicit ConvKernel(const NodeInfo& n) : ConvBase(n, false) {}
+};
+class ConvTransposeKernel : public ConvBase {
+ public:
+  explicit ConvTransposeKernel(const NodeInfo& n) : ConvBase(n, true) {}
+};
+
+}  // namespace
+
+void register_conv_kernels(KernelRegistry& r) {
+  r.add("Conv", 1, 17, make_kernel<ConvKernel>());
+  r.add("ConvTranspose", 1, 17, make_kernel<ConvTransposeKernel>());
+}
+
+}  // namespace torq::engine

@@ -1,0 +1,42 @@
+// Byte-level copy helpers shared by the data-movement kernels (movement*.cc,
+// resize.cc). Every output element of these ops is a copy of one source
+// element (or a fill value), so one routine serves every dtype: elements are
+// moved as opaque `esize`-byte values.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "worker/engine/kernel.h"
+
+namespace torq::engine {
+
+// Marks an output position that takes the fill value instead of a source element.
+inline constexpr int64_t kFillOffset = std::numeric_limits<int64_t>::min();
+
+// Writes a row-major output whose axis k has offsets[k].size() positions:
+// element (i0, ..., i_{n-1}) = src[sum_k offsets[k][i_k]] (offsets counted in
+// elements, any sign), or the `esize` bytes at `fill` when some
+// offsets[k][i_k] == kFillOffset (`fill` may be null when no offset is
+// kFillOffset). With no axes (rank 0) one element is copied. The caller
+// guarantees every offset sum lies inside `src`. OpenMP-parallel over rows.
+void gather_axis_offsets(const void* src, void* dst, size_t esize,
+                         const std::vector<std::vector<int64_t>>& offsets,
+                         const void* fill = nullptr);
+
+// Offsets of a permuted view: output axis k walks input axis perm[k] of a
+// row-major tensor of `in_shape`. Used by Transpose and DepthToSpace.
+std::vector<std::vector<int64_t>> permuted_offsets(const Shape& in_shape,
+                                                   const std::vector<int64_t>& perm);
+
+// Reads an optional 1-D integer input (axes, pads, ...) as int64; empty when absent.
+std::vector<int64_t> optional_ints(const KernelContext& ctx, size_t i);
+
+// Registration of the kernels that live in movement_*.cc; called by
+// register_movement_kernels().
+void register_movement_gather_kernels(KernelRegistry& r);
+void register_movement_pad_kernels(KernelRegistry& r);
+
+}  // namespace torq::engine

@@ -1,0 +1,89 @@
+// Executor profiles: what an executor (nss, css, host) accepts, with what
+// numerics, and what it costs. Profiles are data (configs/targets/*.yaml),
+// validated strictly at load and consulted in one place, check(), before a
+// kernel runs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "worker/engine/dtype.h"
+#include "worker/engine/tensor.h"
+
+namespace torq::engine {
+
+class NodeInfo;
+
+// Constraints on one op type. An unset field constrains nothing.
+struct OpRule {
+  std::set<DType> dtypes;               // allowed dtypes of the node's data inputs
+  std::set<std::string> conv_groups;    // standard | depthwise | grouped
+  std::set<int64_t> spatial_ranks;      // conv/pool spatial rank (1 = 1-D, 2 = 2-D)
+  std::optional<int64_t> max_kernel;    // largest kernel extent per axis
+  std::optional<int64_t> max_stride;
+  std::optional<int64_t> max_dilation;
+  std::optional<int64_t> max_rank;      // largest input rank
+  bool widen_output = false;            // bf16 in, f32 out (no output rounding)
+  std::string note;                     // why the rule is what it is
+};
+
+// Simulated device cost of a layer.
+struct CostModel {
+  double clock_mhz = 1000;
+  int64_t slices = 1;
+  double macs_per_cycle_per_slice = 1;  // multiply-accumulates per cycle per slice
+  double eltwise_per_cycle = 1;         // elements per cycle for non-MAC ops
+  double dma_bytes_per_cycle = 1;       // bytes moved per cycle
+  int64_t dispatch_overhead_cycles = 0; // fixed cost of launching one layer
+};
+
+struct LayerCost {
+  uint64_t macs = 0, elements = 0, bytes = 0, cycles = 0;
+  double time_ms = 0;
+};
+
+class ExecutorProfile {
+ public:
+  // Parses and validates a profile file. Throws EngineError(kInvalidInput)
+  // with "file:line:col: message" on any unknown key, duplicate key, bad
+  // value or type.
+  static ExecutorProfile load(const std::string& path);
+  static ExecutorProfile parse(const std::string& text, const std::string& filename);
+  // Resolves "nss" / "css" / "host" to configs/targets/<name>.yaml (looked up
+  // in $TORQ_CONFIG_DIR, then the source tree), or loads a path.
+  static ExecutorProfile resolve(const std::string& name_or_path);
+  // Directory holding the built-in target profiles.
+  static std::string targets_dir();
+
+  const std::string& name() const { return name_; }
+  const std::string& description() const { return description_; }
+  DType float_type() const { return float_type_; }
+  std::optional<Rounding> rounding() const { return rounding_; }
+  bool all_ops() const { return all_ops_; }
+  const std::map<std::string, OpRule>& ops() const { return ops_; }
+  const CostModel& cost() const { return cost_; }
+  const OpRule* rule(const std::string& op_type) const;
+
+  // Throws EngineError(kUnsupported) with the reason when the executor
+  // cannot run this node on these inputs.
+  void check(const NodeInfo& node, const std::vector<const Tensor*>& inputs) const;
+  // Simulated cost of the node given its inputs and outputs.
+  LayerCost cost_of(const NodeInfo& node, const std::vector<const Tensor*>& inputs,
+                    const std::vector<Tensor>& outputs) const;
+
+ private:
+  std::string name_, description_;
+  DType float_type_ = DType::kF32;
+  std::optional<Rounding> rounding_;
+  std::string fp32_error_;
+  bool all_ops_ = false;
+  std::map<std::string, OpRule> ops_;
+  CostModel cost_;
+};
+
+}  // namespace torq::engine

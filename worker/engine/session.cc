@@ -1,0 +1,432 @@
+#include "worker/engine/session.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include <onnx/onnx_pb.h>
+
+#include "worker/engine/dnnl_util.h"
+#include "worker/engine/error.h"
+#include "worker/engine/kernel.h"
+#include "worker/engine/tensor_io.h"
+
+namespace torq::engine {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Converts a float tensor (plain or blocked) to another float type.
+Tensor convert_float(const Tensor& t, DType to, Rounding r, DnnlEnv& env) {
+  if (t.dtype() == to) return t;
+  if (t.is_plain()) return cast_tensor(t, to, r);
+  dnnl_memory_desc_t d = t.layout()->md.data;
+  if (to == DType::kBF16 && t.dtype() == DType::kF32) {
+    d.data_type = dnnl_bf16;
+    dnnl::memory::desc md(d);
+    Tensor out = alloc_for_md(md, to, t.shape());
+    convert_f32_to_bf16(static_cast<const float*>(t.raw()), static_cast<bf16_t*>(out.raw()),
+                        t.nbytes() / sizeof(float), r);
+    return out;
+  }
+  if (to == DType::kF32 && t.dtype() == DType::kBF16) {
+    d.data_type = dnnl_f32;
+    dnnl::memory::desc md(d);
+    Tensor out = alloc_for_md(md, to, t.shape());
+    convert_bf16_to_f32(static_cast<const bf16_t*>(t.raw()), static_cast<float*>(out.raw()),
+                        t.nbytes() / sizeof(bf16_t));
+    return out;
+  }
+  return cast_tensor(to_plain(t, env), to, r);
+}
+
+std::string onnx_type_name(int32_t t) {
+  DType d = dtype_from_onnx(t);
+  return d == DType::kUndefined ? "onnx type " + std::to_string(t) : dtype_name(d);
+}
+
+}  // namespace
+
+struct Session::Impl {
+  SessionOptions opts;
+  int opset = 0;
+  DnnlEnv env;
+  Rounding rounding = Rounding::kNearestEven;
+
+  struct Node {
+    std::unique_ptr<onnx::NodeProto> proto;  // owned copy: NodeInfo points into it
+    std::unique_ptr<NodeInfo> info;
+    std::unique_ptr<Kernel> kernel;
+    std::vector<int> in, out;  // value ids (-1: omitted)
+    std::vector<CachedReorder> reorders;
+    const OpRule* rule = nullptr;
+    bool folded = false;
+  };
+  std::vector<Node> nodes;  // topological order
+  std::map<std::string, int> ids;
+  std::vector<std::string> names;
+  std::vector<Tensor> constants;   // by value id (undefined if not constant)
+  std::vector<int> last_use;       // node index of last consumer
+  std::vector<bool> is_output;
+  std::vector<ValueInfo> inputs, outputs;
+  std::vector<int> input_ids, output_ids;
+  RunStats stats;
+
+  int id_of(const std::string& name) {
+    auto it = ids.find(name);
+    if (it != ids.end()) return it->second;
+    const int id = static_cast<int>(names.size());
+    ids.emplace(name, id);
+    names.push_back(name);
+    constants.emplace_back();
+    return id;
+  }
+
+  void load(const onnx::ModelProto& model);
+  void execute(Node& n, std::vector<Tensor>& values, bool folding, NodeStat* stat);
+};
+
+static ValueInfo value_info_of(const onnx::ValueInfoProto& v, bool to_bf16) {
+  ValueInfo vi;
+  vi.name = v.name();
+  if (!v.type().has_tensor_type())
+    throw EngineError(ErrorKind::kUnsupported, "graph value '" + v.name() + "' is not a tensor");
+  const auto& tt = v.type().tensor_type();
+  vi.dtype = dtype_from_onnx(tt.elem_type());
+  if (vi.dtype == DType::kUndefined)
+    throw EngineError(ErrorKind::kUnsupported,
+                      "graph value '" + v.name() + "' has unsupported type " + onnx_type_name(tt.elem_type()));
+  if (to_bf16 && vi.dtype == DType::kF32) vi.dtype = DType::kBF16;
+  if (tt.has_shape())
+    for (const auto& d : tt.shape().dim()) vi.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+  return vi;
+}
+
+void Session::Impl::load(const onnx::ModelProto& model) {
+  if (opts.threads > 0) omp_set_num_threads(opts.threads);
+  rounding = opts.profile && opts.profile->rounding() ? *opts.profile->rounding() : opts.rounding;
+  const bool to_bf16 = opts.numerics == Numerics::kBF16;
+  for (const auto& imp : model.opset_import())
+    if (imp.domain().empty() || imp.domain() == "ai.onnx") opset = static_cast<int>(imp.version());
+  if (!model.has_graph()) throw EngineError(ErrorKind::kInvalidModel, "model has no graph");
+  const auto& g = model.graph();
+  for (const auto& np : g.node())
+    if (!np.domain().empty() && np.domain() != "ai.onnx")
+      throw EngineError(ErrorKind::kUnsupported, "operator domain '" + np.domain() + "' is not supported",
+                        np.name().empty() && np.output_size() ? np.output(0) : np.name(), np.op_type());
+  if (opset == 0) throw EngineError(ErrorKind::kInvalidModel, "model imports no default-domain opset");
+
+  for (const auto& init : g.initializer()) {
+    const int id = id_of(init.name());
+    Tensor t;
+    try {
+      t = tensor_from_proto(init);
+    } catch (const EngineError& e) {
+      throw EngineError(e.kind(), "initializer '" + init.name() + "': " + e.reason());
+    }
+    if (to_bf16 && t.dtype() == DType::kF32) t = cast_tensor(t, DType::kBF16, rounding);
+    constants[static_cast<size_t>(id)] = t;
+  }
+  for (const auto& in : g.input()) {
+    const int id = id_of(in.name());
+    if (constants[static_cast<size_t>(id)].defined()) continue;  // initializer-backed
+    inputs.push_back(value_info_of(in, to_bf16));
+    input_ids.push_back(id);
+  }
+  std::vector<int> produced_by(names.size(), -2);  // -2 unknown, -1 input/constant
+  for (int id : input_ids) produced_by[static_cast<size_t>(id)] = -1;
+  for (size_t i = 0; i < constants.size(); ++i)
+    if (constants[i].defined()) produced_by[i] = -1;
+
+  // Nodes: resolve kernels and value ids.
+  std::vector<Node> raw;
+  const auto& registry = KernelRegistry::global();
+  for (const auto& np : g.node()) {
+    Node n;
+    n.proto = std::make_unique<onnx::NodeProto>(np);
+    n.info = std::make_unique<NodeInfo>(*n.proto, opset);
+    const std::string& op = np.op_type();
+    if (!np.domain().empty() && np.domain() != "ai.onnx")
+      throw EngineError(ErrorKind::kUnsupported, "operator domain '" + np.domain() + "' is not supported",
+                        n.info->name(), op);
+    const KernelFactory* f = registry.find(op, opset);
+    if (!f)
+      throw EngineError(ErrorKind::kUnsupported,
+                        registry.knows(op) ? op + " is not supported at opset " + std::to_string(opset)
+                                           : "operator " + op + " is not supported",
+                        n.info->name(), op);
+    try {
+      n.kernel = (*f)(*n.info);
+    } catch (const EngineError& e) {
+      throw EngineError(e.kind(), e.reason(), n.info->name(), op);
+    } catch (const std::exception& e) {
+      throw EngineError(ErrorKind::kInvalidModel, e.what(), n.info->name(), op);
+    }
+    for (const auto& i : np.input()) n.in.push_back(i.empty() ? -1 : id_of(i));
+    for (const auto& o : np.output()) n.out.push_back(o.empty() ? -1 : id_of(o));
+    n.reorders.resize(n.in.size());
+    if (opts.profile) n.rule = opts.profile->rule(op);
+    raw.push_back(std::move(n));
+  }
+  produced_by.resize(names.size(), -2);
+  for (size_t i = 0; i < raw.size(); ++i)
+    for (int o : raw[i].out)
+      if (o >= 0) {
+        if (produced_by[static_cast<size_t>(o)] != -2)
+          throw EngineError(ErrorKind::kInvalidModel, "value '" + names[static_cast<size_t>(o)] +
+                                                          "' is produced more than once");
+        produced_by[static_cast<size_t>(o)] = static_cast<int>(i);
+      }
+  // Topological order (Kahn, stable with respect to model order).
+  std::vector<int> pending(raw.size(), 0);
+  std::vector<std::vector<int>> consumers(raw.size());
+  for (size_t i = 0; i < raw.size(); ++i)
+    for (int v : raw[i].in) {
+      if (v < 0) continue;
+      const int p = produced_by[static_cast<size_t>(v)];
+      if (p == -2)
+        throw EngineError(ErrorKind::kInvalidModel,
+                          "input '" + names[static_cast<size_t>(v)] +
+                              "' is not produced by any node, initializer or graph input",
+                          raw[i].info->name(), raw[i].info->op_type());
+      if (p >= 0) {
+        ++pending[i];
+        consumers[static_cast<size_t>(p)].push_back(static_cast<int>(i));
+      }
+    }
+  std::vector<int> order;
+  std::vector<int> ready;
+  for (size_t i = 0; i < raw.size(); ++i)
+    if (pending[i] == 0) ready.push_back(static_cast<int>(i));
+  while (!ready.empty()) {
+    std::sort(ready.begin(), ready.end(), std::greater<int>());
+    const int i = ready.back();
+    ready.pop_back();
+    order.push_back(i);
+    for (int c : consumers[static_cast<size_t>(i)])
+      if (--pending[static_cast<size_t>(c)] == 0) ready.push_back(c);
+  }
+  if (order.size() != raw.size()) throw EngineError(ErrorKind::kInvalidModel, "graph has a cycle");
+  for (int i : order) nodes.push_back(std::move(raw[static_cast<size_t>(i)]));
+
+  for (const auto& out : g.output()) {
+    ValueInfo vi = value_info_of(out, to_bf16);
+    auto it = ids.find(out.name());
+    if (it == ids.end() || (produced_by[static_cast<size_t>(it->second)] == -2))
+      throw EngineError(ErrorKind::kInvalidModel, "graph output '" + out.name() + "' is never produced");
+    outputs.push_back(vi);
+    output_ids.push_back(it->second);
+  }
+  is_output.assign(names.size(), false);
+  for (int id : output_ids) is_output[static_cast<size_t>(id)] = true;
+
+  // Fold nodes whose inputs are all constant (Constant nodes, shape
+  // arithmetic on initializers): computed once here, never per run.
+  std::vector<Tensor> values = constants;
+  for (auto& n : nodes) {
+    bool all_const = true;
+    for (int v : n.in)
+      if (v >= 0 && !constants[static_cast<size_t>(v)].defined()) all_const = false;
+    if (!all_const) continue;
+    execute(n, values, /*folding=*/true, nullptr);
+    for (int o : n.out)
+      if (o >= 0) constants[static_cast<size_t>(o)] = to_plain(values[static_cast<size_t>(o)], env);
+    n.folded = true;
+  }
+  last_use.assign(names.size(), -1);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (int v : nodes[i].in)
+      if (v >= 0) last_use[static_cast<size_t>(v)] = static_cast<int>(i);
+}
+
+void Session::Impl::execute(Node& n, std::vector<Tensor>& values, bool folding, NodeStat* stat) {
+  const NodeInfo& info = *n.info;
+  try {
+    std::vector<const Tensor*> raw_in(n.in.size(), nullptr);
+    for (size_t i = 0; i < n.in.size(); ++i)
+      if (n.in[i] >= 0) {
+        const Tensor& t = values[static_cast<size_t>(n.in[i])];
+        if (!t.defined())
+          throw EngineError(ErrorKind::kRuntime, "input '" + names[static_cast<size_t>(n.in[i])] + "' has no value");
+        raw_in[i] = &t;
+      }
+    if (opts.profile && !folding) opts.profile->check(info, raw_in);
+
+    bool any_bf16 = false;
+    for (const Tensor* t : raw_in)
+      if (t && t->dtype() == DType::kBF16) any_bf16 = true;
+    const bool native_bf16 = n.kernel->handles_bf16();
+    const bool blocked_ok = n.kernel->accepts_blocked_inputs();
+    std::vector<Tensor> conv(n.in.size());
+    std::vector<const Tensor*> in(n.in.size(), nullptr);
+    std::vector<bool> is_const(n.in.size(), false);
+    for (size_t i = 0; i < n.in.size(); ++i) {
+      if (!raw_in[i]) continue;
+      const Tensor* t = raw_in[i];
+      is_const[i] = constants[static_cast<size_t>(n.in[i])].defined();
+      if (!blocked_ok && !t->is_plain()) {
+        conv[i] = n.reorders[i](*t, plain_md(t->shape(), t->dtype()), t->dtype(), env);
+        t = &conv[i];
+      }
+      // CastLike's second input only donates its type: never convert it.
+      const bool type_donor = i == 1 && info.op_type() == "CastLike";
+      if (any_bf16 && is_float(t->dtype()) && !type_donor) {
+        const DType want = native_bf16 ? DType::kBF16 : DType::kF32;
+        if (t->dtype() != want && t->dtype() != DType::kF64 && t->dtype() != DType::kF16) {
+          conv[i] = convert_float(*t, want, rounding, env);
+          t = &conv[i];
+        }
+      }
+      in[i] = t;
+    }
+    std::vector<Tensor> outs(n.out.size());
+    KernelContext ctx(in, is_const, &outs, &env, rounding, opts.threads);
+    const auto t0 = Clock::now();
+    n.kernel->compute(ctx);
+    if (stat) stat->wall_ms = ms_since(t0);
+    const bool widen = n.rule && n.rule->widen_output;
+    for (size_t i = 0; i < n.out.size(); ++i) {
+      if (n.out[i] < 0) continue;
+      if (!outs[i].defined())
+        throw EngineError(ErrorKind::kRuntime, "kernel produced no value for output " + std::to_string(i));
+      if (any_bf16 && !widen && outs[i].dtype() == DType::kF32 && info.op_type() != "Cast")
+        outs[i] = convert_float(outs[i], DType::kBF16, rounding, env);
+    }
+    if (stat && opts.profile) stat->cost = opts.profile->cost_of(info, raw_in, outs);
+    for (size_t i = 0; i < n.out.size(); ++i)
+      if (n.out[i] >= 0) values[static_cast<size_t>(n.out[i])] = std::move(outs[i]);
+  } catch (const EngineError& e) {
+    if (!e.node().empty()) throw;
+    throw EngineError(e.kind(), e.reason(), info.name(), info.op_type());
+  } catch (const dnnl::error& e) {
+    throw EngineError(e.status == dnnl_unimplemented ? ErrorKind::kUnsupported : ErrorKind::kRuntime,
+                      std::string("oneDNN: ") + e.what(), info.name(), info.op_type());
+  } catch (const std::bad_alloc&) {
+    throw EngineError(ErrorKind::kRuntime, "out of memory", info.name(), info.op_type());
+  } catch (const std::exception& e) {
+    throw EngineError(ErrorKind::kRuntime, e.what(), info.name(), info.op_type());
+  }
+}
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+
+std::unique_ptr<Session> Session::from_proto(const onnx::ModelProto& model, SessionOptions opts) {
+  auto impl = std::make_unique<Impl>();
+  impl->opts = std::move(opts);
+  impl->load(model);
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+std::unique_ptr<Session> Session::from_bytes(const std::string& bytes, SessionOptions opts) {
+  onnx::ModelProto model;
+  if (bytes.empty() || !model.ParseFromString(bytes))
+    throw EngineError(ErrorKind::kInvalidModel, "not a valid ONNX model (protobuf parse failed)");
+  return from_proto(model, std::move(opts));
+}
+
+std::unique_ptr<Session> Session::from_file(const std::string& path, SessionOptions opts) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw EngineError(ErrorKind::kInvalidInput, path + ": cannot open");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  try {
+    return from_bytes(ss.str(), std::move(opts));
+  } catch (const EngineError& e) {
+    if (e.kind() == ErrorKind::kInvalidModel && e.node().empty())
+      throw EngineError(e.kind(), path + ": " + e.reason());
+    throw;
+  }
+}
+
+const std::vector<ValueInfo>& Session::inputs() const { return impl_->inputs; }
+const std::vector<ValueInfo>& Session::outputs() const { return impl_->outputs; }
+int Session::opset() const { return impl_->opset; }
+size_t Session::num_nodes() const { return impl_->nodes.size(); }
+const RunStats& Session::last_stats() const { return impl_->stats; }
+
+std::vector<Tensor> Session::run(const std::vector<Tensor>& feeds) {
+  Impl& m = *impl_;
+  if (m.opts.threads > 0) omp_set_num_threads(m.opts.threads);
+  if (feeds.size() != m.inputs.size())
+    throw EngineError(ErrorKind::kInvalidInput, "model takes " + std::to_string(m.inputs.size()) +
+                                                    " inputs, got " + std::to_string(feeds.size()));
+  const auto t0 = Clock::now();
+  std::vector<Tensor> values = m.constants;
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    const ValueInfo& vi = m.inputs[i];
+    Tensor t = feeds[i];
+    if (!t.defined()) throw EngineError(ErrorKind::kInvalidInput, "input '" + vi.name + "' is undefined");
+    if (t.dtype() == DType::kF32 && vi.dtype == DType::kBF16) t = cast_tensor(t, DType::kBF16, m.rounding);
+    if (t.dtype() != vi.dtype)
+      throw EngineError(ErrorKind::kInvalidInput, "input '" + vi.name + "' expects " + dtype_name(vi.dtype) +
+                                                      ", got " + dtype_name(t.dtype()));
+    bool shape_ok = !m.opts.check_input_shapes || vi.dims.empty() || vi.dims.size() == t.shape().size();
+    for (size_t d = 0; shape_ok && m.opts.check_input_shapes && d < vi.dims.size(); ++d)
+      if (vi.dims[d] >= 0 && vi.dims[d] != t.shape()[d]) shape_ok = false;
+    if (!shape_ok) {
+      std::string want = "[";
+      for (size_t d = 0; d < vi.dims.size(); ++d)
+        want += (d ? "," : "") + (vi.dims[d] < 0 ? std::string("?") : std::to_string(vi.dims[d]));
+      throw EngineError(ErrorKind::kInvalidInput, "input '" + vi.name + "' expects shape " + want + "]" +
+                                                      ", got " + shape_str(t.shape()));
+    }
+    values[static_cast<size_t>(m.input_ids[i])] = t;
+  }
+  RunStats stats;
+  for (size_t i = 0; i < m.nodes.size(); ++i) {
+    auto& n = m.nodes[i];
+    if (n.folded) continue;
+    NodeStat st;
+    st.name = n.info->name();
+    st.op_type = n.info->op_type();
+    m.execute(n, values, false, &st);
+    stats.sim_cycles += st.cost.cycles;
+    stats.sim_ms += st.cost.time_ms;
+    stats.nodes.push_back(std::move(st));
+    for (int v : n.in)
+      if (v >= 0 && m.last_use[static_cast<size_t>(v)] == static_cast<int>(i) &&
+          !m.is_output[static_cast<size_t>(v)] && !m.constants[static_cast<size_t>(v)].defined())
+        values[static_cast<size_t>(v)] = Tensor();
+  }
+  std::vector<Tensor> out;
+  for (int id : m.output_ids) {
+    const Tensor& t = values[static_cast<size_t>(id)];
+    if (!t.defined())
+      throw EngineError(ErrorKind::kRuntime, "output '" + m.names[static_cast<size_t>(id)] + "' has no value");
+    out.push_back(to_plain(t, m.env));
+  }
+  stats.wall_ms = ms_since(t0);
+  m.stats = std::move(stats);
+  return out;
+}
+
+std::vector<Tensor> Session::random_inputs(uint64_t seed, float lo, float hi) const {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> uf(lo, hi);
+  std::uniform_int_distribution<int> ui(0, 9);
+  std::vector<Tensor> out;
+  for (const auto& vi : impl_->inputs) {
+    Shape shape;
+    for (int64_t d : vi.dims) shape.push_back(d < 0 ? 1 : d);
+    Tensor f(DType::kF32, shape);
+    float* p = f.data<float>();
+    for (int64_t i = 0; i < f.numel(); ++i) p[i] = is_float(vi.dtype) ? uf(rng) : static_cast<float>(ui(rng));
+    out.push_back(vi.dtype == DType::kBool ? cast_tensor(f, DType::kBool, Rounding::kNearestEven)
+                                            : cast_tensor(f, vi.dtype, impl_->rounding));
+  }
+  return out;
+}
+
+}  // namespace torq::engine

@@ -1,0 +1,91 @@
+// Session: one loaded ONNX model, ready to run under one executor profile.
+//
+// Load parses the model, resolves every node to a kernel (an unknown op or
+// an unsupported attribute is an EngineError naming the node), folds nodes
+// whose inputs are all constant, and plans value lifetimes. run() executes
+// the graph in topological order; it is not thread-safe (one run at a time
+// per session), and kernels keep their prepared state (oneDNN primitives,
+// reordered weights) across runs.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "worker/engine/profile.h"
+#include "worker/engine/tensor.h"
+
+namespace onnx {
+class ModelProto;
+}
+
+namespace torq::engine {
+
+enum class Numerics {
+  kAsModel,  // compute in the model's own element types
+  kBF16,     // convert fp32 weights and inputs to bf16 at load (auto-convert)
+};
+
+struct SessionOptions {
+  int threads = 0;                         // 0: leave the OpenMP default
+  Numerics numerics = Numerics::kAsModel;
+  Rounding rounding = Rounding::kNearestEven;  // for results rounded to bf16
+  std::shared_ptr<const ExecutorProfile> profile;  // null: no restrictions, no cost
+  // Reject inputs whose shape contradicts the model's declared input shape.
+  // (The ONNX backend runner does not check, and some of its test cases
+  // feed shapes other than declared.)
+  bool check_input_shapes = true;
+};
+
+struct ValueInfo {
+  std::string name;
+  DType dtype = DType::kUndefined;
+  std::vector<int64_t> dims;  // -1 for a dimension that is not fixed
+};
+
+struct NodeStat {
+  std::string name, op_type;
+  double wall_ms = 0;
+  LayerCost cost;
+};
+
+struct RunStats {
+  double wall_ms = 0;
+  double sim_ms = 0;
+  uint64_t sim_cycles = 0;
+  std::vector<NodeStat> nodes;
+};
+
+class Session {
+ public:
+  static std::unique_ptr<Session> from_file(const std::string& path, SessionOptions opts = {});
+  static std::unique_ptr<Session> from_bytes(const std::string& bytes, SessionOptions opts = {});
+  static std::unique_ptr<Session> from_proto(const onnx::ModelProto& model, SessionOptions opts = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Graph inputs that must be fed (initializer-backed inputs excluded) and
+  // graph outputs, in model order.
+  const std::vector<ValueInfo>& inputs() const;
+  const std::vector<ValueInfo>& outputs() const;
+  int opset() const;
+  size_t num_nodes() const;
+
+  // Runs the model. `inputs` follow inputs() order; in bf16 numerics fp32
+  // inputs are rounded to bf16. Returns plain tensors in outputs() order.
+  // Throws EngineError; the session stays usable afterwards.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+  const RunStats& last_stats() const;
+
+  // Seeded random inputs matching inputs() (free dims set to 1): floats
+  // uniform in [lo, hi], ints in [0, 10), bools random.
+  std::vector<Tensor> random_inputs(uint64_t seed, float lo = -1.f, float hi = 1.f) const;
+
+ private:
+  struct Impl;
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace torq::engine

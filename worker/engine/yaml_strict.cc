@@ -1,0 +1,127 @@
+#include "worker/engine/yaml_strict.h"
+
+#include <algorithm>
+
+#include "worker/engine/error.h"
+
+namespace torq::engine {
+
+static size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t sub = prev[j - 1] + (std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const auto& c : candidates) {
+    const size_t d = edit_distance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+void YamlReader::fail(const YAML::Mark& m, const std::string& msg) const {
+  throw EngineError(ErrorKind::kInvalidInput, file_ + ":" + std::to_string(m.line + 1) + ":" +
+                                                  std::to_string(m.column + 1) + ": " + msg);
+}
+
+void YamlReader::fail(const YAML::Node& at, const std::string& msg) const { fail(at.Mark(), msg); }
+
+void YamlReader::expect_map(const YAML::Node& n, const std::set<std::string>& allowed,
+                            const std::string& what) const {
+  if (!n.IsMap()) fail(n, what + " must be a mapping");
+  std::set<std::string> seen;
+  for (const auto& kv : n) {
+    if (!kv.first.IsScalar()) fail(kv.first, what + ": keys must be scalars");
+    const std::string key = kv.first.Scalar();
+    if (!seen.insert(key).second) fail(kv.first, "duplicate key '" + key + "' in " + what);
+    if (!allowed.empty() && !allowed.count(key)) {
+      std::vector<std::string> names(allowed.begin(), allowed.end());
+      std::string hint = did_you_mean(key, names);
+      std::string list;
+      for (const auto& a : names) list += (list.empty() ? "" : ", ") + a;
+      fail(kv.first, "unknown key '" + key + "' in " + what +
+                         (hint.empty() ? "" : " (did you mean '" + hint + "'?)") +
+                         "; allowed: " + list);
+    }
+  }
+}
+
+std::string YamlReader::str(const YAML::Node& n, const std::string& what) const {
+  if (!n.IsScalar()) fail(n, what + " must be a string");
+  return n.Scalar();
+}
+
+double YamlReader::number(const YAML::Node& n, const std::string& what) const {
+  if (!n.IsScalar()) fail(n, what + " must be a number");
+  try {
+    size_t pos = 0;
+    double v = std::stod(n.Scalar(), &pos);
+    if (pos != n.Scalar().size()) throw std::invalid_argument("trailing");
+    return v;
+  } catch (const std::exception&) {
+    fail(n, what + " must be a number, got '" + n.Scalar() + "'");
+  }
+}
+
+int64_t YamlReader::integer(const YAML::Node& n, const std::string& what) const {
+  if (!n.IsScalar()) fail(n, what + " must be an integer");
+  try {
+    size_t pos = 0;
+    long long v = std::stoll(n.Scalar(), &pos);
+    if (pos != n.Scalar().size()) throw std::invalid_argument("trailing");
+    return v;
+  } catch (const std::exception&) {
+    fail(n, what + " must be an integer, got '" + n.Scalar() + "'");
+  }
+}
+
+bool YamlReader::boolean(const YAML::Node& n, const std::string& what) const {
+  const std::string s = str(n, what);
+  if (s == "true" || s == "True" || s == "yes") return true;
+  if (s == "false" || s == "False" || s == "no") return false;
+  fail(n, what + " must be true or false, got '" + s + "'");
+}
+
+std::string YamlReader::choice(const YAML::Node& n, const std::vector<std::string>& choices,
+                               const std::string& what) const {
+  const std::string s = str(n, what);
+  if (std::find(choices.begin(), choices.end(), s) != choices.end()) return s;
+  std::string list;
+  for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+  std::string hint = did_you_mean(s, choices);
+  fail(n, "bad value '" + s + "' for " + what +
+              (hint.empty() ? "" : " (did you mean '" + hint + "'?)") + "; expected one of: " + list);
+}
+
+std::vector<YAML::Node> YamlReader::seq(const YAML::Node& n, const std::string& what) const {
+  if (!n.IsSequence()) fail(n, what + " must be a list");
+  std::vector<YAML::Node> out;
+  for (const auto& e : n) out.push_back(e);
+  return out;
+}
+
+YAML::Node yaml_parse(const std::string& text, const std::string& filename) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw EngineError(ErrorKind::kInvalidInput, filename + ":" + std::to_string(e.mark.line + 1) +
+                                                    ":" + std::to_string(e.mark.column + 1) +
+                                                    ": YAML syntax error: " + e.msg);
+  }
+}
+
+}  // namespace torq::engine
