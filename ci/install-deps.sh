@@ -9,7 +9,7 @@ PKGS=(
   libzmq3-dev cppzmq-dev libflatbuffers-dev flatbuffers-compiler
   libonnx-dev libprotobuf-dev protobuf-compiler
   librocksdb-dev libyaml-cpp-dev libgtest-dev libdnnl-dev
-  nlohmann-json3-dev libcli11-dev
+  nlohmann-json3-dev libcli11-dev libssl-dev
   libonnx-testdata
 )
 if [ "${1:-}" = "--bench" ]; then

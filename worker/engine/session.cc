@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include <onnx/onnx_pb.h>
@@ -127,6 +128,15 @@ void Session::Impl::load(const onnx::ModelProto& model) {
                         np.name().empty() && np.output_size() ? np.output(0) : np.name(), np.op_type());
   if (opset == 0) throw EngineError(ErrorKind::kInvalidModel, "model imports no default-domain opset");
 
+  // Float initializers that act as shapes (Resize/Upsample scales and roi)
+  // keep their fp32 values in bf16 numerics: rounding 0.6 would change the
+  // output size, not the precision.
+  std::set<std::string> shape_like;
+  for (const auto& np : g.node()) {
+    if (np.op_type() == "Resize")
+      for (int i = 1; i < std::min(3, np.input_size()); ++i) shape_like.insert(np.input(i));
+    if (np.op_type() == "Upsample" && np.input_size() > 1) shape_like.insert(np.input(1));
+  }
   for (const auto& init : g.initializer()) {
     const int id = id_of(init.name());
     Tensor t;
@@ -135,7 +145,8 @@ void Session::Impl::load(const onnx::ModelProto& model) {
     } catch (const EngineError& e) {
       throw EngineError(e.kind(), "initializer '" + init.name() + "': " + e.reason());
     }
-    if (to_bf16 && t.dtype() == DType::kF32) t = cast_tensor(t, DType::kBF16, rounding);
+    if (to_bf16 && t.dtype() == DType::kF32 && !shape_like.count(init.name()))
+      t = cast_tensor(t, DType::kBF16, rounding);
     constants[static_cast<size_t>(id)] = t;
   }
   for (const auto& in : g.input()) {
@@ -300,7 +311,8 @@ void Session::Impl::execute(Node& n, std::vector<Tensor>& values, bool folding, 
       if (n.out[i] < 0) continue;
       if (!outs[i].defined())
         throw EngineError(ErrorKind::kRuntime, "kernel produced no value for output " + std::to_string(i));
-      if (any_bf16 && !widen && outs[i].dtype() == DType::kF32 && info.op_type() != "Cast")
+      if (any_bf16 && !widen && outs[i].dtype() == DType::kF32 && info.op_type() != "Cast" &&
+          info.op_type() != "CastLike")
         outs[i] = convert_float(outs[i], DType::kBF16, rounding, env);
     }
     if (stat && opts.profile) stat->cost = opts.profile->cost_of(info, raw_in, outs);

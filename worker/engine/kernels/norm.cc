@@ -4,8 +4,11 @@
 // cannot express exactly (f64 data, LRN with an even size, unusual ranks).
 // InstanceNormalization and LayerNormalization live in norm_impl.cc.
 #include <cmath>
+#include <algorithm>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <unordered_map>
 
 #include "worker/engine/kernels/nn_impl.h"
 

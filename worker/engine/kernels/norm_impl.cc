@@ -5,6 +5,8 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <unordered_map>
 
 #include "worker/engine/kernels/nn_impl.h"
 

@@ -3,6 +3,7 @@
 // (pooling_v2, which handles dilations) directly on the producer's memory
 // layout (blocked nChw16c-like or plain) and natively in bf16; the plain
 // reference in pool_impl.cc covers what oneDNN cannot do exactly.
+#include <algorithm>
 #include <optional>
 #include <string>
 

@@ -70,6 +70,10 @@ PoolGeom pool_geometry(const PoolSpec& spec, const Shape& x) {
         g.pb[i] = g.pe[i] = 0;
         const int64_t num = g.in[i] - eff;
         TORQ_CHECK(num >= 0, "pooling window is larger than the input " + shape_str(x));
+        // ONNX's VALID formula floors; onnxruntime applies ceil_mode here.
+        TORQ_SUPPORTED(!spec.ceil_mode || num % g.s[i] == 0,
+                       "auto_pad VALID with ceil_mode=1 and a partial last window is not "
+                       "supported");
         g.out[i] = num / g.s[i] + 1;
         break;
       }

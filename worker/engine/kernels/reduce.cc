@@ -7,6 +7,7 @@
 // reduce_impl.cc.
 #include <cmath>
 #include <limits>
+#include <algorithm>
 #include <string>
 #include <type_traits>
 

@@ -4,6 +4,7 @@
 // from opset 13 it runs along the single dim `axis` (default -1).
 #include <cmath>
 #include <limits>
+#include <algorithm>
 #include <string>
 
 #include "worker/engine/kernels/nn_impl.h"

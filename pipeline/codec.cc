@@ -1,0 +1,192 @@
+#include "pipeline/codec.h"
+
+#include <flatbuffers/flatbuffers.h>
+
+#include "schema/torq_generated.h"
+
+namespace fb = torq::schema;
+
+namespace torq::pipeline {
+
+namespace {
+
+flatbuffers::Offset<fb::Tolerance> put_tol(flatbuffers::FlatBufferBuilder& b, const Tolerance& t) {
+  return fb::CreateTolerance(b, t.fp_avg_tol, t.fp_max_tol, t.allowed_wrong);
+}
+
+Tolerance get_tol(const fb::Tolerance* t) {
+  Tolerance out;
+  if (t) {
+    out.fp_avg_tol = t->fp_avg_tol();
+    out.fp_max_tol = t->fp_max_tol();
+    out.allowed_wrong = t->allowed_wrong();
+  }
+  return out;
+}
+
+std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
+
+template <class T>
+const T* verified_root(const void* data, size_t size, const char* what) {
+  if (!data || size == 0) throw PipelineError(std::string("empty ") + what + " message");
+  if (size > kMaxMessageBytes)
+    throw PipelineError(std::string(what) + " message of " + std::to_string(size) + " bytes exceeds the cap");
+  flatbuffers::Verifier v(static_cast<const uint8_t*>(data), size, 64, 1000000);
+  if (!v.VerifyBuffer<T>(nullptr)) throw PipelineError(std::string("malformed ") + what + " message (verifier failed)");
+  return flatbuffers::GetRoot<T>(data);
+}
+
+flatbuffers::Offset<fb::Result> put_result(flatbuffers::FlatBufferBuilder& b, const ExecResult& r) {
+  std::vector<flatbuffers::Offset<fb::OutputDiff>> outs;
+  for (const auto& o : r.outputs)
+    outs.push_back(fb::CreateOutputDiff(b, b.CreateString(o.name), o.max_abs, o.mean_abs, o.rmse, o.max_rel, o.pcc,
+                                        o.over_tol, o.size, o.nan_mismatch));
+  auto job_id = b.CreateString(r.job_id);
+  auto ec = b.CreateString(r.error_class);
+  auto em = b.CreateString(r.error_message);
+  auto ov = b.CreateVector(outs);
+  auto tol = put_tol(b, r.tolerance_used);
+  auto wid = b.CreateString(r.worker_id);
+  auto tc = b.CreateString(r.toolchain);
+  auto dd = b.CreateString(r.dedup_of);
+  fb::ResultBuilder rb(b);
+  rb.add_job_id(job_id);
+  rb.add_executor(static_cast<fb::Executor>(r.executor));
+  rb.add_status(static_cast<fb::Status>(r.status));
+  rb.add_error_class(ec);
+  rb.add_error_message(em);
+  rb.add_outputs(ov);
+  rb.add_max_abs(r.max_abs);
+  rb.add_max_rel(r.max_rel);
+  rb.add_pcc(r.pcc);
+  rb.add_tolerance_used(tol);
+  rb.add_runtime_ms(r.runtime_ms);
+  rb.add_timing_runs(r.timing_runs);
+  rb.add_host_ms(r.host_ms);
+  rb.add_worker_id(wid);
+  rb.add_toolchain(tc);
+  rb.add_attempts(r.attempts);
+  rb.add_cached(r.cached);
+  rb.add_dedup_of(dd);
+  return rb.Finish();
+}
+
+ExecResult get_result(const fb::Result* r) {
+  ExecResult out;
+  out.job_id = str(r->job_id());
+  const int ex = static_cast<int>(r->executor());
+  const int st = static_cast<int>(r->status());
+  if (ex < 0 || ex > 2) throw PipelineError("result has an unknown executor " + std::to_string(ex));
+  if (st < 0 || st > 2) throw PipelineError("result has an unknown status " + std::to_string(st));
+  out.executor = static_cast<Executor>(ex);
+  out.status = static_cast<Status>(st);
+  out.error_class = str(r->error_class());
+  out.error_message = str(r->error_message());
+  if (r->outputs())
+    for (const auto* o : *r->outputs()) {
+      OutputDiff d;
+      d.name = str(o->name());
+      d.max_abs = o->max_abs();
+      d.mean_abs = o->mean_abs();
+      d.rmse = o->rmse();
+      d.max_rel = o->max_rel();
+      d.pcc = o->pcc();
+      d.over_tol = o->over_tol();
+      d.size = o->size();
+      d.nan_mismatch = o->nan_mismatch();
+      out.outputs.push_back(d);
+    }
+  out.max_abs = r->max_abs();
+  out.max_rel = r->max_rel();
+  out.pcc = r->pcc();
+  out.tolerance_used = get_tol(r->tolerance_used());
+  out.runtime_ms = r->runtime_ms();
+  out.timing_runs = r->timing_runs();
+  out.host_ms = r->host_ms();
+  out.worker_id = str(r->worker_id());
+  out.toolchain = str(r->toolchain());
+  out.attempts = r->attempts();
+  out.cached = r->cached();
+  out.dedup_of = str(r->dedup_of());
+  return out;
+}
+
+}  // namespace
+
+std::string encode_job(const JobSpec& j) {
+  flatbuffers::FlatBufferBuilder b(256);
+  auto id = b.CreateString(j.id);
+  auto hash = b.CreateString(j.model_hash);
+  auto target = b.CreateString(j.target);
+  auto tol = put_tol(b, j.tolerance);
+  fb::JobBuilder jb(b);
+  jb.add_id(id);
+  jb.add_model_hash(hash);
+  jb.add_first_node(j.first_node);
+  jb.add_last_node(j.last_node);
+  jb.add_executor(static_cast<fb::Executor>(j.executor));
+  jb.add_target(target);
+  jb.add_tolerance(tol);
+  jb.add_timing_runs(j.timing_runs);
+  jb.add_timeout_ms(j.timeout_ms);
+  jb.add_input_mode(j.random_inputs ? fb::InputMode::random : fb::InputMode::activations);
+  jb.add_seed(j.seed);
+  jb.add_input_lo(j.input_lo);
+  jb.add_input_hi(j.input_hi);
+  jb.add_bf16_rounding_rne(j.bf16_rne);
+  b.Finish(jb.Finish());
+  return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+}
+
+JobSpec decode_job(const void* data, size_t size) {
+  const auto* j = verified_root<fb::Job>(data, size, "job");
+  JobSpec out;
+  out.id = str(j->id());
+  out.model_hash = str(j->model_hash());
+  out.first_node = j->first_node();
+  out.last_node = j->last_node();
+  const int ex = static_cast<int>(j->executor());
+  if (ex < 0 || ex > 2) throw PipelineError("job has an unknown executor " + std::to_string(ex));
+  out.executor = static_cast<Executor>(ex);
+  out.target = str(j->target());
+  out.tolerance = get_tol(j->tolerance());
+  out.timing_runs = j->timing_runs();
+  out.timeout_ms = j->timeout_ms();
+  out.random_inputs = j->input_mode() == fb::InputMode::random;
+  out.seed = j->seed();
+  out.input_lo = j->input_lo();
+  out.input_hi = j->input_hi();
+  out.bf16_rne = j->bf16_rounding_rne();
+  if (out.model_hash.empty()) throw PipelineError("job has no model hash");
+  if (out.last_node < out.first_node) throw PipelineError("job has an empty node range");
+  return out;
+}
+
+std::string encode_result(const ExecResult& r) {
+  flatbuffers::FlatBufferBuilder b(512);
+  b.Finish(put_result(b, r));
+  return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+}
+
+ExecResult decode_result(const void* data, size_t size) {
+  return get_result(verified_root<fb::Result>(data, size, "result"));
+}
+
+std::string encode_layer_record(const std::vector<ExecResult>& results) {
+  flatbuffers::FlatBufferBuilder b(1024);
+  std::vector<flatbuffers::Offset<fb::Result>> rs;
+  for (const auto& r : results) rs.push_back(put_result(b, r));
+  auto v = b.CreateVector(rs);
+  b.Finish(fb::CreateLayerRecord(b, v));
+  return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+}
+
+std::vector<ExecResult> decode_layer_record(const void* data, size_t size) {
+  const auto* rec = verified_root<fb::LayerRecord>(data, size, "layer record");
+  std::vector<ExecResult> out;
+  if (rec->results())
+    for (const auto* r : *rec->results()) out.push_back(get_result(r));
+  return out;
+}
+
+}  // namespace torq::pipeline

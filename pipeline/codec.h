@@ -1,0 +1,43 @@
+// FlatBuffers encoding of jobs, results and layer records (schema/torq.fbs).
+// Every decode verifies the buffer with flatbuffers::Verifier and a size cap
+// first; a bad buffer is a PipelineError, never undefined behaviour.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipeline/types.h"
+
+namespace torq::pipeline {
+
+// A job as the scheduler and the runner see it.
+struct JobSpec {
+  std::string id;
+  std::string model_hash;
+  uint32_t first_node = 0, last_node = 0;
+  Executor executor = Executor::kHost;
+  std::string target = "sim";
+  Tolerance tolerance;
+  uint32_t timing_runs = 1;
+  uint32_t timeout_ms = 60000;
+  bool random_inputs = false;
+  uint64_t seed = 0;
+  float input_lo = -40, input_hi = 40;
+  bool bf16_rne = false;
+};
+
+// Largest message accepted by decode (64 MiB).
+inline constexpr size_t kMaxMessageBytes = size_t{64} << 20;
+
+std::string encode_job(const JobSpec& job);
+JobSpec decode_job(const void* data, size_t size);
+
+std::string encode_result(const ExecResult& r);
+ExecResult decode_result(const void* data, size_t size);
+
+std::string encode_layer_record(const std::vector<ExecResult>& results);
+std::vector<ExecResult> decode_layer_record(const void* data, size_t size);
+
+}  // namespace torq::pipeline

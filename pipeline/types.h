@@ -1,0 +1,90 @@
+// Discovery pipeline: the in-memory vocabulary shared by every room —
+// executors, statuses, tolerances, per-executor results, layer and model
+// reports (DESIGN.md §4, §5). No I/O here.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace torq::pipeline {
+
+enum class Executor { kNss = 0, kCss = 1, kHost = 2 };
+// Priority order of DESIGN §1: nss, css, host.
+inline constexpr Executor kExecutorPriority[] = {Executor::kNss, Executor::kCss, Executor::kHost};
+const char* executor_name(Executor e);              // "nss" | "css" | "host"
+std::optional<Executor> executor_from_name(const std::string& name);
+// Parses "nss,css" into executors; throws PipelineError naming a bad entry.
+std::vector<Executor> parse_executor_list(const std::string& csv);
+
+enum class Status { kSuccess = 0, kDifference = 1, kError = 2 };
+const char* status_name(Status s);                  // "success" | "difference" | "error"
+std::optional<Status> status_from_name(const std::string& name);
+
+struct Tolerance {
+  double fp_avg_tol = 0.01;
+  double fp_max_tol = 0.01;
+  double allowed_wrong = 0;  // fraction of elements allowed over fp_max_tol
+  bool operator==(const Tolerance&) const = default;
+};
+
+struct OutputDiff {
+  std::string name;
+  double max_abs = 0, mean_abs = 0, rmse = 0, max_rel = 0, pcc = 0;
+  int64_t over_tol = 0, size = 0, nan_mismatch = 0;
+};
+
+// One executor's result for one layer.
+struct ExecResult {
+  std::string job_id;
+  Executor executor = Executor::kHost;
+  Status status = Status::kError;
+  std::string error_class;    // set when status == kError
+  std::string error_message;
+  std::vector<OutputDiff> outputs;
+  double max_abs = 0, max_rel = 0, pcc = 0;
+  Tolerance tolerance_used;
+  double runtime_ms = -1;     // simulated/device time, mean over timing_runs; -1 unknown
+  uint32_t timing_runs = 0;
+  double host_ms = 0;         // wall time the job took on its worker
+  std::string worker_id, toolchain;
+  uint32_t attempts = 1;
+  bool cached = false;        // served from the content-addressed cache
+  std::string dedup_of;       // layer id whose result this copies
+};
+
+struct LayerInfo {
+  int index = 0;              // _node_index: position among non-Constant nodes
+  std::string id;             // <OpType>_<first output>
+  std::string op_type;
+  std::string mlir_location;  // "line:col" or empty
+};
+
+struct LayerReport {
+  LayerInfo info;
+  std::map<Executor, ExecResult> results;
+  std::optional<Executor> recommended;
+  std::string dedup_of;
+  // Set by `torq-gen-config edit --tolerance-*`: the tolerance the next
+  // discover uses for this layer (overrides the model default).
+  std::optional<Tolerance> tolerance;
+};
+
+// A model's discovery report (the source of truth, DESIGN §5).
+struct ModelReport {
+  std::string model_name;
+  Tolerance default_tolerance;
+  std::vector<LayerReport> layers;  // by _node_index
+};
+
+// Thrown for bad user input to the pipeline (files, flags, reports):
+// the message names the file and, where known, line and field.
+class PipelineError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace torq::pipeline
