@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency from Debian 12 packages.
-# Usage: ci/install-deps.sh [--bench]   (--bench adds PyTorch for tests/bench)
+# Usage: ci/install-deps.sh [--bench]   (--bench adds OpenBLAS for the PyTorch peer of tests/bench)
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
@@ -11,9 +11,13 @@ PKGS=(
   librocksdb-dev libyaml-cpp-dev libgtest-dev libdnnl-dev
   nlohmann-json3-dev libcli11-dev libssl-dev
   libonnx-testdata
+  python3-torch python3-torchvision python3-onnx
 )
 if [ "${1:-}" = "--bench" ]; then
-  PKGS+=(python3-torch python3-torchvision)
+  # PyTorch is the peer of tests/bench; OpenBLAS gives it Debian's fastest
+  # BLAS (with the reference BLAS its fp32 convolutions are ~10x slower,
+  # which would flatter the engine).
+  PKGS+=(libopenblas0-pthread)
 fi
 missing=()
 for p in "${PKGS[@]}"; do

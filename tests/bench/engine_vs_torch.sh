@@ -7,7 +7,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${1:-$root/build}"; runs="${2:-10}"; threads="${3:-2}"
 shared="${TORQ_SHARED_DIR:-$root/../shared}"
-sim="$build/worker/torq-sim"
+sim="$build/bin/torq-sim"
 models=(squeezenet1.0 mobilenetv2 resnet18 efficientnet_b1)
 [ -x "$sim" ] || { echo "bench: $sim not built (run ci/build.sh)"; exit 2; }
 [ -d "$shared/models" ] || { echo "bench: $shared/models not found"; exit 2; }

@@ -98,14 +98,14 @@ struct Session::Impl {
   void execute(Node& n, std::vector<Tensor>& values, bool folding, NodeStat* stat);
 };
 
-static ValueInfo value_info_of(const onnx::ValueInfoProto& v, bool to_bf16) {
+static ValueInfo value_info_of(const onnx::ValueInfoProto& v, bool to_bf16, bool allow_untyped = false) {
   ValueInfo vi;
   vi.name = v.name();
   if (!v.type().has_tensor_type())
     throw EngineError(ErrorKind::kUnsupported, "graph value '" + v.name() + "' is not a tensor");
   const auto& tt = v.type().tensor_type();
   vi.dtype = dtype_from_onnx(tt.elem_type());
-  if (vi.dtype == DType::kUndefined)
+  if (vi.dtype == DType::kUndefined && !(allow_untyped && tt.elem_type() == 0))
     throw EngineError(ErrorKind::kUnsupported,
                       "graph value '" + v.name() + "' has unsupported type " + onnx_type_name(tt.elem_type()));
   if (to_bf16 && vi.dtype == DType::kF32) vi.dtype = DType::kBF16;
@@ -232,7 +232,7 @@ void Session::Impl::load(const onnx::ModelProto& model) {
   for (int i : order) nodes.push_back(std::move(raw[static_cast<size_t>(i)]));
 
   for (const auto& out : g.output()) {
-    ValueInfo vi = value_info_of(out, to_bf16);
+    ValueInfo vi = value_info_of(out, to_bf16, /*allow_untyped=*/true);
     auto it = ids.find(out.name());
     if (it == ids.end() || (produced_by[static_cast<size_t>(it->second)] == -2))
       throw EngineError(ErrorKind::kInvalidModel, "graph output '" + out.name() + "' is never produced");
@@ -368,7 +368,21 @@ int Session::opset() const { return impl_->opset; }
 size_t Session::num_nodes() const { return impl_->nodes.size(); }
 const RunStats& Session::last_stats() const { return impl_->stats; }
 
-std::vector<Tensor> Session::run(const std::vector<Tensor>& feeds) {
+std::vector<Tensor> Session::run(const std::vector<Tensor>& feeds) { return run_impl(feeds, nullptr); }
+
+std::map<std::string, Tensor> Session::run_all(const std::vector<Tensor>& feeds, std::string* error) {
+  std::map<std::string, Tensor> all;
+  run_impl(feeds, &all, error);
+  return all;
+}
+
+bool Session::is_constant(const std::string& name) const {
+  auto it = impl_->ids.find(name);
+  return it != impl_->ids.end() && impl_->constants[static_cast<size_t>(it->second)].defined();
+}
+
+std::vector<Tensor> Session::run_impl(const std::vector<Tensor>& feeds, std::map<std::string, Tensor>* all,
+                                      std::string* error) {
   Impl& m = *impl_;
   if (m.opts.threads > 0) omp_set_num_threads(m.opts.threads);
   if (feeds.size() != m.inputs.size())
@@ -403,12 +417,23 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& feeds) {
     NodeStat st;
     st.name = n.info->name();
     st.op_type = n.info->op_type();
-    m.execute(n, values, false, &st);
+    if (error) {
+      try {
+        m.execute(n, values, false, &st);
+      } catch (const std::exception& e) {
+        *error = e.what();
+        for (size_t id = 0; id < values.size(); ++id)
+          if (values[id].defined()) (*all)[m.names[id]] = to_plain(values[id], m.env);
+        return {};
+      }
+    } else {
+      m.execute(n, values, false, &st);
+    }
     stats.sim_cycles += st.cost.cycles;
     stats.sim_ms += st.cost.time_ms;
     stats.nodes.push_back(std::move(st));
     for (int v : n.in)
-      if (v >= 0 && m.last_use[static_cast<size_t>(v)] == static_cast<int>(i) &&
+      if (!all && v >= 0 && m.last_use[static_cast<size_t>(v)] == static_cast<int>(i) &&
           !m.is_output[static_cast<size_t>(v)] && !m.constants[static_cast<size_t>(v)].defined())
         values[static_cast<size_t>(v)] = Tensor();
   }
@@ -421,6 +446,9 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& feeds) {
   }
   stats.wall_ms = ms_since(t0);
   m.stats = std::move(stats);
+  if (all)
+    for (size_t id = 0; id < values.size(); ++id)
+      if (values[id].defined()) (*all)[m.names[id]] = to_plain(values[id], m.env);
   return out;
 }
 

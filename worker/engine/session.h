@@ -8,6 +8,7 @@
 // reordered weights) across runs.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -77,6 +78,13 @@ class Session {
   // Throws EngineError; the session stays usable afterwards.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
   const RunStats& last_stats() const;
+  // Runs the model and returns every value it computed or holds (graph
+  // inputs, initializers, folded constants, node outputs), by name, plain.
+  // With `error` non-null a failing node does not throw: the run stops
+  // there, *error says why, and the values computed so far are returned.
+  std::map<std::string, Tensor> run_all(const std::vector<Tensor>& inputs, std::string* error = nullptr);
+  // True when the named value is fixed at load (initializer or folded).
+  bool is_constant(const std::string& name) const;
 
   // Seeded random inputs matching inputs() (free dims set to 1): floats
   // uniform in [lo, hi], ints in [0, 10), bools random.
@@ -84,6 +92,8 @@ class Session {
 
  private:
   struct Impl;
+  std::vector<Tensor> run_impl(const std::vector<Tensor>& inputs, std::map<std::string, Tensor>* all,
+                               std::string* error = nullptr);
   explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -99,8 +99,8 @@ int run_model(const RunArgs& a, const std::string& bytes_or_empty) {
 
   for (size_t i = 0; i < a.expect.size() && i < outs.size(); ++i) {
     const TensorDiff m = compare_tensors(outs[i], read_tensor_file(a.expect[i]));
-    std::printf("compare output %zu with %s: pcc %.8f max_abs %.6g max_ref %.6g rmse %.6g\n", i,
-                a.expect[i].c_str(), m.pcc, m.max_abs, m.max_ref, m.rmse);
+    std::printf("compare output %zu with %s: pcc %.8f max_abs %.6g max_ref %.6g rmse %.6g nan_mismatch %lld\n", i,
+                a.expect[i].c_str(), m.pcc, m.max_abs, m.max_ref, m.rmse, static_cast<long long>(m.nan_mismatch));
   }
   if (a.per_node) {
     std::map<std::string, std::pair<double, int>> by_op;

@@ -1,0 +1,155 @@
+// torq-coordinator: serves a discovery run to a fleet of torq-workers over
+// ZeroMQ and exports the reports (DESIGN.md §6); `keygen` writes a CURVE
+// key pair.
+//
+//   torq-coordinator --model M [--model M2 ...] | --spec FILE
+//       --bind tcp://127.0.0.1:5555 --db DIR [--export DIR] [--insecure]
+//       [--max-attempts N] [--heartbeat-ms MS] [--key PREFIX --allow FILE]
+//   torq-coordinator keygen OUT_PREFIX      -> OUT_PREFIX.key, OUT_PREFIX.pub
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <zmq.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "coordinator/fleet_run.h"
+#include "coordinator/fleet_spec.h"
+
+using namespace torq;
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_stop_signal(int) { g_stop.store(true); }
+
+// Writes `text` to a new file with `mode`; refuses to overwrite.
+bool write_new(const std::string& path, const std::string& text, mode_t mode) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, mode);
+  if (fd < 0) {
+    std::perror(path.c_str());
+    return false;
+  }
+  const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  return close(fd) == 0 && ok;
+}
+
+int keygen(const std::string& prefix) {
+  char pub[41], sec[41];
+  if (zmq_curve_keypair(pub, sec) != 0) {
+    std::fprintf(stderr, "torq-coordinator: keygen: %s (libzmq without CURVE?)\n", zmq_strerror(zmq_errno()));
+    return 2;
+  }
+  if (!write_new(prefix + ".key", std::string(sec) + "\n", 0600)) return 2;
+  if (!write_new(prefix + ".pub", std::string(pub) + "\n", 0644)) return 2;
+  std::printf("wrote %s.key (secret, keep it on this host) and %s.pub (public)\n", prefix.c_str(), prefix.c_str());
+  return 0;
+}
+
+std::string read_key(const std::string& path) {
+  std::ifstream f(path);
+  std::string k;
+  if (!f || !(f >> k)) throw pipeline::PipelineError(path + ": cannot read a CURVE key");
+  return k;
+}
+
+// One z85 public key per line; blank lines and # comments are skipped.
+std::set<std::string> read_allow_list(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw pipeline::PipelineError(path + ": cannot open the allow-list");
+  std::set<std::string> keys;
+  std::string line;
+  for (int n = 1; std::getline(f, line); ++n) {
+    const auto hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    const auto b = line.find_first_not_of(" \t\r");
+    if (b == std::string::npos) continue;
+    const auto e = line.find_last_not_of(" \t\r");
+    const std::string key = line.substr(b, e - b + 1);
+    if (key.size() != 40)
+      throw pipeline::PipelineError(path + ":" + std::to_string(n) + ": not a z85 public key (need 40 chars)");
+    keys.insert(key);
+  }
+  return keys;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"torq-coordinator: serves executor discovery to a fleet of torq-workers"};
+  app.require_subcommand(0, 1);
+  std::string prefix;
+  auto* kg = app.add_subcommand("keygen", "Write a CURVE key pair: PREFIX.key (secret) and PREFIX.pub");
+  kg->add_option("OUT_PREFIX", prefix, "Output path prefix")->required();
+
+  coordinator::FleetRunOptions o;
+  std::vector<std::string> models;
+  std::string spec_file, key_prefix, allow_file;
+  int grace_s = 30;
+  auto* om = app.add_option("--model", models, "ONNX model (repeatable)");
+  auto* os = app.add_option("--spec", spec_file, "Fleet spec YAML (models, executors, target, options)");
+  om->excludes(os);
+  app.add_option("--bind", o.broker.bind, "ROUTER endpoint")->capture_default_str();
+  app.add_option("--db", o.db, "Store directory (RocksDB); the same --db resumes a run");
+  app.add_option("--export", o.export_dir, "Directory for report and compiler JSON per model");
+  app.add_flag("--insecure", o.broker.insecure, "Allow a non-loopback bind without CURVE");
+  app.add_option("--max-attempts", o.broker.max_attempts, "Workers a job may outlive before error/crash")
+      ->capture_default_str()->check(CLI::Range(1, 100));
+  app.add_option("--heartbeat-ms", o.broker.heartbeat_ms, "Heartbeat interval (liveness 3)")
+      ->capture_default_str()->check(CLI::Range(10, 60000));
+  app.add_option("--grace-s", grace_s, "On SIGTERM: wait this long for leased jobs")->capture_default_str();
+  app.add_option("--job-timeout-ms", o.job_timeout_ms, "Per-job executor timeout")->capture_default_str();
+  app.add_option("--key", key_prefix, "CURVE: this coordinator's key pair PREFIX.key / PREFIX.pub");
+  app.add_option("--allow", allow_file, "CURVE: allow-list of worker public keys, one per line");
+  // Spec-less runs: the spec's fields as flags.
+  std::string executors = "nss,css,host";
+  app.add_option("--executors", executors, "Executors to test, priority order (without --spec)")
+      ->capture_default_str();
+  app.add_option("--target", o.spec.target, "Target the workers must serve (without --spec)")->capture_default_str();
+  app.add_flag("--auto-convert-bf16", o.spec.auto_convert_bf16, "Convert models to bf16 (without --spec)");
+  app.add_flag("--dedup", o.spec.dedup, "Deduplicate layers by signature (without --spec)");
+  app.add_flag("--skip-mode", o.spec.skip_mode, "Stop at the first successful executor (without --spec)");
+  app.add_option("--timing-runs", o.spec.timing_runs, "Executor runs per job (without --spec)")
+      ->capture_default_str()->check(CLI::Range(1, 1000));
+  CLI11_PARSE(app, argc, argv);
+  if (kg->parsed()) return keygen(prefix);
+
+  try {
+    if (!spec_file.empty()) {
+      for (const char* flag : {"--executors", "--target", "--auto-convert-bf16", "--dedup", "--skip-mode",
+                               "--timing-runs"})
+        if (app.count(flag)) throw pipeline::PipelineError(std::string(flag) + " conflicts with --spec (set it in the spec)");
+      o.spec = coordinator::load_fleet_spec(spec_file);
+    } else {
+      if (models.empty()) throw pipeline::PipelineError("give --model M (repeatable) or --spec FILE");
+      o.spec.models = models;
+      o.spec.executors = pipeline::parse_executor_list(executors);
+    }
+    if (o.db.empty()) throw pipeline::PipelineError("--db DIR is required (the run's durable store)");
+    if (key_prefix.empty() != allow_file.empty())
+      throw pipeline::PipelineError("CURVE needs both --key PREFIX and --allow FILE");
+    if (!key_prefix.empty()) {
+      o.broker.curve_secret_key = read_key(key_prefix + ".key");
+      o.broker.allowed_client_keys = read_allow_list(allow_file);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "torq-coordinator: error: %s\n", e.what());
+    return 2;
+  }
+  o.broker.grace_ms = std::max(0, grace_s) * 1000;
+  o.broker.stop_flag = &g_stop;
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  return coordinator::run_fleet(o, std::cout, std::cerr);
+}

@@ -1,0 +1,371 @@
+#include "coordinator/discover.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <onnx/onnx_pb.h>
+
+#include "worker/runner/local_pool.h"
+#include "pipeline/edit.h"
+#include "pipeline/mlir.h"
+#include "pipeline/model_import.h"
+#include "pipeline/plan.h"
+#include "pipeline/recommend.h"
+#include "pipeline/report.h"
+#include "pipeline/store.h"
+#include "pipeline/view.h"
+#include "worker/engine/profile.h"
+
+namespace torq::coordinator {
+
+namespace fs = std::filesystem;
+using namespace pipeline;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+class Log {
+ public:
+  Log(std::ostream& out, const std::string& file, bool quiet) : out_(out), quiet_(quiet) {
+    if (!file.empty()) {
+      file_.open(file, std::ios::app);
+      if (!file_) throw PipelineError(file + ": cannot open log file");
+    }
+  }
+  void line(const std::string& s) {
+    progress_clear();
+    if (!quiet_) out_ << s << "\n" << std::flush;
+    if (file_) file_ << s << "\n" << std::flush;
+  }
+  void progress(const std::string& s) {
+    if (tty_ && !quiet_) {
+      std::fprintf(stderr, "\r%s\033[K", s.c_str());
+      std::fflush(stderr);
+      shown_ = true;
+    }
+  }
+  void progress_clear() {
+    if (shown_) {
+      std::fprintf(stderr, "\r\033[K");
+      shown_ = false;
+    }
+  }
+  bool tty() const { return tty_; }
+
+ private:
+  std::ostream& out_;
+  std::ofstream file_;
+  bool quiet_;
+  bool tty_ = isatty(STDERR_FILENO) != 0;
+  bool shown_ = false;
+};
+
+std::string fmt(double v, int prec = 1) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", prec, v);
+  return b;
+}
+
+std::string profile_digest(Executor e) {
+  const std::string path = engine::ExecutorProfile::targets_dir() + "/" + executor_name(e) + ".yaml";
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return sha256_hex(ss.str()).substr(0, 16);
+}
+
+void check_writable_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw PipelineError("output dir " + dir + ": cannot create (" + ec.message() + ")");
+  const std::string probe = dir + "/.torq-write-test";
+  std::ofstream f(probe);
+  if (!f) throw PipelineError("output dir " + dir + ": not writable");
+  f.close();
+  fs::remove(probe, ec);
+}
+
+}  // namespace
+
+int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err) {
+  std::unique_ptr<Log> log;
+  try {
+    log = std::make_unique<Log>(out, o.log_file, o.quiet);
+  } catch (const PipelineError& e) {
+    err << "torq-gen-config: error: " << e.what() << "\n";
+    return 2;
+  }
+  const auto t_start = Clock::now();
+  std::unique_ptr<ImportedModel> model;
+  std::unique_ptr<Store> store;
+  std::string store_dir, cache_dir;
+  try {
+    if (o.executors.empty()) throw PipelineError("no executor left to test (all skipped)");
+    ImportOptions io;
+    io.convert_bf16 = o.convert_bf16;
+    io.rounding = o.rounding;
+    model = ImportedModel::from_file(o.model, io);
+    check_writable_dir(o.output_dir);
+    store_dir = o.output_dir + "/.torq-store";
+    fs::create_directories(store_dir);
+    store = Store::open(store_dir + "/db");
+    cache_dir = store_dir + "/models";
+    fs::create_directories(cache_dir);
+    const std::string cached_model = cache_dir + "/" + model->hash() + ".onnx";
+    if (!fs::exists(cached_model)) {
+      const std::string tmp = cached_model + ".tmp";
+      std::ofstream f(tmp, std::ios::binary);
+      f << model->bytes();
+      f.close();
+      if (!f) throw PipelineError(cached_model + ": cannot write");
+      fs::rename(tmp, cached_model);
+    }
+    store->put_model(model->hash(), model->bytes());
+    if (!o.save_bf16_model.empty()) {
+      if (!o.convert_bf16) throw PipelineError("--save-bf16-model needs --auto-convert-bf16");
+      std::ofstream f(o.save_bf16_model, std::ios::binary);
+      f << model->bytes();
+      if (!f) throw PipelineError(o.save_bf16_model + ": cannot write");
+    }
+  } catch (const std::exception& e) {
+    log->progress_clear();
+    err << "torq-gen-config: error: " << e.what() << "\n";
+    return 2;
+  }
+  for (const auto& w : model->warnings()) log->line("warning: " + w);
+  log->line("model " + model->name() + ": " + std::to_string(model->layers().size()) + " layers, sha256 " +
+            model->hash().substr(0, 16) + (o.convert_bf16 ? ", converted to bf16 (" +
+            std::string(engine::rounding_name(o.rounding)) + ")" : ""));
+  if (o.convert_bf16) {
+    double worst = 0;
+    std::string worst_name;
+    for (const auto& c : model->conversion())
+      if (c.max_rel > worst) {
+        worst = c.max_rel;
+        worst_name = c.tensor;
+      }
+    log->line("bf16 conversion: " + std::to_string(model->conversion().size()) + " tensors, worst max relative error " +
+              fmt(worst, 5) + (worst_name.empty() ? "" : " (" + worst_name + ")"));
+  }
+
+  // The previous report, if any: edited tolerances, skip-mode knowledge.
+  const std::string rpath = report_path(o.output_dir, model->name());
+  ModelReport previous;
+  bool have_previous = false;
+  if (fs::exists(rpath)) {
+    try {
+      previous = read_report_file(rpath);
+      have_previous = true;
+    } catch (const std::exception& e) {
+      log->line(std::string("warning: ignoring unreadable previous report: ") + e.what());
+    }
+  }
+  std::map<std::string, const LayerReport*> prev_by_id;
+  if (have_previous)
+    for (const auto& l : previous.layers) prev_by_id[l.info.id] = &l;
+  Tolerance default_tol = o.tolerance;
+  std::map<int, Tolerance> layer_tols;
+  for (const auto& l : model->layers()) {
+    auto it = prev_by_id.find(l.id);
+    if (it != prev_by_id.end() && it->second->tolerance) layer_tols[l.index] = *it->second->tolerance;
+  }
+
+  // Plan.
+  PlanOptions po;
+  po.executors = o.executors;
+  po.skip_mode = o.skip_mode;
+  po.filter = o.filter;
+  po.dedup = o.dedup ? (o.dedup_exact ? DedupMode::kExact : DedupMode::kSignature) : DedupMode::kOff;
+  po.job_template.tolerance = default_tol;
+  po.job_template.timing_runs = o.collect_timing ? std::max<uint32_t>(1, o.timing_runs) : 1;
+  po.job_template.timeout_ms = o.timeout_ms;
+  po.job_template.random_inputs = o.random_inputs;
+  po.job_template.seed = o.seed;
+  po.job_template.input_lo = o.input_lo;
+  po.job_template.input_hi = o.input_hi;
+  po.job_template.bf16_rne = o.rounding == engine::Rounding::kNearestEven;
+  std::vector<std::string> signatures;
+  if (po.dedup != DedupMode::kOff)
+    for (const auto& l : model->layers())
+      signatures.push_back(layer_signature(model->proto(), model->node_positions(), l.index, po.dedup));
+  Planner planner(model->hash(), model->layers(), signatures, po, layer_tols);
+  int skipped_known = 0;
+  if (o.skip_mode && !o.recompute_cache)
+    for (const auto& l : model->layers()) {
+      auto it = prev_by_id.find(l.id);
+      if (it == prev_by_id.end() || !it->second->recommended) continue;
+      for (const auto& [e, r] : it->second->results)
+        if (r.status == Status::kSuccess) {
+          planner.skip_layer(l.index);
+          ++skipped_known;
+          break;
+        }
+    }
+  const std::string run = sha256_hex(model->hash() + "|" + std::to_string(po.job_template.timing_runs) + "|" +
+                                     (o.random_inputs ? "r" + std::to_string(o.seed) + "," + fmt(o.input_lo, 3) + "," +
+                                                            fmt(o.input_hi, 3)
+                                                      : "a" + std::to_string(o.seed)) +
+                                     (po.job_template.bf16_rne ? "|rne" : "|trunc"))
+                              .substr(0, 16);
+  std::map<Executor, std::string> digests;
+  for (Executor e : kExecutorPriority) digests[e] = profile_digest(e);
+  const std::string engine_id = "torq-sim-0.1";
+  if (o.recompute_cache)
+    for (const auto& l : model->layers())
+      for (Executor e : o.executors) store->erase_result(run, model->hash(), l.index, e);
+
+  // Run.
+  size_t done_jobs = 0, dispatched = 0, resumed = 0, cache_hits = 0;
+  double job_time_ms = 0;
+  const size_t total_layers = model->layers().size();
+  std::vector<bool> layer_touched(total_layers, false);
+  const auto t_run = Clock::now();
+  auto progress = [&] {
+    const double secs = std::chrono::duration<double>(Clock::now() - t_run).count();
+    const size_t total = std::max(planner.jobs_total_estimate(), done_jobs);
+    const double rate = secs > 0 ? static_cast<double>(done_jobs) / secs : 0;
+    const double eta = rate > 0 ? static_cast<double>(total - done_jobs) / rate : 0;
+    size_t layers_done = 0;
+    for (bool b : layer_touched) layers_done += b;
+    std::string line = "[discover " + model->name() + "] layers " + std::to_string(layers_done) + "/" +
+                       std::to_string(total_layers) + " | jobs " + std::to_string(done_jobs) + "/" +
+                       std::to_string(total) + " | " + fmt(rate) + " jobs/s | ETA " + fmt(eta, 0) + " s";
+    if (log->tty()) log->progress(line);
+    else if (done_jobs % 25 == 0 || done_jobs == total) log->line(line);
+  };
+  auto record = [&](const JobSpec& j, const ExecResult& r, bool fresh) {
+    ++done_jobs;
+    layer_touched[j.first_node] = true;
+    planner.finished(j, r);
+    if (fresh) job_time_ms += r.host_ms;
+    progress();
+  };
+  auto next = [&]() -> std::optional<JobSpec> {
+    for (;;) {
+      auto j = planner.next();
+      if (!j) return std::nullopt;
+      if (!o.recompute_cache) {
+        auto prev = store->layer_results(run, model->hash(), static_cast<int>(j->first_node));
+        bool found = false;
+        for (const auto& r : prev)
+          if (r.executor == j->executor && r.tolerance_used == j->tolerance) {
+            ++resumed;
+            record(*j, r, false);
+            found = true;
+            break;
+          }
+        if (found) continue;
+        if (auto c = store->get_cache(cache_key(*j, digests[j->executor], engine_id))) {
+          c->cached = true;
+          c->job_id = j->id;
+          store->commit_result(run, model->hash(), static_cast<int>(j->first_node), *c, j->id, encode_job(*j));
+          ++cache_hits;
+          record(*j, *c, false);
+          continue;
+        }
+      }
+      ++dispatched;
+      return j;
+    }
+  };
+  auto done = [&](const JobSpec& j, ExecResult r) {
+    store->commit_result(run, model->hash(), static_cast<int>(j.first_node), r, j.id, encode_job(j));
+    if (r.status != Status::kError || r.error_class == "unsupported" || r.error_class == "compile")
+      store->put_cache(cache_key(j, digests[j.executor], engine_id), r);
+    record(j, r, true);
+  };
+  try {
+    runner::LocalPoolOptions lo;
+    lo.workers = std::max(1, o.workers);
+    lo.cache_dir = cache_dir;
+    lo.threads_per_worker = std::max(1, o.threads_per_worker);
+    runner::LocalPool pool(lo);
+    pool.run(next, done);
+  } catch (const std::exception& e) {
+    log->progress_clear();
+    err << "torq-gen-config: error: " << e.what() << "\n";
+    return 2;
+  }
+  log->progress_clear();
+  const double wall_s = std::chrono::duration<double>(Clock::now() - t_run).count();
+
+  // Report: previous report's layers, overlaid with this run's results.
+  ModelReport rep;
+  rep.model_name = model->name();
+  rep.default_tolerance = default_tol;
+  auto all = store->model_results(run, model->hash());
+  for (const auto& info : model->layers()) {
+    LayerReport lr;
+    lr.info = info;
+    auto prev = prev_by_id.find(info.id);
+    if (prev != prev_by_id.end()) {
+      lr.results = prev->second->results;
+      lr.tolerance = prev->second->tolerance;
+    }
+    auto it = all.find(info.index);
+    if (it != all.end())
+      for (const auto& r : it->second) lr.results[r.executor] = r;
+    rep.layers.push_back(lr);
+  }
+  for (const auto& [dup, src] : planner.dedup_of()) {
+    auto& d = rep.layers[static_cast<size_t>(dup)];
+    d.dedup_of = rep.layers[static_cast<size_t>(src)].info.id;
+    for (auto [e, r] : rep.layers[static_cast<size_t>(src)].results) {
+      r.dedup_of = d.dedup_of;
+      d.results[e] = r;
+    }
+  }
+  for (auto& l : rep.layers) l.recommended = recommend(l, o.recommend_by_timing);
+  // MLIR locations: the user's import, or the torch-mlir form we emit.
+  std::string mlir_text, mlir_path = o.mlir_file;
+  if (mlir_path.empty()) {
+    mlir_path = o.output_dir + "/" + model->name() + ".torch.mlir";
+    mlir_text = emit_torch_mlir(model->proto());
+    std::ofstream f(mlir_path);
+    f << mlir_text;
+  } else {
+    std::ifstream f(mlir_path);
+    if (!f) {
+      err << "torq-gen-config: error: " << mlir_path << ": cannot open MLIR file\n";
+      return 2;
+    }
+    std::stringstream ss;
+    ss << f.rdbuf();
+    mlir_text = ss.str();
+  }
+  MlirMapping mm = map_mlir_locations(mlir_text, non_constant_op_types(model->proto()));
+  for (const auto& p : mm.problems) log->line("MLIR " + mlir_path + ": " + p);
+  for (size_t i = 0; i < rep.layers.size() && i < mm.locations.size(); ++i)
+    rep.layers[i].info.mlir_location = mm.locations[i];
+  try {
+    write_report_files(rep, o.output_dir);
+  } catch (const std::exception& e) {
+    err << "torq-gen-config: error: " << e.what() << "\n";
+    return 2;
+  }
+  const ReportSummary sum = summarize(rep);
+  if (!o.quiet) {
+    std::string text = render_final_report(rep);
+    if (!text.empty() && text.back() != '\n') text += '\n';
+    out << text;
+  }
+  const double total_s = std::chrono::duration<double>(Clock::now() - t_start).count();
+  log->line("jobs: " + std::to_string(dispatched) + " run, " + std::to_string(resumed) + " resumed from the store, " +
+            std::to_string(cache_hits) + " from the cache, " + std::to_string(planner.jobs_saved_by_dedup()) +
+            " saved by dedup, " + std::to_string(skipped_known) + " layers skipped (known success)");
+  log->line("wall " + fmt(total_s, 2) + " s (jobs " + fmt(wall_s, 2) + " s), " +
+            fmt(wall_s > 0 ? static_cast<double>(dispatched) / wall_s : 0) + " jobs/s, efficiency " +
+            fmt(wall_s > 0 ? job_time_ms / 1000.0 / (wall_s * std::max(1, o.workers)) : 0, 2) + " on " +
+            std::to_string(o.workers) + " workers");
+  log->line("report: " + rpath);
+  log->line("compiler: " + compiler_path(o.output_dir, model->name()));
+  return sum.critical_failures.empty() ? 0 : 1;
+}
+
+}  // namespace torq::coordinator

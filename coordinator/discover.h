@@ -1,0 +1,47 @@
+// `torq-gen-config discover` on one machine: import the model, plan layer
+// jobs, run them on a pool of local worker processes, merge results into
+// the RocksDB store, and write the report and compiler JSON (DESIGN §3–§5).
+// A killed discover run again with the same flags resumes from the store.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "pipeline/types.h"
+#include "worker/engine/dtype.h"
+
+namespace torq::coordinator {
+
+struct DiscoverOptions {
+  std::string model;
+  std::string output_dir = "torq_gen_config_output";
+  bool skip_mode = false;
+  std::vector<pipeline::Executor> executors{pipeline::Executor::kNss, pipeline::Executor::kCss,
+                                            pipeline::Executor::kHost};
+  bool dedup = false, dedup_exact = false;
+  bool collect_timing = false;
+  uint32_t timing_runs = 5;
+  bool recommend_by_timing = false;
+  bool convert_bf16 = false;
+  engine::Rounding rounding = engine::Rounding::kTruncate;
+  std::string save_bf16_model;
+  std::string log_file;
+  bool recompute_cache = false;
+  std::string filter;  // -k
+  int workers = 2;
+  int threads_per_worker = 1;
+  bool random_inputs = false;
+  uint64_t seed = 0;
+  float input_lo = -40, input_hi = 40;
+  std::string mlir_file;
+  uint32_t timeout_ms = 120000;
+  pipeline::Tolerance tolerance;
+  bool quiet = false;
+};
+
+// Exit codes: 0 done, 1 critical failures found, 2 bad usage or input.
+int run_discover(const DiscoverOptions& opts, std::ostream& out, std::ostream& err);
+
+}  // namespace torq::coordinator

@@ -1,0 +1,575 @@
+// The fleet broker: one ROUTER socket, one poll loop (see fleet_broker.h).
+// Read FleetBroker::run top to bottom: pull jobs, dispatch by credit, poll,
+// handle each frame by type, then purge silent workers and overdue leases
+// and send heartbeats. Every transition is written where it happens.
+#include "coordinator/fleet_broker.h"
+
+#include <zmq.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "pipeline/fleet_codec.h"
+
+namespace torq::coordinator {
+
+using namespace pipeline;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+
+// Where ZeroMQ looks for the ZAP handler (RFC 27).
+constexpr const char* kZapEndpoint = "inproc://zeromq.zap.01";
+
+struct Job {
+  enum class State { kQueued, kLeased, kDone };
+  JobSpec spec;
+  std::string encoded;      // encode_job(spec), as stored and sent
+  State state = State::kQueued;
+  std::string worker;       // identity of the holder while leased
+  Clock::time_point deadline;
+  uint64_t seq = 0;         // queue order
+  uint32_t leases = 0;      // times sent to a worker
+  uint32_t deaths = 0;      // workers that died or went silent holding it
+  bool wanted = false;      // the source gave it and awaits its result
+};
+
+struct Worker {
+  std::string identity;     // ROUTER routing id
+  WorkerInfo info;
+  std::set<std::string> leased;
+  Clock::time_point expiry;     // silent past this: dead
+  Clock::time_point last_sent;  // heartbeat when nothing sent for an interval
+  bool unreachable = false;     // a send failed: dropped in the next purge
+  long credits() const {
+    return unreachable ? 0 : static_cast<long>(info.capacity) - static_cast<long>(leased.size());
+  }
+};
+
+using QueueKey = std::pair<std::string, Executor>;  // (target, executor)
+
+std::string hex(const std::string& s) {
+  static const char* d = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    out += d[c >> 4];
+    out += d[c & 15];
+  }
+  return out;
+}
+
+std::string executors_csv(const std::vector<Executor>& v) {
+  std::string s;
+  for (Executor e : v) s += (s.empty() ? "" : ",") + std::string(executor_name(e));
+  return s;
+}
+
+bool valid_z85_key(const std::string& k) {
+  uint8_t raw[32];
+  return k.size() == 40 && zmq_z85_decode(raw, k.c_str()) != nullptr;
+}
+
+}  // namespace
+
+bool is_loopback_endpoint(const std::string& ep) {
+  if (ep.rfind("ipc://", 0) == 0 || ep.rfind("inproc://", 0) == 0) return true;
+  if (ep.rfind("tcp://", 0) != 0) return false;
+  std::string host = ep.substr(6);
+  const auto colon = host.rfind(':');
+  if (colon == std::string::npos) return false;
+  host = host.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+struct FleetBroker::Impl {
+  Impl(Store& s, std::string r, BrokerOptions o, BrokerStats& st)
+      : store(s), run(std::move(r)), opt(std::move(o)), stats(st), router(ctx, zmq::socket_type::router) {}
+
+  Store& store;
+  std::string run;
+  BrokerOptions opt;
+  BrokerStats& stats;
+  zmq::context_t ctx;
+  zmq::socket_t router;
+  std::optional<zmq::socket_t> zap;  // ZAP handler when CURVE is on
+  const FleetBroker::Done* done = nullptr;
+
+  std::unordered_map<std::string, Job> jobs;                             // by job id
+  std::map<QueueKey, std::set<std::pair<uint64_t, std::string>>> queues;  // queued jobs by (target, executor)
+  std::map<std::string, Worker> workers;                                 // registered, by identity
+  uint64_t next_seq = 0;
+  size_t queued = 0, leased = 0, wanted_open = 0;
+
+  void log(const std::string& s) const { opt.log(s); }
+  std::string name(const std::string& identity) const {
+    auto it = workers.find(identity);
+    return it != workers.end() ? "worker " + it->second.info.worker_id : "peer " + hex(identity);
+  }
+
+  // ---- sending ----
+  // False when the peer is gone (EHOSTUNREACH with ROUTER_MANDATORY) or
+  // its queue is full; a registered worker is then marked unreachable.
+  bool send(const std::string& identity, const std::string& payload) {
+    auto it = workers.find(identity);
+    bool ok = false;
+    try {
+      ok = router.send(zmq::buffer(identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait) &&
+           router.send(zmq::buffer(payload), zmq::send_flags::dontwait);
+    } catch (const zmq::error_t&) {
+      ok = false;
+    }
+    if (it != workers.end()) {
+      if (ok) it->second.last_sent = Clock::now();
+      else it->second.unreachable = true;
+    }
+    return ok;
+  }
+
+  // ---- queue ----
+  void enqueue(Job& j) {
+    j.state = Job::State::kQueued;
+    j.worker.clear();
+    queues[{j.spec.target, j.spec.executor}].emplace(j.seq, j.spec.id);
+    ++queued;
+  }
+  void unqueue(Job& j) {
+    queues[{j.spec.target, j.spec.executor}].erase({j.seq, j.spec.id});
+    --queued;
+  }
+  // The oldest queued job this worker can run, or nullptr.
+  Job* next_for(const Worker& w) {
+    const std::pair<uint64_t, std::string>* best = nullptr;
+    for (Executor e : w.info.executors) {
+      auto q = queues.find({w.info.target, e});
+      if (q == queues.end() || q->second.empty()) continue;
+      if (!best || q->second.begin()->first < best->first) best = &*q->second.begin();
+    }
+    return best ? &jobs.at(best->second) : nullptr;
+  }
+
+  // ---- job transitions ----
+  // queued -> leased: sent to `w`. The lease is stored before the job leaves.
+  void lease(Worker& w, Job& j) {
+    unqueue(j);
+    j.state = Job::State::kLeased;
+    j.worker = w.identity;
+    j.deadline = Clock::now() + milliseconds(j.spec.timeout_ms) + milliseconds(opt.lease_slack_ms);
+    ++j.leases;
+    w.leased.insert(j.spec.id);
+    ++leased;
+    if (opt.persist_leases) store.put_job_state(run, j.spec.id, 'L', j.encoded);
+    if (!send(w.identity, encode_job_message(j.encoded))) {
+      // Never reached the worker: not an attempt.
+      --j.leases;
+      unlease(j, false);
+      return;
+    }
+    ++stats.dispatched;
+  }
+  // leased -> queued (or -> done as error/crash once max_attempts holders died).
+  void unlease(Job& j, bool holder_died) {
+    auto w = workers.find(j.worker);
+    if (w != workers.end()) w->second.leased.erase(j.spec.id);
+    const std::string holder = w != workers.end() ? w->second.info.worker_id : hex(j.worker);
+    --leased;
+    if (holder_died && ++j.deaths >= static_cast<uint32_t>(opt.max_attempts)) {
+      ExecResult r;
+      r.job_id = j.spec.id;
+      r.executor = j.spec.executor;
+      r.status = Status::kError;
+      r.error_class = "crash";
+      r.error_message = "the job was running on " + std::to_string(j.deaths) +
+                        " workers that died or went silent (last: " + holder + "); not retried";
+      r.worker_id = holder;
+      r.attempts = j.leases;
+      ++stats.crashed;
+      log("job " + j.spec.id + ": " + r.error_message);
+      complete(j, std::move(r));
+      return;
+    }
+    ++stats.requeued;
+    enqueue(j);
+  }
+  // queued|leased -> done: commit first, then acknowledge and report.
+  void complete(Job& j, ExecResult r) {
+    r.job_id = j.spec.id;
+    store.commit_result(run, j.spec.model_hash, static_cast<int>(j.spec.first_node), r, j.spec.id, j.encoded);
+    j.state = Job::State::kDone;
+    j.worker.clear();
+    ++stats.completed;
+    if (j.wanted) {
+      j.wanted = false;
+      --wanted_open;
+      (*done)(j.spec, r);
+    }
+  }
+
+  // ---- worker transitions ----
+  // registered -> forgotten. Its leases go back to the queue; `died` counts
+  // them as attempts (silence, bad frames, overdue leases).
+  void forget(const std::string& identity, const std::string& reason, bool died, bool tell) {
+    auto it = workers.find(identity);
+    if (it == workers.end()) return;
+    if (tell) send(identity, encode_disconnect(reason));
+    const std::set<std::string> held = it->second.leased;
+    for (const auto& id : held) unlease(jobs.at(id), died);
+    workers.erase(identity);
+  }
+
+  // ---- the source ----
+  // A job the source wants: new, already known (recovered), or already done.
+  void want(const JobSpec& spec) {
+    auto it = jobs.find(spec.id);
+    if (it != jobs.end()) {
+      Job& j = it->second;
+      if (j.state != Job::State::kDone) {
+        if (!j.wanted) ++wanted_open;
+        j.wanted = true;
+        return;
+      }
+      for (const auto& r : store.layer_results(run, spec.model_hash, static_cast<int>(spec.first_node)))
+        if (r.executor == spec.executor) {
+          ++stats.reported_from_store;
+          (*done)(spec, r);
+          return;
+        }
+      log("job " + spec.id + " is marked done but has no stored result; running it again");
+      jobs.erase(it);
+    }
+    Job j;
+    j.spec = spec;
+    j.encoded = encode_job(spec);
+    j.seq = next_seq++;
+    j.wanted = true;
+    ++wanted_open;
+    enqueue(jobs.emplace(spec.id, std::move(j)).first->second);
+  }
+
+  // ---- handlers, one per message type ----
+  void on_ready(const std::string& identity, const WorkerInfo& info) {
+    auto it = workers.find(identity);
+    if (it != workers.end()) {  // capacity change (0: draining) or new offer
+      it->second.info = info;
+      log("worker " + info.worker_id + " updated: capacity " + std::to_string(info.capacity));
+      return;
+    }
+    for (auto& [other, w] : workers)
+      if (w.info.worker_id == info.worker_id) {  // the same worker on a new connection
+        forget(other, "replaced by a new connection of the same worker", false, true);
+        break;
+      }
+    Worker w;
+    w.identity = identity;
+    w.info = info;
+    w.last_sent = Clock::now();
+    Worker& nw = workers.emplace(identity, std::move(w)).first->second;
+    ++stats.workers_seen;
+    // Jobs it kept running across a reconnect stay with it.
+    size_t kept = 0;
+    for (const auto& id : info.running) {
+      auto j = jobs.find(id);
+      if (j == jobs.end() || j->second.state != Job::State::kQueued) continue;
+      unqueue(j->second);
+      j->second.state = Job::State::kLeased;
+      j->second.worker = identity;
+      j->second.deadline = Clock::now() + milliseconds(j->second.spec.timeout_ms) + milliseconds(opt.lease_slack_ms);
+      j->second.leases = std::max<uint32_t>(1, j->second.leases);
+      nw.leased.insert(id);
+      ++leased;
+      ++kept;
+    }
+    log("worker " + info.worker_id + " ready: target " + info.target + ", executors " +
+        executors_csv(info.executors) + ", capacity " + std::to_string(info.capacity) + ", toolchain " +
+        info.toolchain + (kept ? ", resumed " + std::to_string(kept) + " running jobs" : ""));
+  }
+
+  void on_result(Worker& w, ExecResult r) {
+    auto it = jobs.find(r.job_id);
+    if (it == jobs.end()) {
+      log("result for unknown job " + r.job_id + " from worker " + w.info.worker_id + " dropped");
+      send(w.identity, encode_result_ack(r.job_id));
+      return;
+    }
+    Job& j = it->second;
+    if (j.state == Job::State::kDone) {  // late duplicate: the first result won
+      ++stats.duplicates;
+      send(w.identity, encode_result_ack(r.job_id));
+      return;
+    }
+    if (r.executor != j.spec.executor) {
+      bad(w.identity, "result of job " + r.job_id + " names executor " + executor_name(r.executor));
+      return;
+    }
+    if (j.state == Job::State::kLeased) {
+      auto holder = workers.find(j.worker);
+      if (holder != workers.end()) holder->second.leased.erase(j.spec.id);
+      --leased;
+    } else {
+      unqueue(j);
+    }
+    r.attempts = std::max<uint32_t>(1, j.leases);
+    const std::string id = j.spec.id;
+    complete(j, std::move(r));
+    send(w.identity, encode_result_ack(id));
+  }
+
+  void on_blob_request(Worker& w, const std::string& hash) {
+    std::optional<std::string> blob;
+    try {
+      blob = store.get_model(hash);
+    } catch (const PipelineError& e) {
+      log("blob " + hash + " for worker " + w.info.worker_id + ": " + e.what());
+    }
+    if (!blob) log("worker " + w.info.worker_id + " asked for unknown model " + hash);
+    else ++stats.blobs_served;
+    send(w.identity, encode_blob_reply(hash, blob ? &*blob : nullptr));
+  }
+
+  // A frame that breaks the protocol: log, drop, disconnect the sender.
+  void bad(const std::string& identity, const std::string& why) {
+    ++stats.bad_frames;
+    log("bad frame from " + name(identity) + ": " + why + "; dropped, peer disconnected");
+    if (workers.count(identity)) forget(identity, "protocol error: " + why, true, true);
+    else send(identity, encode_disconnect("protocol error: " + why));
+  }
+
+  // One ROUTER message: [identity][envelope].
+  void on_frames(const std::string& identity, const std::vector<zmq::message_t>& frames, size_t count) {
+    if (count != 2) return bad(identity, "expected 1 frame after the identity, got " + std::to_string(count - 1));
+    FleetMessage m;
+    try {
+      m = decode_fleet_message(frames[1].data(), frames[1].size(), opt.max_inbound_bytes);
+    } catch (const PipelineError& e) {
+      return bad(identity, e.what());
+    }
+    auto it = workers.find(identity);
+    if (m.type == FleetType::kReady) {
+      on_ready(identity, m.ready);
+      it = workers.find(identity);
+    } else if (m.type == FleetType::kDisconnect) {
+      if (it != workers.end()) {
+        log("worker " + it->second.info.worker_id + " left" + (m.reason.empty() ? "" : ": " + m.reason));
+        forget(identity, "", false, false);
+      }
+      return;
+    } else if (it == workers.end()) {  // not registered (e.g. we restarted): register first
+      if (m.type == FleetType::kJob || m.type == FleetType::kResultAck || m.type == FleetType::kBlobReply)
+        return bad(identity, std::string(fleet_type_name(m.type)) + " sent to the coordinator");
+      send(identity, encode_disconnect("not registered: send READY"));
+      return;
+    } else {
+      Worker& w = it->second;
+      switch (m.type) {
+        case FleetType::kResult: on_result(w, std::move(m.result)); break;
+        case FleetType::kBlobRequest: on_blob_request(w, m.hash); break;
+        case FleetType::kHeartbeat: break;
+        default: return bad(identity, std::string(fleet_type_name(m.type)) + " sent to the coordinator");
+      }
+      it = workers.find(identity);  // a bad result may have dropped it
+    }
+    if (it != workers.end()) it->second.expiry = Clock::now() + milliseconds(opt.heartbeat_ms * opt.liveness);
+  }
+
+  // Receives one message; false when none is waiting.
+  bool receive_one() {
+    std::vector<zmq::message_t> frames;
+    size_t count = 0;
+    try {
+      for (bool more = true; more; ++count) {
+        zmq::message_t msg;
+        auto got = router.recv(msg, count == 0 ? zmq::recv_flags::dontwait : zmq::recv_flags::none);
+        if (!got) return false;
+        more = msg.more();
+        if (frames.size() < 3) frames.push_back(std::move(msg));  // drain the rest of an over-long message
+      }
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR && count == 0) return false;
+      throw PipelineError(std::string("receive: ") + e.what());
+    }
+    on_frames(frames[0].to_string(), frames, count);
+    return true;
+  }
+
+  // ZAP (RFC 27): allow CURVE clients whose public key is on the list.
+  void serve_zap() {
+    std::vector<zmq::message_t> req;
+    for (bool more = true; more;) {
+      zmq::message_t msg;
+      if (!zap->recv(msg, zmq::recv_flags::dontwait)) return;
+      more = msg.more();
+      req.push_back(std::move(msg));
+    }
+    std::string status = "400", text = "malformed ZAP request", user;
+    if (req.size() >= 7 && req[0].to_string() == "1.0") {
+      if (req[5].to_string() == "CURVE" && req[6].size() == 32) {
+        char z85[41];
+        zmq_z85_encode(z85, static_cast<const uint8_t*>(req[6].data()), 32);
+        if (opt.allowed_client_keys.count(z85)) {
+          status = "200";
+          text = "OK";
+          user = z85;
+        } else {
+          text = "key not on the allow-list";
+          log("refused a worker with unknown CURVE key " + std::string(z85) + " from " + req[3].to_string());
+        }
+      } else {
+        text = "CURVE required";
+      }
+    }
+    const std::string version = "1.0", request_id = req.size() > 1 ? req[1].to_string() : "";
+    zap->send(zmq::buffer(version), zmq::send_flags::sndmore);
+    zap->send(zmq::buffer(request_id), zmq::send_flags::sndmore);
+    zap->send(zmq::buffer(status), zmq::send_flags::sndmore);
+    zap->send(zmq::buffer(text), zmq::send_flags::sndmore);
+    zap->send(zmq::buffer(user), zmq::send_flags::sndmore);
+    zap->send(zmq::str_buffer(""), zmq::send_flags::none);
+  }
+};
+
+FleetBroker::FleetBroker(Store& store, std::string run, BrokerOptions opts) {
+  if (!opts.log) opts.log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
+  if (opts.heartbeat_ms < 1) opts.heartbeat_ms = 1;
+  if (opts.liveness < 1) opts.liveness = 1;
+  if (opts.max_attempts < 1) opts.max_attempts = 1;
+  const bool curve = !opts.curve_secret_key.empty();
+  if (!curve && !opts.insecure && !is_loopback_endpoint(opts.bind))
+    throw PipelineError("refusing to bind " + opts.bind +
+                        " without CURVE keys: use a loopback address, give keys, or pass --insecure");
+  impl_ = std::make_unique<Impl>(store, std::move(run), std::move(opts), stats_);
+  Impl& m = *impl_;
+  try {
+    if (curve) {
+      if (!zmq_has("curve")) throw PipelineError("this libzmq has no CURVE support");
+      if (!valid_z85_key(m.opt.curve_secret_key)) throw PipelineError("bad CURVE secret key (need 40 z85 chars)");
+      for (const auto& k : m.opt.allowed_client_keys)
+        if (!valid_z85_key(k)) throw PipelineError("bad CURVE public key on the allow-list: '" + k + "'");
+      m.zap.emplace(m.ctx, zmq::socket_type::rep);
+      m.zap->set(zmq::sockopt::linger, 0);
+      m.zap->bind(kZapEndpoint);
+      m.router.set(zmq::sockopt::curve_server, true);
+      m.router.set(zmq::sockopt::curve_secretkey, m.opt.curve_secret_key);
+      m.router.set(zmq::sockopt::zap_domain, "torq");
+    }
+    m.router.set(zmq::sockopt::linger, 500);
+    m.router.set(zmq::sockopt::router_mandatory, true);
+    // Far larger frames never reach the application (ZeroMQ drops the peer).
+    m.router.set(zmq::sockopt::maxmsgsize,
+                 static_cast<int64_t>(std::max<size_t>(m.opt.max_inbound_bytes * 4, size_t{64} << 20)));
+    m.router.bind(m.opt.bind);
+    endpoint_ = m.router.get(zmq::sockopt::last_endpoint);
+  } catch (const zmq::error_t& e) {
+    throw PipelineError("cannot bind " + m.opt.bind + ": " + e.what());
+  }
+  // Resume: done jobs stay done; everything else is queued again, first.
+  for (auto& [id, st] : store.jobs(m.run)) {
+    Job j;
+    j.spec = decode_job(st.second.data(), st.second.size());
+    j.encoded = st.second;
+    j.seq = m.next_seq++;
+    auto& stored = m.jobs.emplace(id, std::move(j)).first->second;
+    if (st.first == 'D') {
+      stored.state = Job::State::kDone;
+    } else {
+      m.enqueue(stored);
+      ++stats_.recovered;
+    }
+  }
+  if (stats_.recovered) m.log("resuming: " + std::to_string(stats_.recovered) + " unfinished jobs queued again");
+}
+
+FleetBroker::~FleetBroker() {
+  if (!impl_) return;
+  std::vector<std::string> ids;
+  for (auto& [id, w] : impl_->workers) ids.push_back(id);
+  for (auto& id : ids) impl_->send(id, encode_disconnect("coordinator shutting down"));
+}
+
+size_t FleetBroker::pending() const { return impl_->queued + impl_->leased; }
+
+bool FleetBroker::run(const Source& next, const Done& done) {
+  Impl& m = *impl_;
+  m.done = &done;
+  const milliseconds hb(m.opt.heartbeat_ms);
+  std::optional<Clock::time_point> stop_by;
+  for (;;) {
+    auto now = Clock::now();
+    // Winding down: no more dispatch; wait for the leased jobs, up to the grace period.
+    if ((stop_.load() || (m.opt.stop_flag && m.opt.stop_flag->load())) && !stop_by) {
+      stop_by = now + milliseconds(m.opt.grace_ms);
+      m.log("stop requested: dispatching stopped, waiting up to " + std::to_string(m.opt.grace_ms) + " ms for " +
+            std::to_string(m.leased) + " leased jobs");
+    }
+    if (stop_by && (m.leased == 0 || now >= *stop_by)) return false;
+
+    // Pull from the source, hand out jobs by credit (one per worker per round).
+    if (!stop_by) {
+      bool source_empty = false;
+      while (m.queued < m.opt.max_queued) {
+        auto j = next();
+        if (!j) {
+          source_empty = true;
+          break;
+        }
+        m.want(*j);
+      }
+      if (source_empty && m.queued == 0 && m.leased == 0 && m.wanted_open == 0) return true;
+      for (bool progress = true; progress && m.queued > 0;) {
+        progress = false;
+        for (auto& [id, w] : m.workers)
+          if (w.credits() > 0)
+            if (Job* j = m.next_for(w)) {
+              m.lease(w, *j);
+              progress = true;
+            }
+      }
+    }
+
+    // Wait for traffic until the next heartbeat or expiry is due.
+    auto wake = now + hb;
+    for (auto& [id, w] : m.workers) wake = std::min({wake, w.expiry, w.last_sent + hb});
+    const long wait_ms = std::max<long>(0, std::chrono::duration_cast<milliseconds>(wake - now).count());
+    zmq_pollitem_t items[2] = {{m.router.handle(), 0, ZMQ_POLLIN, 0}, {m.zap ? m.zap->handle() : nullptr, 0, ZMQ_POLLIN, 0}};
+    if (zmq_poll(items, m.zap ? 2 : 1, wait_ms) < 0 && zmq_errno() != EINTR)
+      throw PipelineError(std::string("zmq_poll: ") + zmq_strerror(zmq_errno()));
+    if (m.zap && (items[1].revents & ZMQ_POLLIN)) m.serve_zap();
+    // Handle what arrived (bounded, so a flood cannot starve the purge).
+    for (int n = 0; n < 10000 && m.receive_one(); ++n) {
+    }
+
+    // Purge: silent workers and overdue leases; then heartbeats.
+    now = Clock::now();
+    std::vector<std::pair<std::string, std::string>> dead;  // identity, why
+    for (auto& [id, w] : m.workers) {
+      if (w.unreachable) {
+        dead.emplace_back(id, "connection lost");
+        continue;
+      }
+      if (now >= w.expiry) {
+        dead.emplace_back(id, "silent for " + std::to_string(m.opt.heartbeat_ms * m.opt.liveness) + " ms");
+        continue;
+      }
+      for (const auto& jid : w.leased)
+        if (now >= m.jobs.at(jid).deadline) {
+          dead.emplace_back(id, "job " + jid + " overran its timeout");
+          break;
+        }
+    }
+    for (auto& [id, why] : dead) {
+      ++stats_.workers_expired;
+      const size_t held = m.workers.at(id).leased.size();
+      m.log(m.name(id) + " expired (" + why + "); " + std::to_string(held) + " leased jobs back to the queue");
+      m.forget(id, "expired: " + why, true, true);
+    }
+    for (auto& [id, w] : m.workers)
+      if (now - w.last_sent >= hb) m.send(id, encode_heartbeat());
+  }
+}
+
+}  // namespace torq::coordinator

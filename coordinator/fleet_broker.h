@@ -1,0 +1,129 @@
+// The coordinator's side of the fleet (DESIGN.md §6): a ZeroMQ ROUTER that
+// leases jobs to registered workers (DEALERs) by credit, matched on executor
+// and target, and commits every result to the Store before acknowledging it.
+// The whole protocol is one poll loop in fleet_broker.cc: receive, dispatch
+// on the message type, then purge silent workers, expire leases, send
+// heartbeats and hand out jobs.
+//
+// States: a job is queued, leased (to one worker, with a deadline and an
+// attempt count) or done; a worker is registered (credits = capacity -
+// leased) until it disconnects, misbehaves or is silent for `liveness`
+// heartbeat intervals, and then its leased jobs go back to the queue. A job
+// leased to `max_attempts` workers that all died ends as error/crash.
+//
+// Contracts:
+//  - Every result is committed (Store::commit_result) before the worker gets
+//    RESULT_ACK and before `done` is called; the first result of a job wins,
+//    later duplicates are acknowledged and dropped.
+//  - A frame that is not one valid envelope (verify failure, oversize,
+//    unknown type, wrong frame count, wrong direction) is logged and dropped,
+//    and its sender is sent DISCONNECT and forgotten; the broker keeps
+//    serving everyone else.
+//  - Restart: the constructor reads the run's jobs from the store; done jobs
+//    stay done (a source asking for one gets the stored result back), queued
+//    and leased ones are queued again and dispatched first.
+//  - Binding: without CURVE keys only loopback endpoints (tcp://127.x,
+//    tcp://localhost, tcp://[::1], ipc://, inproc://) are accepted unless
+//    `insecure` is set; otherwise the constructor throws PipelineError.
+//  - Not thread-safe: construct, run and destroy in one thread, except
+//    request_stop(), which is async-signal-safe.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "pipeline/codec.h"
+#include "pipeline/store.h"
+#include "pipeline/types.h"
+
+namespace torq::coordinator {
+
+struct BrokerOptions {
+  std::string bind = "tcp://127.0.0.1:5555";
+  bool insecure = false;        // allow non-loopback binds without CURVE
+  int heartbeat_ms = 1000;      // heartbeat interval, both ways
+  int liveness = 3;             // missed intervals before a worker is dead
+  int max_attempts = 3;         // workers a job may outlive before error/crash
+  int grace_ms = 30000;         // after request_stop: wait this long for leased jobs
+  // Extra time a lease may run past the job's own timeout before the worker
+  // holding it is considered broken.
+  int lease_slack_ms = 30000;
+  size_t max_inbound_bytes = size_t{16} << 20;  // larger frames are bad frames
+  size_t max_queued = 100000;   // jobs pulled from the source ahead of dispatch
+  bool persist_leases = true;   // write 'L' job states before sending a job
+  // CURVE: the server's secret key (z85, 40 chars) turns encryption on; then
+  // only clients whose public key (z85) is in allowed_client_keys connect.
+  std::string curve_secret_key;
+  std::set<std::string> allowed_client_keys;
+  // Set from a signal handler (or another thread) to request a stop, like
+  // request_stop(). May be null.
+  const std::atomic<bool>* stop_flag = nullptr;
+  // Log lines (no trailing newline). Default: stderr.
+  std::function<void(const std::string&)> log;
+};
+
+struct BrokerStats {
+  size_t dispatched = 0;         // JOB messages sent (leases)
+  size_t completed = 0;          // results committed by this broker
+  size_t reported_from_store = 0;  // source asked for a job already done in the store
+  size_t recovered = 0;          // unfinished jobs found in the store at start
+  size_t duplicates = 0;         // results of done jobs, dropped
+  size_t requeued = 0;           // leases returned to the queue
+  size_t crashed = 0;            // jobs ended as error/crash after max_attempts
+  size_t bad_frames = 0;         // frames dropped as malformed
+  size_t workers_seen = 0;       // READY registrations
+  size_t workers_expired = 0;    // workers dropped for silence or a late lease
+  size_t blobs_served = 0;
+};
+
+class FleetBroker {
+ public:
+  // Returns the next job to run, or nullopt when none is ready now (it may
+  // have more after `Done` was called).
+  using Source = std::function<std::optional<pipeline::JobSpec>()>;
+  // Called once per job the source gave, after its result is committed.
+  using Done = std::function<void(const pipeline::JobSpec&, const pipeline::ExecResult&)>;
+
+  // Binds the ROUTER and loads the run's job states from `store` (which
+  // must outlive the broker). Throws PipelineError for a refused or failing
+  // bind, bad CURVE keys, or an unreadable store.
+  FleetBroker(pipeline::Store& store, std::string run, BrokerOptions opts);
+  ~FleetBroker();  // sends DISCONNECT to every registered worker
+  FleetBroker(const FleetBroker&) = delete;
+  FleetBroker& operator=(const FleetBroker&) = delete;
+
+  // The endpoint actually bound (e.g. with the port the OS chose for ":*").
+  const std::string& endpoint() const { return endpoint_; }
+
+  // Serves until the source has nothing, no job is queued or leased and
+  // every job the source gave has been reported; or, after request_stop(),
+  // until no job is leased or grace_ms has passed. Returns true when the
+  // run completed, false when it stopped early. Store errors propagate as
+  // PipelineError (nothing is acknowledged that is not stored).
+  bool run(const Source& next, const Done& done);
+
+  // Stop dispatching and wind down (async-signal-safe).
+  void request_stop() { stop_.store(true); }
+
+  const BrokerStats& stats() const { return stats_; }
+  // Jobs queued or leased right now.
+  size_t pending() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string endpoint_;
+  std::atomic<bool> stop_{false};
+  BrokerStats stats_;
+};
+
+// True when `endpoint` stays on this machine (loopback tcp, ipc, inproc).
+bool is_loopback_endpoint(const std::string& endpoint);
+
+}  // namespace torq::coordinator

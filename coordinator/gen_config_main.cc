@@ -1,0 +1,165 @@
+// torq-gen-config: the single-machine executor-discovery workflow
+// (discover | view | edit), compatible with the seed tool's flags and files.
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "coordinator/discover.h"
+#include "pipeline/edit.h"
+#include "pipeline/report.h"
+#include "pipeline/view.h"
+
+using namespace torq;
+using namespace torq::pipeline;
+namespace fs = std::filesystem;
+
+namespace {
+
+// CONFIG, or --model M --output-dir D, names the report to read.
+std::string resolve_report(const std::string& config, const std::string& model, const std::string& dir) {
+  if (!config.empty()) return config;
+  if (model.empty()) throw PipelineError("give a report file, or --model M [--output-dir D]");
+  fs::path p(model);
+  std::string name = p.stem().string();
+  if (name == "model" && p.has_parent_path()) name = p.parent_path().filename().string();
+  return report_path(dir, name);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"torq-gen-config: find which Torq executor (nss, css, host) runs each layer of an ONNX model"};
+  app.require_subcommand(1);
+
+  coordinator::DiscoverOptions d;
+  std::string skip_execs, rounding = "truncate", inputs = "activations", range = "-40,40";
+  auto* disc = app.add_subcommand("discover", "Test every layer on every executor and write the report and compiler JSON");
+  disc->add_option("--model,-m", d.model, "ONNX model")->required();
+  disc->add_option("--output-dir,-o", d.output_dir, "Directory for the report, compiler JSON and store")->capture_default_str();
+  disc->add_flag("--skip-mode", d.skip_mode, "Test executors in priority order, stop at the first success; skip layers already successful in the report");
+  disc->add_option("--skip-executors", skip_execs, "Executors not to test, e.g. nss,css");
+  disc->add_flag("--dedup-layers", d.dedup, "Test one layer per signature (op, attributes, dtypes, shapes) and copy its results");
+  disc->add_flag("--dedup-exact", d.dedup_exact, "With --dedup-layers, also require identical weights");
+  disc->add_flag("--collect-timing", d.collect_timing, "Average executor time over --timing-runs runs");
+  disc->add_option("--timing-runs", d.timing_runs, "Runs per timing")->capture_default_str();
+  disc->add_flag("--recommend-by-timing", d.recommend_by_timing, "Recommend the fastest successful executor (falls back to priority without timing)");
+  disc->add_flag("--auto-convert-bf16", d.convert_bf16, "Convert fp32 weights and I/O to bf16 before testing");
+  disc->add_option("--bf16-rounding", rounding, "fp32 -> bf16 rounding: truncate (seed default) or rne")
+      ->check(CLI::IsMember({"truncate", "rne"}))->capture_default_str();
+  disc->add_option("--save-bf16-model", d.save_bf16_model, "Write the converted model here");
+  disc->add_option("--log-file", d.log_file, "Append log lines to this file");
+  disc->add_flag("--recompute-cache", d.recompute_cache, "Ignore stored and cached results");
+  disc->add_option("-k", d.filter, "Only layer/executor pairs whose '<layer id>_<executor>' contains this");
+  disc->add_option("--workers,-j", d.workers, "Local worker processes")->capture_default_str();
+  disc->add_option("--inputs", inputs, "Layer inputs: activations (real, from a seeded full run) or random")
+      ->check(CLI::IsMember({"activations", "random"}))->capture_default_str();
+  disc->add_option("--seed", d.seed, "Seed of the model input / random inputs")->capture_default_str();
+  disc->add_option("--input-range", range, "LO,HI of random inputs")->capture_default_str();
+  disc->add_option("--mlir", d.mlir_file, "Map locations onto this torch-mlir import instead of the emitted one");
+  disc->add_option("--timeout-ms", d.timeout_ms, "Per-job timeout")->capture_default_str();
+  disc->add_option("--tolerance-avg", d.tolerance.fp_avg_tol, "Default fp_avg_tol")->capture_default_str();
+  disc->add_option("--tolerance-max", d.tolerance.fp_max_tol, "Default fp_max_tol")->capture_default_str();
+  disc->add_option("--allowed-wrong", d.tolerance.allowed_wrong, "Fraction of elements allowed over fp_max_tol")->capture_default_str();
+  disc->add_flag("--quiet,-q", d.quiet, "Only errors");
+
+  std::string v_config, v_model, v_dir = "torq_gen_config_output", v_layer;
+  auto* view = app.add_subcommand("view", "Show a report: summary, one layer, or the compiler JSON");
+  view->add_option("config", v_config, "Report JSON (torq_gen_config_<model>.json) or compiler JSON");
+  view->add_option("layer", v_layer, "Show this layer (pattern) in detail");
+  view->add_option("--model,-m", v_model, "Model whose report to show (with --output-dir)");
+  view->add_option("--output-dir,-o", v_dir, "Directory of the report")->capture_default_str();
+
+  std::string e_config, e_model, e_dir = "torq_gen_config_output", e_layer, e_exec, e_list_filter;
+  double e_avg = -1, e_max = -1;
+  bool e_list = false;
+  auto* edit = app.add_subcommand("edit", "Change recommendations or tolerances in a report (regenerates the compiler JSON)");
+  edit->add_option("config", e_config, "Report JSON");
+  edit->add_option("--model,-m", e_model, "Model whose report to edit (with --output-dir)");
+  edit->add_option("--output-dir,-o", e_dir, "Directory of the report")->capture_default_str();
+  edit->add_option("--layer", e_layer, "Layer pattern: exact id, case-insensitive, substring, glob, or ALL");
+  edit->add_option("--executor", e_exec, "nss, css, host, or null (no recommendation: re-tested by --skip-mode)");
+  edit->add_option("--tolerance-avg", e_avg, "New fp_avg_tol for the layers");
+  edit->add_option("--tolerance-max", e_max, "New fp_max_tol for the layers");
+  auto* list_opt = edit->add_flag("--list", e_list, "List layers (optionally filtered) instead of editing");
+  edit->add_option("filter", e_list_filter, "Filter for --list")->needs(list_opt);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  try {
+    if (*disc) {
+      if (!skip_execs.empty()) {
+        auto skip = parse_executor_list(skip_execs);
+        std::vector<Executor> keep;
+        for (Executor e : d.executors)
+          if (std::find(skip.begin(), skip.end(), e) == skip.end()) keep.push_back(e);
+        d.executors = keep;
+      }
+      d.rounding = rounding == "rne" ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
+      d.random_inputs = inputs == "random";
+      if (std::sscanf(range.c_str(), "%f,%f", &d.input_lo, &d.input_hi) != 2 || !(d.input_lo < d.input_hi))
+        throw PipelineError("--input-range must be LO,HI with LO < HI, got '" + range + "'");
+      return coordinator::run_discover(d, std::cout, std::cerr);
+    }
+    if (*view) {
+      const std::string path = resolve_report(v_config, v_model, v_dir);
+      std::ifstream f(path);
+      if (!f) throw PipelineError(path + ": cannot open");
+      std::stringstream ss;
+      ss << f.rdbuf();
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(ss.str());
+      } catch (const std::exception&) {
+        j = nullptr;
+      }
+      if (j.is_object() && j.contains("op_assignments") && !j.contains("ops")) {
+        std::cout << render_compiler(j);
+        return 0;
+      }
+      ModelReport r = report_from_json(ss.str(), path);
+      std::cout << (v_layer.empty() ? render_summary(r) : render_layer(r, v_layer));
+      return 0;
+    }
+    if (*edit) {
+      const std::string path = resolve_report(e_config, e_model, e_dir);
+      ModelReport r = read_report_file(path);
+      if (e_list) {
+        std::cout << render_list(r, e_list_filter);
+        return 0;
+      }
+      if (e_layer.empty()) throw PipelineError("edit needs --layer PATTERN (or --list)");
+      EditRequest req;
+      req.pattern = e_layer;
+      if (!e_exec.empty()) {
+        if (e_exec == "null" || e_exec == "none") {
+          req.executor = std::optional<Executor>();
+        } else {
+          auto ex = executor_from_name(e_exec);
+          if (!ex) throw PipelineError("unknown executor '" + e_exec + "' (expected nss, css, host or null)");
+          req.executor = ex;
+        }
+      }
+      if (e_avg >= 0) req.tol_avg = e_avg;
+      if (e_max >= 0) req.tol_max = e_max;
+      if (!req.executor && !req.tol_avg && !req.tol_max)
+        throw PipelineError("edit needs --executor and/or --tolerance-avg/--tolerance-max");
+      auto ids = apply_edit(r, req);
+      write_report_files(r, fs::path(path).parent_path().empty() ? "." : fs::path(path).parent_path().string());
+      std::cout << "edited " << ids.size() << " layer(s):";
+      for (const auto& id : ids) std::cout << " " << id;
+      std::cout << "\nwrote " << path << " and " << compiler_path(fs::path(path).parent_path().string(), r.model_name)
+                << "\n";
+      return 0;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "torq-gen-config: error: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}

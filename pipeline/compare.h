@@ -1,0 +1,24 @@
+// Comparison and status (DESIGN §4): per output tensor, computed in double.
+// A float output succeeds when count(rel > fp_max_tol) / size <=
+// allowed_wrong, with rel = |e-o| / (|e|+|o|+1e-6); an integer or bool
+// output when every |e-o| <= 1. NaN/Inf position mismatches, and dtype or
+// shape mismatches, are differences.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "pipeline/types.h"
+#include "worker/engine/tensor.h"
+
+namespace torq::pipeline {
+
+OutputDiff diff_output(const std::string& name, const engine::Tensor& actual, const engine::Tensor& expected,
+                       const Tolerance& tol);
+// True when the output passes the rule above.
+bool output_ok(const OutputDiff& d, const Tolerance& tol);
+// success or difference for a set of compared outputs; fills the result's
+// aggregate metrics (worst max_abs / max_rel, lowest PCC).
+void judge(ExecResult* r, const Tolerance& tol);
+
+}  // namespace torq::pipeline

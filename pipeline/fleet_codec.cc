@@ -1,0 +1,209 @@
+// Encoding and verified decoding of the fleet envelope (schema/fleet.fbs).
+#include "pipeline/fleet_codec.h"
+
+#include <flatbuffers/flatbuffers.h>
+
+#include "schema/fleet_generated.h"
+
+namespace fb = torq::schema;
+
+namespace torq::pipeline {
+
+namespace {
+
+std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
+
+std::string finish(flatbuffers::FlatBufferBuilder& b, fb::Message type, flatbuffers::Offset<void> body) {
+  fb::EnvelopeBuilder eb(b);
+  eb.add_version(kFleetProtocolVersion);
+  eb.add_message_type(type);
+  eb.add_message(body);
+  fb::FinishEnvelopeBuffer(b, eb.Finish());
+  return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+}
+
+// A byte vector holding a nested FlatBuffer, aligned so that its scalars are
+// naturally aligned relative to the nested buffer's start.
+flatbuffers::Offset<flatbuffers::Vector<uint8_t>> nested(flatbuffers::FlatBufferBuilder& b, const std::string& bytes) {
+  b.ForceVectorAlignment(bytes.size(), sizeof(uint8_t), 8);
+  return b.CreateVector(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+}
+
+Executor checked_executor(int v, const char* what) {
+  if (v < 0 || v > 2) throw PipelineError(std::string(what) + " names an unknown executor " + std::to_string(v));
+  return static_cast<Executor>(v);
+}
+
+void require_hash(const std::string& h, const char* what) {
+  if (!is_sha256_hex(h))
+    throw PipelineError(std::string(what) + " carries a bad model hash (expected 64 lowercase hex digits)");
+}
+
+}  // namespace
+
+const char* fleet_type_name(FleetType t) {
+  switch (t) {
+    case FleetType::kReady: return "READY";
+    case FleetType::kJob: return "JOB";
+    case FleetType::kResult: return "RESULT";
+    case FleetType::kResultAck: return "RESULT_ACK";
+    case FleetType::kHeartbeat: return "HEARTBEAT";
+    case FleetType::kDisconnect: return "DISCONNECT";
+    case FleetType::kBlobRequest: return "BLOB_REQUEST";
+    case FleetType::kBlobReply: return "BLOB_REPLY";
+  }
+  return "?";
+}
+
+bool is_sha256_hex(const std::string& s) {
+  if (s.size() != 64) return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+std::string encode_ready(const WorkerInfo& w) {
+  flatbuffers::FlatBufferBuilder b(256);
+  std::vector<fb::Executor> ex;
+  for (Executor e : w.executors) ex.push_back(static_cast<fb::Executor>(e));
+  auto id = b.CreateString(w.worker_id);
+  auto target = b.CreateString(w.target);
+  auto exv = b.CreateVector(ex);
+  auto tc = b.CreateString(w.toolchain);
+  auto running = b.CreateVectorOfStrings(w.running);
+  auto body = fb::CreateReady(b, id, target, exv, tc, w.capacity, running);
+  return finish(b, fb::Message::Ready, body.Union());
+}
+
+std::string encode_job_message(const std::string& encoded_job) {
+  flatbuffers::FlatBufferBuilder b(encoded_job.size() + 64);
+  auto v = nested(b, encoded_job);
+  return finish(b, fb::Message::JobMsg, fb::CreateJobMsg(b, v).Union());
+}
+
+std::string encode_result_message(const ExecResult& r) {
+  const std::string inner = encode_result(r);
+  flatbuffers::FlatBufferBuilder b(inner.size() + 64);
+  auto v = nested(b, inner);
+  return finish(b, fb::Message::ResultMsg, fb::CreateResultMsg(b, v).Union());
+}
+
+std::string encode_result_ack(const std::string& job_id) {
+  flatbuffers::FlatBufferBuilder b(128);
+  auto id = b.CreateString(job_id);
+  return finish(b, fb::Message::ResultAck, fb::CreateResultAck(b, id).Union());
+}
+
+std::string encode_heartbeat() {
+  flatbuffers::FlatBufferBuilder b(64);
+  return finish(b, fb::Message::Heartbeat, fb::CreateHeartbeat(b).Union());
+}
+
+std::string encode_disconnect(const std::string& reason) {
+  flatbuffers::FlatBufferBuilder b(128);
+  auto r = b.CreateString(reason);
+  return finish(b, fb::Message::Disconnect, fb::CreateDisconnect(b, r).Union());
+}
+
+std::string encode_blob_request(const std::string& hash) {
+  flatbuffers::FlatBufferBuilder b(128);
+  auto h = b.CreateString(hash);
+  return finish(b, fb::Message::BlobRequest, fb::CreateBlobRequest(b, h).Union());
+}
+
+std::string encode_blob_reply(const std::string& hash, const std::string* bytes) {
+  flatbuffers::FlatBufferBuilder b((bytes ? bytes->size() : 0) + 256);
+  flatbuffers::Offset<flatbuffers::Vector<uint8_t>> data;
+  if (bytes) data = b.CreateVector(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size());
+  auto h = b.CreateString(hash);
+  return finish(b, fb::Message::BlobReply, fb::CreateBlobReply(b, h, bytes != nullptr, data).Union());
+}
+
+FleetMessage decode_fleet_message(const void* data, size_t size, size_t max_bytes) {
+  if (!data || size == 0) throw PipelineError("empty fleet message");
+  if (size > max_bytes)
+    throw PipelineError("fleet message of " + std::to_string(size) + " bytes exceeds the cap of " +
+                        std::to_string(max_bytes));
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  if (size < 8 || !flatbuffers::BufferHasIdentifier(bytes, fb::EnvelopeIdentifier()))
+    throw PipelineError("not a fleet message (no TQFL identifier)");
+  flatbuffers::Verifier v(bytes, size, 64, 100000);
+  if (!fb::VerifyEnvelopeBuffer(v)) throw PipelineError("malformed fleet message (verifier failed)");
+  const fb::Envelope* env = fb::GetEnvelope(bytes);
+  if (env->version() != kFleetProtocolVersion)
+    throw PipelineError("fleet protocol version " + std::to_string(env->version()) + " (this build speaks " +
+                        std::to_string(kFleetProtocolVersion) + ")");
+  FleetMessage m;
+  switch (env->message_type()) {
+    case fb::Message::Ready: {
+      const auto* r = env->message_as_Ready();
+      m.type = FleetType::kReady;
+      m.ready.worker_id = str(r->worker_id());
+      m.ready.target = str(r->target());
+      m.ready.toolchain = str(r->toolchain());
+      m.ready.capacity = r->capacity();
+      if (r->executors())
+        for (auto e : *r->executors()) m.ready.executors.push_back(checked_executor(static_cast<int>(e), "READY"));
+      if (r->running())
+        for (const auto* s : *r->running()) m.ready.running.push_back(str(s));
+      if (m.ready.worker_id.empty()) throw PipelineError("READY without a worker id");
+      if (m.ready.target.empty()) throw PipelineError("READY without a target");
+      if (m.ready.executors.empty()) throw PipelineError("READY offers no executor");
+      if (m.ready.capacity > 4096) throw PipelineError("READY capacity " + std::to_string(m.ready.capacity) + " > 4096");
+      return m;
+    }
+    case fb::Message::JobMsg: {
+      const auto* j = env->message_as_JobMsg();
+      if (!j->job()) throw PipelineError("JOB without a job");
+      m.type = FleetType::kJob;
+      m.job_bytes.assign(reinterpret_cast<const char*>(j->job()->data()), j->job()->size());
+      m.job = decode_job(m.job_bytes.data(), m.job_bytes.size());
+      require_hash(m.job.model_hash, "JOB");
+      if (m.job.id.empty()) throw PipelineError("JOB without a job id");
+      return m;
+    }
+    case fb::Message::ResultMsg: {
+      const auto* r = env->message_as_ResultMsg();
+      if (!r->result()) throw PipelineError("RESULT without a result");
+      m.type = FleetType::kResult;
+      m.result = decode_result(r->result()->data(), r->result()->size());
+      if (m.result.job_id.empty()) throw PipelineError("RESULT without a job id");
+      return m;
+    }
+    case fb::Message::ResultAck: {
+      m.type = FleetType::kResultAck;
+      m.job_id = str(env->message_as_ResultAck()->job_id());
+      if (m.job_id.empty()) throw PipelineError("RESULT_ACK without a job id");
+      return m;
+    }
+    case fb::Message::Heartbeat:
+      m.type = FleetType::kHeartbeat;
+      return m;
+    case fb::Message::Disconnect:
+      m.type = FleetType::kDisconnect;
+      m.reason = str(env->message_as_Disconnect()->reason());
+      return m;
+    case fb::Message::BlobRequest:
+      m.type = FleetType::kBlobRequest;
+      m.hash = str(env->message_as_BlobRequest()->hash());
+      require_hash(m.hash, "BLOB_REQUEST");
+      return m;
+    case fb::Message::BlobReply: {
+      const auto* r = env->message_as_BlobReply();
+      m.type = FleetType::kBlobReply;
+      m.hash = str(r->hash());
+      require_hash(m.hash, "BLOB_REPLY");
+      m.blob_known = r->known();
+      if (m.blob_known) {
+        if (!r->bytes()) throw PipelineError("BLOB_REPLY marked known without bytes");
+        m.blob.assign(reinterpret_cast<const char*>(r->bytes()->data()), r->bytes()->size());
+      }
+      return m;
+    }
+    default:
+      break;
+  }
+  throw PipelineError("fleet message of unknown type " + std::to_string(static_cast<int>(env->message_type())));
+}
+
+}  // namespace torq::pipeline

@@ -1,0 +1,89 @@
+// The fleet protocol's messages (schema/fleet.fbs, DESIGN.md §6) as plain
+// structs, and their FlatBuffers encoding. One ZeroMQ frame carries one
+// envelope. This room knows bytes, not sockets: the coordinator's broker and
+// the fleet worker both use it.
+//
+// Contracts:
+//  - decode_fleet_message verifies every buffer (and the nested job/result
+//    buffer) with flatbuffers::Verifier under a size cap before reading it,
+//    then checks values (protocol version, enum ranges, hashes are 64
+//    lowercase hex digits, non-empty ids). Any violation is a PipelineError
+//    whose message says what was wrong; nothing is read out of bounds.
+//  - Encoders never throw for valid inputs and produce buffers that
+//    decode_fleet_message accepts.
+//  - Thread-safe (pure functions).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipeline/codec.h"
+#include "pipeline/types.h"
+
+namespace torq::pipeline {
+
+// Version of the envelope; a message of another version is refused.
+inline constexpr uint16_t kFleetProtocolVersion = 1;
+// Largest fleet message a worker accepts (a model blob travels in one
+// BLOB_REPLY). The coordinator accepts only kMaxMessageBytes and less.
+inline constexpr size_t kMaxFleetBlobBytes = size_t{1} << 30;
+
+enum class FleetType {
+  kReady,        // worker -> coordinator: registration / capacity change
+  kJob,          // coordinator -> worker: one job
+  kResult,       // worker -> coordinator: one result
+  kResultAck,    // coordinator -> worker: result committed
+  kHeartbeat,    // both ways
+  kDisconnect,   // both ways
+  kBlobRequest,  // worker -> coordinator: model blob by hash
+  kBlobReply,    // coordinator -> worker: the blob, or unknown
+};
+// "READY", "JOB", "RESULT", "RESULT_ACK", "HEARTBEAT", "DISCONNECT",
+// "BLOB_REQUEST", "BLOB_REPLY".
+const char* fleet_type_name(FleetType t);
+
+// What a worker offers (READY).
+struct WorkerInfo {
+  std::string worker_id;
+  std::string target = "sim";
+  std::vector<Executor> executors;
+  std::string toolchain;
+  uint32_t capacity = 1;               // 0: draining, send no more jobs
+  std::vector<std::string> running;    // job ids still running after a reconnect
+};
+
+// One decoded message; only the fields of `type` are set.
+struct FleetMessage {
+  FleetType type = FleetType::kHeartbeat;
+  WorkerInfo ready;         // kReady
+  JobSpec job;              // kJob (decoded)
+  std::string job_bytes;    // kJob: the nested encoded job, as sent
+  ExecResult result;        // kResult
+  std::string job_id;       // kResultAck
+  std::string reason;       // kDisconnect
+  std::string hash;         // kBlobRequest, kBlobReply
+  bool blob_known = false;  // kBlobReply
+  std::string blob;         // kBlobReply, when known
+};
+
+// True when `s` is 64 lowercase hex digits (a SHA-256 as sha256_hex gives).
+bool is_sha256_hex(const std::string& s);
+
+std::string encode_ready(const WorkerInfo& w);
+// `encoded_job` is encode_job's output (e.g. as kept in the store).
+std::string encode_job_message(const std::string& encoded_job);
+std::string encode_result_message(const ExecResult& r);
+std::string encode_result_ack(const std::string& job_id);
+std::string encode_heartbeat();
+std::string encode_disconnect(const std::string& reason);
+std::string encode_blob_request(const std::string& hash);
+// `bytes` == nullptr: the hash is unknown to the coordinator.
+std::string encode_blob_reply(const std::string& hash, const std::string* bytes);
+
+// Verifies and decodes one envelope of at most `max_bytes` bytes.
+// Throws PipelineError on anything malformed (see the contracts above).
+FleetMessage decode_fleet_message(const void* data, size_t size, size_t max_bytes = kMaxMessageBytes);
+
+}  // namespace torq::pipeline

@@ -1,0 +1,178 @@
+#include "pipeline/model_import.h"
+
+#include <openssl/evp.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "worker/engine/error.h"
+#include "worker/engine/tensor_io.h"
+
+namespace torq::pipeline {
+
+namespace fs = std::filesystem;
+
+std::string sha256_hex(const std::string& data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (!EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr))
+    throw PipelineError("SHA-256 failed");
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) {
+    out += hex[md[i] >> 4];
+    out += hex[md[i] & 15];
+  }
+  return out;
+}
+
+std::vector<LayerInfo> list_layers(const onnx::ModelProto& model, std::vector<int>* positions) {
+  std::vector<LayerInfo> out;
+  const auto& g = model.graph();
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& n = g.node(i);
+    if (n.op_type() == "Constant") continue;
+    LayerInfo l;
+    l.index = static_cast<int>(out.size());
+    l.op_type = n.op_type();
+    l.id = n.op_type() + "_" + (n.output_size() ? n.output(0) : std::to_string(i));
+    out.push_back(l);
+    if (positions) positions->push_back(i);
+  }
+  return out;
+}
+
+namespace {
+
+void convert_tensor(onnx::TensorProto* t, engine::Rounding r, std::vector<ConversionError>* errs,
+                    const std::string& name) {
+  if (t->data_type() != onnx::TensorProto::FLOAT) return;
+  engine::Tensor f = engine::tensor_from_proto(*t);
+  engine::Tensor b = engine::cast_tensor(f, engine::DType::kBF16, r);
+  ConversionError e;
+  e.tensor = name;
+  e.size = f.numel();
+  const float* fp = f.data<float>();
+  double sum_abs = 0, sum_sq = 0;
+  for (int64_t i = 0; i < f.numel(); ++i) {
+    const double a = fp[i], c = engine::bf16_to_f32(b.bf16()[i]);
+    const double d = std::fabs(a - c);
+    e.max_abs = std::max(e.max_abs, d);
+    if (a != 0) e.max_rel = std::max(e.max_rel, d / std::fabs(a));
+    sum_abs += d;
+    sum_sq += d * d;
+  }
+  if (e.size) {
+    e.mean_abs = sum_abs / static_cast<double>(e.size);
+    e.rmse = std::sqrt(sum_sq / static_cast<double>(e.size));
+  }
+  errs->push_back(e);
+  const std::string keep_name = t->name();
+  engine::tensor_to_proto(b, t, keep_name);
+}
+
+void mark_bf16(onnx::ValueInfoProto* v) {
+  if (!v->type().has_tensor_type()) return;
+  auto* tt = v->mutable_type()->mutable_tensor_type();
+  if (tt->elem_type() == onnx::TensorProto::FLOAT) tt->set_elem_type(onnx::TensorProto::BFLOAT16);
+}
+
+}  // namespace
+
+std::vector<ConversionError> convert_to_bf16(onnx::ModelProto* model, engine::Rounding rounding) {
+  std::vector<ConversionError> errs;
+  auto* g = model->mutable_graph();
+  std::set<std::string> shape_like;
+  for (const auto& n : g->node()) {
+    if (n.op_type() == "Resize")
+      for (int i = 1; i < std::min(3, n.input_size()); ++i) shape_like.insert(n.input(i));
+    if (n.op_type() == "Upsample" && n.input_size() > 1) shape_like.insert(n.input(1));
+  }
+  for (auto& t : *g->mutable_initializer())
+    if (!shape_like.count(t.name())) convert_tensor(&t, rounding, &errs, t.name());
+  for (auto& n : *g->mutable_node()) {
+    if (n.op_type() != "Constant" || (n.output_size() && shape_like.count(n.output(0)))) continue;
+    for (auto& a : *n.mutable_attribute())
+      if (a.name() == "value" && a.has_t()) convert_tensor(a.mutable_t(), rounding, &errs, n.output(0));
+  }
+  for (auto& v : *g->mutable_input()) mark_bf16(&v);
+  for (auto& v : *g->mutable_output()) mark_bf16(&v);
+  for (auto& v : *g->mutable_value_info())
+    if (!shape_like.count(v.name())) mark_bf16(&v);
+  return errs;
+}
+
+ImportedModel::~ImportedModel() = default;
+
+std::unique_ptr<ImportedModel> ImportedModel::from_file(const std::string& path, const ImportOptions& opts) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw PipelineError(path + ": cannot open model");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  fs::path p(path);
+  std::string name = p.stem().string();
+  if (name == "model" && p.has_parent_path()) name = p.parent_path().filename().string();
+  try {
+    return from_bytes(ss.str(), name, opts);
+  } catch (const PipelineError& e) {
+    throw PipelineError(path + ": " + e.what());
+  }
+}
+
+std::unique_ptr<ImportedModel> ImportedModel::from_bytes(const std::string& bytes, const std::string& name,
+                                                         const ImportOptions& opts) {
+  std::unique_ptr<ImportedModel> m(new ImportedModel());
+  m->name_ = name;
+  m->proto_ = std::make_unique<onnx::ModelProto>();
+  onnx::ModelProto& model = *m->proto_;
+  if (bytes.empty()) throw PipelineError("empty file, not an ONNX model");
+  if (!model.ParseFromString(bytes) || !model.has_graph())
+    throw PipelineError("not an ONNX model (protobuf parse failed; truncated or another format?)");
+  if (model.graph().node_size() == 0) throw PipelineError("the model graph has no nodes");
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    if (msg.size() > 400) msg = msg.substr(0, 400) + "...";
+    throw PipelineError("invalid ONNX model: " + msg);
+  }
+  // Fix unset or symbolic batch dimensions to 1.
+  std::set<std::string> inits;
+  for (const auto& t : model.graph().initializer()) inits.insert(t.name());
+  for (auto& in : *model.mutable_graph()->mutable_input()) {
+    if (inits.count(in.name()) || !in.type().has_tensor_type()) continue;
+    auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
+    if (shape->dim_size() == 0) continue;
+    auto* d0 = shape->mutable_dim(0);
+    if (!d0->has_dim_value()) {
+      m->warnings_.push_back("input '" + in.name() + "': batch dimension " +
+                             (d0->has_dim_param() ? "'" + d0->dim_param() + "'" : std::string("(unset)")) +
+                             " fixed to 1");
+      d0->set_dim_value(1);
+    }
+    for (int i = 1; i < shape->dim_size(); ++i)
+      if (!shape->dim(i).has_dim_value())
+        m->warnings_.push_back("input '" + in.name() + "': dimension " + std::to_string(i) +
+                               " is symbolic; layers that depend on it take their shape from the run");
+  }
+  try {
+    model.mutable_graph()->clear_value_info();
+    onnx::shape_inference::InferShapes(model);
+  } catch (const std::exception& e) {
+    m->warnings_.push_back(std::string("shape inference failed: ") + e.what());
+  }
+  if (opts.convert_bf16) m->conversion_ = convert_to_bf16(&model, opts.rounding);
+  m->layers_ = list_layers(model, &m->node_pos_);
+  m->bytes_ = model.SerializeAsString();
+  m->hash_ = sha256_hex(m->bytes_);
+  return m;
+}
+
+}  // namespace torq::pipeline

@@ -1,0 +1,75 @@
+// Model import: parse and check an ONNX model, infer shapes, fix symbolic
+// batch dimensions to 1, optionally convert it to bf16 (DESIGN §4,
+// "Converted models"), and list its layers (one per non-Constant node).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pipeline/types.h"
+#include "worker/engine/dtype.h"
+
+namespace onnx {
+class ModelProto;
+}
+
+namespace torq::pipeline {
+
+struct ImportOptions {
+  bool convert_bf16 = false;
+  engine::Rounding rounding = engine::Rounding::kTruncate;  // of the conversion
+};
+
+// Error the conversion introduced in one fp32 tensor.
+struct ConversionError {
+  std::string tensor;
+  int64_t size = 0;
+  double max_abs = 0, mean_abs = 0, rmse = 0, max_rel = 0;
+};
+
+class ImportedModel {
+ public:
+  // Throws PipelineError "<path>: ..." for a missing, truncated, non-ONNX or
+  // invalid model.
+  static std::unique_ptr<ImportedModel> from_file(const std::string& path, const ImportOptions& opts = {});
+  static std::unique_ptr<ImportedModel> from_bytes(const std::string& bytes, const std::string& name,
+                                                   const ImportOptions& opts = {});
+  ~ImportedModel();
+
+  // Model name: the file name without directory and extension ("model" files
+  // take their directory's name).
+  const std::string& name() const { return name_; }
+  // The imported (batch-fixed, possibly converted) model, serialized.
+  const std::string& bytes() const { return bytes_; }
+  // SHA-256 (hex) of bytes(): names the model in jobs and the store.
+  const std::string& hash() const { return hash_; }
+  const std::vector<LayerInfo>& layers() const { return layers_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  const std::vector<ConversionError>& conversion() const { return conversion_; }
+  const onnx::ModelProto& proto() const { return *proto_; }
+  // Position in graph.node() of each layer (layer index -> node position).
+  const std::vector<int>& node_positions() const { return node_pos_; }
+
+ private:
+  ImportedModel() = default;
+  std::string name_, bytes_, hash_;
+  std::unique_ptr<onnx::ModelProto> proto_;
+  std::vector<LayerInfo> layers_;
+  std::vector<int> node_pos_;
+  std::vector<std::string> warnings_;
+  std::vector<ConversionError> conversion_;
+};
+
+std::string sha256_hex(const std::string& data);
+
+// Layers of a model: non-Constant nodes in graph order with their ids
+// "<OpType>_<first output>" and node positions.
+std::vector<LayerInfo> list_layers(const onnx::ModelProto& model, std::vector<int>* node_positions);
+
+// Converts fp32 initializers and Constant values to bf16 and marks fp32
+// graph inputs, outputs and value_info bf16 (Resize/Upsample scales and roi
+// keep fp32: they are sizes, not data). Returns the per-tensor errors.
+std::vector<ConversionError> convert_to_bf16(onnx::ModelProto* model, engine::Rounding rounding);
+
+}  // namespace torq::pipeline

@@ -1,0 +1,160 @@
+#include "pipeline/plan.h"
+
+#include <sstream>
+
+#include <onnx/onnx_pb.h>
+
+#include "pipeline/model_import.h"
+
+namespace torq::pipeline {
+
+namespace {
+
+void describe_type(std::ostringstream& os, const onnx::TypeProto& t) {
+  if (!t.has_tensor_type()) {
+    os << "?";
+    return;
+  }
+  os << t.tensor_type().elem_type() << "[";
+  for (const auto& d : t.tensor_type().shape().dim()) os << (d.has_dim_value() ? std::to_string(d.dim_value()) : "?") << ",";
+  os << "]";
+}
+
+}  // namespace
+
+std::string layer_signature(const onnx::ModelProto& model, const std::vector<int>& positions, int index,
+                            DedupMode mode) {
+  const auto& g = model.graph();
+  const auto& node = g.node(positions[static_cast<size_t>(index)]);
+  std::map<std::string, const onnx::TypeProto*> types;
+  for (const auto& v : g.input()) types[v.name()] = &v.type();
+  for (const auto& v : g.value_info()) types[v.name()] = &v.type();
+  for (const auto& v : g.output()) types[v.name()] = &v.type();
+  std::map<std::string, const onnx::TensorProto*> inits;
+  for (const auto& t : g.initializer()) inits[t.name()] = &t;
+  for (const auto& n : g.node())
+    if (n.op_type() == "Constant" && n.output_size())
+      for (const auto& a : n.attribute())
+        if (a.name() == "value" && a.has_t()) inits[n.output(0)] = &a.t();
+  std::ostringstream os;
+  os << node.domain() << "::" << node.op_type() << "|attrs:";
+  // Attributes, in a canonical (name-sorted) order, with their values.
+  std::map<std::string, std::string> attrs;
+  for (const auto& a : node.attribute()) attrs[a.name()] = a.SerializeAsString();
+  for (const auto& [k, v] : attrs) os << k << "=" << sha256_hex(v).substr(0, 16) << ";";
+  os << "|in:";
+  for (const auto& in : node.input()) {
+    if (in.empty()) {
+      os << "-;";
+      continue;
+    }
+    auto it = inits.find(in);
+    if (it != inits.end()) {
+      os << "init:" << it->second->data_type() << "[";
+      for (int64_t d : it->second->dims()) os << d << ",";
+      os << "]";
+      // Small initializers are parameters, not weights (Clip bounds, Pad
+      // values, shapes since opset 11 moved them from attributes to
+      // inputs): their values are part of the signature.
+      int64_t numel = 1;
+      for (int64_t d : it->second->dims()) numel *= d;
+      if (mode == DedupMode::kExact || numel <= 16)
+        os << "#" << sha256_hex(it->second->SerializeAsString()).substr(0, 16);
+    } else if (types.count(in)) {
+      describe_type(os, *types[in]);
+    } else {
+      os << "?";
+    }
+    os << ";";
+  }
+  os << "|out:";
+  for (const auto& o : node.output()) {
+    if (types.count(o)) describe_type(os, *types[o]);
+    os << ";";
+  }
+  return os.str();
+}
+
+std::string Planner::job_id(const std::string& model_hash, int layer, Executor e) {
+  return model_hash.substr(0, 16) + "/" + std::to_string(layer) + "/" + executor_name(e);
+}
+
+Planner::Planner(const std::string& model_hash, const std::vector<LayerInfo>& layers,
+                 const std::vector<std::string>& signatures, PlanOptions opts,
+                 const std::map<int, Tolerance>& layer_tolerances)
+    : hash_(model_hash), layers_(layers), opts_(std::move(opts)), tolerances_(layer_tolerances) {
+  state_.resize(layers_.size());
+  std::map<std::string, int> first_with;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    auto& st = state_[i];
+    for (Executor e : opts_.executors) {
+      const std::string key = layers_[i].id + "_" + executor_name(e);
+      if (opts_.filter.empty() || key.find(opts_.filter) != std::string::npos) st.pending.push_back(e);
+    }
+    if (opts_.dedup != DedupMode::kOff && !st.pending.empty() && i < signatures.size()) {
+      auto [it, fresh] = first_with.emplace(signatures[i], static_cast<int>(i));
+      if (!fresh) {
+        dedup_of_[static_cast<int>(i)] = it->second;
+        saved_ += st.pending.size();
+        st.pending.clear();
+      }
+    }
+    estimate_ += opts_.skip_mode ? std::min<size_t>(1, st.pending.size()) : st.pending.size();
+    if (st.pending.empty()) st.done = true;
+  }
+}
+
+void Planner::skip_layer(int layer) {
+  auto& st = state_[static_cast<size_t>(layer)];
+  if (!st.done) estimate_ -= opts_.skip_mode ? std::min<size_t>(1, st.pending.size()) : st.pending.size();
+  st.pending.clear();
+  st.done = true;
+}
+
+std::optional<JobSpec> Planner::next() {
+  for (size_t n = 0; n < state_.size(); ++n) {
+    const size_t i = (cursor_ + n) % state_.size();
+    auto& st = state_[i];
+    if (st.done || st.pending.empty() || (opts_.skip_mode && st.in_flight)) continue;
+    const Executor e = st.pending.front();
+    st.pending.erase(st.pending.begin());
+    st.in_flight = true;
+    cursor_ = opts_.skip_mode ? i + 1 : i;
+    JobSpec j = opts_.job_template;
+    j.model_hash = hash_;
+    j.first_node = j.last_node = static_cast<uint32_t>(i);
+    j.executor = e;
+    j.id = job_id(hash_, static_cast<int>(i), e);
+    auto t = tolerances_.find(static_cast<int>(i));
+    if (t != tolerances_.end()) j.tolerance = t->second;
+    return j;
+  }
+  return std::nullopt;
+}
+
+void Planner::finished(const JobSpec& job, const ExecResult& r) {
+  auto& st = state_[job.first_node];
+  st.in_flight = false;
+  if (opts_.skip_mode) {
+    if (r.status == Status::kSuccess || st.pending.empty()) {
+      st.pending.clear();
+      st.done = true;
+    } else {
+      ++estimate_;
+    }
+  } else if (st.pending.empty()) {
+    st.done = true;
+  }
+}
+
+std::string cache_key(const JobSpec& j, const std::string& profile_digest, const std::string& engine_identity) {
+  std::ostringstream os;
+  os << j.model_hash << "|" << j.first_node << "-" << j.last_node << "|" << executor_name(j.executor) << "|"
+     << j.target << "|" << profile_digest << "|" << j.tolerance.fp_avg_tol << "," << j.tolerance.fp_max_tol << ","
+     << j.tolerance.allowed_wrong << "|" << j.timing_runs << "|" << (j.random_inputs ? "random" : "activations")
+     << "," << j.seed << "," << j.input_lo << "," << j.input_hi << "|" << (j.bf16_rne ? "rne" : "trunc") << "|"
+     << engine_identity;
+  return sha256_hex(os.str());
+}
+
+}  // namespace torq::pipeline

@@ -1,0 +1,81 @@
+// Planning a discovery: which (layer, executor) jobs to run, in what order,
+// deduplicated by layer signature, and the content keys of the cache
+// (DESIGN §3, §4). Pure logic over the ONNX graph: no tensors, no I/O.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "pipeline/codec.h"
+#include "pipeline/types.h"
+
+namespace onnx {
+class ModelProto;
+}
+
+namespace torq::pipeline {
+
+enum class DedupMode { kOff, kSignature, kExact };
+
+// Signature of layer `index` (non-Constant numbering): op type, attributes,
+// input/output dtypes and shapes, initializer dtypes and shapes; kExact adds
+// a hash of initializer values.
+std::string layer_signature(const onnx::ModelProto& model, const std::vector<int>& node_positions, int index,
+                            DedupMode mode);
+
+struct PlanOptions {
+  std::vector<Executor> executors{Executor::kNss, Executor::kCss, Executor::kHost};  // priority order
+  bool skip_mode = false;          // stop at the first success per layer
+  std::string filter;              // -k: substring of "<layer id>_<executor>"
+  DedupMode dedup = DedupMode::kOff;
+  JobSpec job_template;            // tolerance, timing, inputs, timeout...
+};
+
+// Tracks which jobs a discovery still needs. Jobs for a layer are issued in
+// priority order; in skip mode the next executor is issued only after the
+// previous one did not succeed.
+class Planner {
+ public:
+  Planner(const std::string& model_hash, const std::vector<LayerInfo>& layers,
+          const std::vector<std::string>& signatures, PlanOptions opts,
+          const std::map<int, Tolerance>& layer_tolerances);
+
+  // Marks a layer as needing no job at all (already known, e.g. skip mode
+  // with a successful recorded result).
+  void skip_layer(int layer);
+  // Next job to run, or nullopt if none is ready now.
+  std::optional<JobSpec> next();
+  // Records a finished job; may make the layer's next executor ready.
+  void finished(const JobSpec& job, const ExecResult& r);
+
+  // Layer index -> source layer index for deduplicated layers.
+  const std::map<int, int>& dedup_of() const { return dedup_of_; }
+  size_t jobs_total_estimate() const { return estimate_; }
+  size_t jobs_saved_by_dedup() const { return saved_; }
+  static std::string job_id(const std::string& model_hash, int layer, Executor e);
+
+ private:
+  struct LayerState {
+    std::vector<Executor> pending;  // in priority order
+    bool in_flight = false;
+    bool done = false;
+  };
+  std::string hash_;
+  std::vector<LayerInfo> layers_;
+  PlanOptions opts_;
+  std::map<int, Tolerance> tolerances_;
+  std::vector<LayerState> state_;
+  std::map<int, int> dedup_of_;
+  size_t cursor_ = 0;
+  size_t estimate_ = 0, saved_ = 0;
+};
+
+// Content key of a job's result in the cache: everything the result
+// depends on (model bytes hash, node range, executor, profile content,
+// tolerance, inputs, timing runs, rounding, engine identity).
+std::string cache_key(const JobSpec& job, const std::string& profile_digest, const std::string& engine_identity);
+
+}  // namespace torq::pipeline

@@ -1,0 +1,95 @@
+// Report files (DESIGN.md §5): the report JSON `torq_gen_config_<model>.json`
+// (version "1.1", the source of truth) and the derived compiler JSON
+// `torq_gen_config_<model>_compiler.json`, converted to and from ModelReport.
+//
+// The layout follows the seed tool (synaptics-torq/torq-compiler,
+// python/torq/gen_config) so its `view`/`edit` keep reading our files, minus
+// its known bugs: `recommended_executor` is JSON null (never the string
+// "null"), and a per-layer tolerance override lives in the layer's
+// `tolerance` object (the seed's `edit` wrote an op-level `tolerance_used`
+// that discovery then ignored; such a field is read back as the override).
+#pragma once
+
+#include <array>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "pipeline/types.h"
+
+namespace torq::pipeline {
+
+// Per-executor figures of a report's `discovery_report.summary`.
+struct ExecutorSummary {
+  int success = 0, difference = 0, error = 0;  // layers with that status
+  int recommended = 0;                         // layers recommending it
+  int layers_timed = 0;                        // results with runtime_ms >= 0
+  double total_runtime_ms = 0, min_runtime_ms = 0, max_runtime_ms = 0;
+};
+
+// What `discovery_report` holds, computed from the layers (never stored).
+struct ReportSummary {
+  int total_layers = 0;
+  std::array<ExecutorSummary, 3> executors;    // indexed by static_cast<int>(Executor)
+  int recommended_none = 0;                    // layers with a null recommendation
+  std::vector<std::string> critical_failures;  // layer ids, in layer order
+};
+
+// Counts statuses, recommendations, timings and critical failures of `r`.
+ReportSummary summarize(const ModelReport& r);
+
+// The report JSON of `r` (DESIGN §5): version "1.1", model_name,
+// default_tolerance, ops keyed by layer id in _node_index order (each with
+// executors{nss|css|host{status, tolerance_used, max_diff, failure_report
+// (errors only), timing (when known), pcc, outputs, error_class, cached,
+// dedup_of, worker_id, ...}}, _node_index (omitted when unknown), op_type,
+// mlir_location ("line:col" or null), recommended_executor (name or null), tolerance (only with an
+// override), dedup_of (only when set)), discovery_report{summary{
+// total_layers, status_counts{executor{success,difference,error}},
+// executor_counts{nss,css,host,none}, timing_summary{executor{
+// total_runtime_ms, layers_timed, avg_ms, min_ms, max_ms, samples}}},
+// critical_failures[{layer_id, node_index, mlir_location, error_details}]},
+// has_critical_failures and final_report_text.
+// Tolerance objects are {fp_avg_tol, fp_max_tol, allowed_wrong}. Non-finite
+// numbers are written as null (NaN) or "inf"/"-inf".
+nlohmann::ordered_json report_to_json(const ModelReport& r);
+
+// Parses report JSON `text` read from `path` (used only in messages).
+// Accepts reports written by report_to_json and by the seed tool (fields it
+// lacks are optional; unknown fields are ignored and not kept; metrics a
+// non-error result does not give read as NaN, i.e. unknown). Throws
+// PipelineError starting with "<path>: " and naming the field for: text that
+// is not JSON or is truncated (with line and column), a compiler JSON, JSON
+// that is not a report (no `ops` object), wrong types, unknown executor or
+// status names. Layers come back sorted by _node_index (layers without one
+// last, in file order).
+ModelReport report_from_json(const std::string& text, const std::string& path);
+
+// Reads and parses the report at `path`; PipelineError when it cannot be
+// read or parsed.
+ModelReport read_report_file(const std::string& path);
+
+// The compiler JSON of `r`: {"model_name": ..., "op_assignments":
+// {"<line>:<col>": {"executor": "nss"}}}, only for layers with a "line:col"
+// location and a non-null recommendation, in layer order.
+nlohmann::ordered_json compiler_json(const ModelReport& r);
+
+// <output_dir>/torq_gen_config_<model_name>.json (no directory when
+// output_dir is empty).
+std::string report_path(const std::string& output_dir, const std::string& model_name);
+// <output_dir>/torq_gen_config_<model_name>_compiler.json.
+std::string compiler_path(const std::string& output_dir, const std::string& model_name);
+
+// Writes `json` (2-space indent, trailing newline) to `path` atomically: a
+// temporary file in the same directory, fsync, rename, fsync of the
+// directory. Readers see the old or the new file, never a partial one.
+// Throws PipelineError naming the path on any failure (the temporary file is
+// removed).
+void write_json_atomic(const std::string& path, const nlohmann::ordered_json& json);
+
+// Writes the report and the compiler JSON of `r` into `output_dir` (created
+// when missing), each atomically. Throws PipelineError naming the path that
+// could not be written.
+void write_report_files(const ModelReport& r, const std::string& output_dir);
+
+}  // namespace torq::pipeline

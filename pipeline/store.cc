@@ -1,0 +1,303 @@
+// The durable store (store.h): opening RocksDB with its five column
+// families, key layout, synced writes, and decoding reads into
+// PipelineErrors that name the key.
+#include "pipeline/store.h"
+
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+#include <rocksdb/write_batch.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "pipeline/codec.h"
+#include "pipeline/store_merge.h"
+
+namespace torq::pipeline {
+
+namespace {
+
+constexpr const char* kModels = "models";
+constexpr const char* kJobs = "jobs";
+constexpr const char* kResults = "results";
+constexpr const char* kCache = "cache";
+constexpr const char* kRuns = "runs";
+
+rocksdb::WriteOptions synced() {
+  rocksdb::WriteOptions w;
+  w.sync = true;
+  return w;
+}
+
+std::string fail_prefix(const std::string& dir) { return "store '" + dir + "': "; }
+
+void check_component(const std::string& dir, const char* what, const std::string& v) {
+  if (v.empty()) throw PipelineError(fail_prefix(dir) + "empty " + what);
+  if (v.find('/') != std::string::npos)
+    throw PipelineError(fail_prefix(dir) + what + " '" + v + "' must not contain '/'");
+}
+
+void check_nonempty(const std::string& dir, const char* what, const std::string& v) {
+  if (v.empty()) throw PipelineError(fail_prefix(dir) + "empty " + what);
+}
+
+std::string layer_prefix(const std::string& dir, const std::string& run, const std::string& hash) {
+  check_component(dir, "run id", run);
+  check_component(dir, "model hash", hash);
+  return run + "/" + hash + "/";
+}
+
+std::string result_key(const std::string& dir, const std::string& run, const std::string& hash, int layer) {
+  if (layer < 0 || layer > 99999999)
+    throw PipelineError(fail_prefix(dir) + "layer index " + std::to_string(layer) + " out of range");
+  char digits[16];
+  std::snprintf(digits, sizeof digits, "%0*d", Store::kLayerDigits, layer);
+  return layer_prefix(dir, run, hash) + digits;
+}
+
+std::string job_key(const std::string& dir, const std::string& run, const std::string& job_id) {
+  check_component(dir, "run id", run);
+  check_nonempty(dir, "job id", job_id);
+  return run + "/" + job_id;
+}
+
+void check_job_value(const std::string& dir, char state, const std::string& encoded_job, const std::string& key) {
+  if (state != 'Q' && state != 'L' && state != 'D')
+    throw PipelineError(fail_prefix(dir) + "job state '" + std::string(1, state) + "' of jobs key '" + key +
+                        "' is not Q, L or D");
+  try {
+    decode_job(encoded_job.data(), encoded_job.size());
+  } catch (const PipelineError& e) {
+    throw PipelineError(fail_prefix(dir) + "job of jobs key '" + key + "' is not a valid encoded job: " + e.what());
+  }
+}
+
+std::string job_value(char state, const std::string& encoded_job) {
+  std::string v;
+  v.reserve(1 + encoded_job.size());
+  v.push_back(state);
+  v += encoded_job;
+  return v;
+}
+
+void sort_by_priority(std::vector<ExecResult>& rs) {
+  std::stable_sort(rs.begin(), rs.end(), [](const ExecResult& a, const ExecResult& b) {
+    return static_cast<int>(a.executor) < static_cast<int>(b.executor);
+  });
+}
+
+std::vector<ExecResult> decode_record(const std::string& dir, const std::string& key, const rocksdb::Slice& v) {
+  try {
+    auto rs = decode_layer_record(v.data(), v.size());
+    sort_by_priority(rs);
+    return rs;
+  } catch (const PipelineError& e) {
+    throw PipelineError(fail_prefix(dir) + "corrupt layer record at results key '" + key + "': " + e.what());
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Store> Store::open(const std::string& dir) {
+  if (dir.empty()) throw PipelineError("cannot open store: empty directory path");
+  rocksdb::DBOptions db_opts;
+  db_opts.create_if_missing = true;
+  db_opts.create_missing_column_families = true;
+  db_opts.keep_log_file_num = 4;
+  db_opts.max_log_file_size = 1 << 20;
+
+  rocksdb::ColumnFamilyOptions plain;
+  rocksdb::ColumnFamilyOptions merged;
+  merged.merge_operator = store_detail::make_layer_record_merge_operator();
+
+  // Open every column family already in the directory (RocksDB requires it),
+  // plus ours. ListColumnFamilies fails on a new directory: then only ours.
+  std::vector<std::string> names = {rocksdb::kDefaultColumnFamilyName, kModels, kJobs, kResults, kCache, kRuns};
+  std::vector<std::string> existing;
+  if (rocksdb::DB::ListColumnFamilies(db_opts, dir, &existing).ok())
+    for (const auto& n : existing)
+      if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  std::vector<rocksdb::ColumnFamilyDescriptor> descs;
+  for (const auto& n : names) descs.emplace_back(n, n == kResults ? merged : plain);
+
+  std::unique_ptr<Store> s(new Store());
+  s->dir_ = dir;
+  const rocksdb::Status st = rocksdb::DB::Open(db_opts, dir, descs, &s->handles_, &s->db_);
+  if (!st.ok()) {
+    const std::string msg = st.ToString();
+    if (st.IsIOError() && msg.find("/LOCK") != std::string::npos)
+      throw PipelineError("cannot open store '" + dir +
+                          "': it is already open (locked) by another process or by another Store in this process "
+                          "(RocksDB lock file " + dir + "/LOCK): " + msg);
+    throw PipelineError("cannot open store '" + dir + "': " + msg);
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == kModels) s->models_ = s->handles_[i];
+    if (names[i] == kJobs) s->jobs_ = s->handles_[i];
+    if (names[i] == kResults) s->results_ = s->handles_[i];
+    if (names[i] == kCache) s->cache_ = s->handles_[i];
+    if (names[i] == kRuns) s->runs_ = s->handles_[i];
+  }
+  return s;
+}
+
+Store::~Store() {
+  if (!db_) return;
+  for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
+  const rocksdb::Status st = db_->Close();
+  if (!st.ok()) std::fprintf(stderr, "torq store '%s': close: %s\n", dir_.c_str(), st.ToString().c_str());
+  delete db_;
+}
+
+namespace {
+
+void check_write(const std::string& dir, const rocksdb::Status& st, const char* cf, const std::string& key) {
+  if (!st.ok())
+    throw PipelineError(fail_prefix(dir) + "cannot write " + cf + " key '" + key + "': " + st.ToString());
+}
+
+// Reads one key; nullopt when absent, PipelineError on any other failure.
+std::optional<std::string> get(const std::string& dir, rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
+                               const char* cf_name, const std::string& key) {
+  std::string v;
+  const rocksdb::Status st = db->Get(rocksdb::ReadOptions(), cf, key, &v);
+  if (st.IsNotFound()) return std::nullopt;
+  if (!st.ok())
+    throw PipelineError(fail_prefix(dir) + "cannot read " + cf_name + " key '" + key + "': " + st.ToString());
+  return v;
+}
+
+// Calls fn(key, value) for every key of `cf` starting with `prefix`, in key
+// order, on one consistent snapshot.
+template <class Fn>
+void scan(const std::string& dir, rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, const char* cf_name,
+          const std::string& prefix, Fn&& fn) {
+  rocksdb::ReadOptions ro;
+  std::string upper = prefix;
+  upper.back() = static_cast<char>(upper.back() + 1);  // prefixes end in '/'; '/' + 1 == '0'
+  rocksdb::Slice upper_slice(upper);
+  ro.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro, cf));
+  for (it->Seek(prefix); it->Valid(); it->Next()) fn(it->key().ToString(), it->value());
+  if (!it->status().ok())
+    throw PipelineError(fail_prefix(dir) + "cannot scan " + cf_name + " keys '" + prefix + "*': " +
+                        it->status().ToString());
+}
+
+}  // namespace
+
+void Store::put_model(const std::string& hash, const std::string& bytes) {
+  check_nonempty(dir_, "model hash", hash);
+  if (auto old = get(dir_, db_, models_, kModels, hash)) {
+    if (*old == bytes) return;
+    throw PipelineError(fail_prefix(dir_) + "model hash '" + hash + "' is already stored with different bytes");
+  }
+  check_write(dir_, db_->Put(synced(), models_, hash, bytes), kModels, hash);
+}
+
+std::optional<std::string> Store::get_model(const std::string& hash) const {
+  check_nonempty(dir_, "model hash", hash);
+  return get(dir_, db_, models_, kModels, hash);
+}
+
+void Store::merge_result(const std::string& run, const std::string& model_hash, int layer, const ExecResult& r) {
+  const std::string key = result_key(dir_, run, model_hash, layer);
+  check_write(dir_, db_->Merge(synced(), results_, key, encode_result(r)), kResults, key);
+}
+
+std::vector<ExecResult> Store::layer_results(const std::string& run, const std::string& model_hash,
+                                             int layer) const {
+  const std::string key = result_key(dir_, run, model_hash, layer);
+  const auto v = get(dir_, db_, results_, kResults, key);
+  if (!v) return {};
+  return decode_record(dir_, key, *v);
+}
+
+std::map<int, std::vector<ExecResult>> Store::model_results(const std::string& run,
+                                                            const std::string& model_hash) const {
+  const std::string prefix = layer_prefix(dir_, run, model_hash);
+  std::map<int, std::vector<ExecResult>> out;
+  scan(dir_, db_, results_, kResults, prefix, [&](const std::string& key, const rocksdb::Slice& v) {
+    const std::string suffix = key.substr(prefix.size());
+    if (suffix.size() != static_cast<size_t>(kLayerDigits) ||
+        !std::all_of(suffix.begin(), suffix.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      throw PipelineError(fail_prefix(dir_) + "malformed results key '" + key + "' (layer index is not " +
+                          std::to_string(kLayerDigits) + " digits)");
+    auto rs = decode_record(dir_, key, v);
+    if (!rs.empty()) out.emplace(std::stoi(suffix), std::move(rs));
+  });
+  return out;
+}
+
+void Store::erase_result(const std::string& run, const std::string& model_hash, int layer, Executor e) {
+  const std::string key = result_key(dir_, run, model_hash, layer);
+  check_write(dir_, db_->Merge(synced(), results_, key, store_detail::erase_operand(e)), kResults, key);
+}
+
+void Store::put_cache(const std::string& key, const ExecResult& r) {
+  check_nonempty(dir_, "cache key", key);
+  check_write(dir_, db_->Put(synced(), cache_, key, encode_result(r)), kCache, key);
+}
+
+std::optional<ExecResult> Store::get_cache(const std::string& key) const {
+  check_nonempty(dir_, "cache key", key);
+  const auto v = get(dir_, db_, cache_, kCache, key);
+  if (!v) return std::nullopt;
+  try {
+    return decode_result(v->data(), v->size());
+  } catch (const PipelineError& e) {
+    throw PipelineError(fail_prefix(dir_) + "corrupt result at cache key '" + key + "': " + e.what());
+  }
+}
+
+void Store::put_job_state(const std::string& run, const std::string& job_id, char state,
+                          const std::string& encoded_job) {
+  const std::string key = job_key(dir_, run, job_id);
+  check_job_value(dir_, state, encoded_job, key);
+  check_write(dir_, db_->Put(synced(), jobs_, key, job_value(state, encoded_job)), kJobs, key);
+}
+
+std::map<std::string, std::pair<char, std::string>> Store::jobs(const std::string& run) const {
+  check_component(dir_, "run id", run);
+  const std::string prefix = run + "/";
+  std::map<std::string, std::pair<char, std::string>> out;
+  scan(dir_, db_, jobs_, kJobs, prefix, [&](const std::string& key, const rocksdb::Slice& v) {
+    if (v.empty()) throw PipelineError(fail_prefix(dir_) + "empty value at jobs key '" + key + "'");
+    std::string job(v.data() + 1, v.size() - 1);
+    check_job_value(dir_, v[0], job, key);
+    out.emplace(key.substr(prefix.size()), std::make_pair(v[0], std::move(job)));
+  });
+  return out;
+}
+
+void Store::put_run_meta(const std::string& run, const std::string& json) {
+  check_component(dir_, "run id", run);
+  if (!nlohmann::json::accept(json))
+    throw PipelineError(fail_prefix(dir_) + "metadata of run '" + run + "' is not valid JSON");
+  check_write(dir_, db_->Put(synced(), runs_, run, json), kRuns, run);
+}
+
+std::optional<std::string> Store::get_run_meta(const std::string& run) const {
+  check_component(dir_, "run id", run);
+  auto v = get(dir_, db_, runs_, kRuns, run);
+  if (v && !nlohmann::json::accept(*v))
+    throw PipelineError(fail_prefix(dir_) + "corrupt metadata at runs key '" + run + "' (not JSON)");
+  return v;
+}
+
+void Store::commit_result(const std::string& run, const std::string& model_hash, int layer, const ExecResult& r,
+                          const std::string& job_id, const std::string& encoded_job) {
+  const std::string rkey = result_key(dir_, run, model_hash, layer);
+  const std::string jkey = job_key(dir_, run, job_id);
+  check_job_value(dir_, 'D', encoded_job, jkey);
+  rocksdb::WriteBatch batch;
+  rocksdb::Status st = batch.Merge(results_, rkey, encode_result(r));
+  if (st.ok()) st = batch.Put(jobs_, jkey, job_value('D', encoded_job));
+  if (st.ok()) st = db_->Write(synced(), &batch);
+  if (!st.ok())
+    throw PipelineError(fail_prefix(dir_) + "cannot commit result of job '" + job_id + "' (results key '" + rkey +
+                        "'): " + st.ToString());
+}
+
+}  // namespace torq::pipeline

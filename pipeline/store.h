@@ -1,0 +1,128 @@
+// Durable result store of the discovery pipeline (DESIGN.md §6): models,
+// job states, per-layer result records, the content-addressed result cache
+// and run metadata, in one RocksDB database with one column family each.
+//
+// Contracts shared by every method:
+//  - Every write is synced (WriteOptions.sync = true) before the call
+//    returns, so a kill -9 (or power loss) after a call returns loses nothing.
+//  - Every failure (I/O error, corrupt stored value, bad key component) is a
+//    PipelineError whose message names the store directory and the key.
+//    Nothing here aborts the process.
+//  - A Store is thread-safe: any method may be called concurrently from any
+//    thread (RocksDB is; the Store holds no other mutable state).
+//  - Key components `run` and `model_hash` must be non-empty and contain no
+//    '/'; `layer` must be in [0, 99999999]. Job ids and cache keys must be
+//    non-empty (a job id may contain '/'). Violations are PipelineErrors.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pipeline/types.h"
+
+namespace rocksdb {
+class DB;
+class ColumnFamilyHandle;
+}  // namespace rocksdb
+
+namespace torq::pipeline {
+
+// Durable store of discovery runs in RocksDB. Column families:
+//   models  : model hash -> model bytes (ONNX), written once
+//   jobs    : run id + "/" + job id -> job state byte ('Q' queued, 'L' leased, 'D' done) + encoded JobSpec
+//   results : run id + "/" + model hash + "/" + zero-padded layer index -> LayerRecord (merged per executor by a MergeOperator)
+//   cache   : cache key (hex) -> encoded Result (content-addressed: an unchanged layer is not recomputed)
+//   runs    : run id -> small JSON metadata (model name, options, started/finished)
+// Every write is synced (WriteOptions.sync = true) before the call returns, so a
+// kill -9 after a call returns loses nothing. Thread-safe (RocksDB is).
+class Store {
+ public:
+  // Name of the results column family's MergeOperator. It is recorded in the
+  // database's OPTIONS file; changing it makes existing stores unreadable.
+  static constexpr const char* kMergeOperatorName = "torq.LayerRecordMerge";
+  // Width of the zero-padded layer index in results keys.
+  static constexpr int kLayerDigits = 8;
+
+  // Opens or creates the store at `dir`. Throws PipelineError with the path and
+  // RocksDB's message on failure (e.g. an unwritable directory, or a directory
+  // locked by another process: say so clearly).
+  // A directory can be open by only one Store at a time, in this process or
+  // any other (RocksDB's LOCK file); a second open fails and says so.
+  // Column families other than the five above, if present, are opened and left
+  // untouched.
+  static std::unique_ptr<Store> open(const std::string& dir);
+  // Closes the database. Every write already returned is on disk.
+  ~Store();  // non-copyable
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // The directory given to open().
+  const std::string& dir() const { return dir_; }
+
+  // Stores a model blob under its content hash. Written once: storing a hash
+  // that is already present is a no-op when the bytes are identical and a
+  // PipelineError when they differ.
+  void put_model(const std::string& hash, const std::string& bytes);
+  // The model bytes, or nullopt if the hash is unknown.
+  std::optional<std::string> get_model(const std::string& hash) const;
+
+  // Merges one executor's result into the layer record (replacing a previous
+  // result of the same executor). Uses rocksdb Merge with the store's MergeOperator.
+  void merge_result(const std::string& run, const std::string& model_hash, int layer, const ExecResult& r);
+  // The merged results of a layer (empty if none), in executor priority order (nss, css, host).
+  // A stored record that cannot be decoded is a PipelineError naming its key.
+  std::vector<ExecResult> layer_results(const std::string& run, const std::string& model_hash, int layer) const;
+  // All layers with results for (run, model): layer index -> results.
+  // Layers whose record holds no result (every executor erased) are omitted.
+  // Any undecodable record is a PipelineError naming its key. The map is a
+  // consistent snapshot of the store.
+  std::map<int, std::vector<ExecResult>> model_results(const std::string& run, const std::string& model_hash) const;
+  // Removes one executor's result of a layer (used when a layer must be re-tested).
+  // Erasing a result that is not there is a no-op. Written as a merge operand
+  // so it orders correctly against concurrent merge_result calls.
+  void erase_result(const std::string& run, const std::string& model_hash, int layer, Executor e);
+
+  // Stores a result under a content-addressed cache key (overwrites).
+  void put_cache(const std::string& key, const ExecResult& r);
+  // The cached result, or nullopt. An undecodable value is a PipelineError.
+  std::optional<ExecResult> get_cache(const std::string& key) const;
+
+  // Records a job's state: 'Q' queued, 'L' leased or 'D' done (any other
+  // state, or an `encoded_job` that is not a valid encoded JobSpec, is a
+  // PipelineError and nothing is written).
+  void put_job_state(const std::string& run, const std::string& job_id, char state, const std::string& encoded_job);
+  // job id -> (state, encoded job)
+  // A stored value with a bad state byte or an undecodable job is a
+  // PipelineError naming its key.
+  std::map<std::string, std::pair<char, std::string>> jobs(const std::string& run) const;
+
+  // Stores run metadata; `json` must parse as JSON (else PipelineError).
+  void put_run_meta(const std::string& run, const std::string& json);
+  std::optional<std::string> get_run_meta(const std::string& run) const;
+
+  // Writes a result and marks its job done atomically (one WriteBatch): the
+  // acknowledgement point of the scheduler.
+  // After a crash either both the result and the 'D' state are in the store
+  // or neither is. Validation is as for merge_result and put_job_state.
+  void commit_result(const std::string& run, const std::string& model_hash, int layer, const ExecResult& r,
+                     const std::string& job_id, const std::string& encoded_job);
+
+ private:
+  Store() = default;
+
+  std::string dir_;
+  rocksdb::DB* db_ = nullptr;
+  // Handles of every opened column family; the named ones below point into it.
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  rocksdb::ColumnFamilyHandle* models_ = nullptr;
+  rocksdb::ColumnFamilyHandle* jobs_ = nullptr;
+  rocksdb::ColumnFamilyHandle* results_ = nullptr;
+  rocksdb::ColumnFamilyHandle* cache_ = nullptr;
+  rocksdb::ColumnFamilyHandle* runs_ = nullptr;
+};
+
+}  // namespace torq::pipeline

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Discover wall time of the four reference CNNs with 1 and 2 local workers
+# (3 executors, no skip mode, cache and store ignored), jobs/s, and
+# efficiency = (sum of job run times) / (wall time x workers).
+# Usage: tests/bench/discover_scaling.sh [BUILD_DIR] [MODEL...]
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+build="${1:-$root/build}"; shift || true
+shared="${TORQ_SHARED_DIR:-$root/../shared}"
+models=("$@"); [ ${#models[@]} -gt 0 ] || models=(squeezenet1.0 mobilenetv2 resnet18 efficientnet_b1)
+gen="$build/bin/torq-gen-config"
+[ -x "$gen" ] || { echo "bench: $gen not built"; exit 2; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+echo "== discover scaling, $(nproc) cores, $(date -u +%FT%TZ)"
+printf '%-16s %7s %6s %9s %9s %8s %10s\n' model workers jobs wall_s jobs_s effic speedup
+for m in "${models[@]}"; do
+  base=""
+  for w in 1 2; do
+    out="$tmp/$m-$w"
+    log=$("$gen" discover --model "$shared/models/$m/model.onnx" --output-dir "$out" --workers "$w" --recompute-cache 2>&1 || true)
+    jobs=$(echo "$log" | sed -n 's/^jobs: \([0-9]*\) run.*/\1/p')
+    wall=$(echo "$log" | sed -n 's/^wall \([0-9.]*\) s (jobs \([0-9.]*\) s), \([0-9.]*\) jobs\/s, efficiency \([0-9.]*\).*/\1 \2 \3 \4/p')
+    read -r total jw rate eff <<< "$wall"
+    [ -n "$base" ] || base="$total"
+    speed=$(awk -v a="$base" -v b="$total" 'BEGIN{printf "%.2f", a/b}')
+    printf '%-16s %7s %6s %9s %9s %8s %10s\n' "$m" "$w" "$jobs" "$total" "$rate" "$eff" "$speed"
+  done
+done
+echo "(wall = whole command incl. import and report; goals: efficiency >= 0.8 at 2 workers, squeezenet1.0 < 10 s)"

@@ -1,0 +1,82 @@
+// Small ONNX models built in code for the integration tests.
+#pragma once
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+namespace torq::test {
+
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(int opset = 13) {
+    m_.set_ir_version(8);
+    auto* op = m_.add_opset_import();
+    op->set_version(opset);
+    g_ = m_.mutable_graph();
+    g_->set_name("test");
+  }
+  void input(const std::string& n, std::vector<int64_t> dims) { value(g_->add_input(), n, dims); }
+  void output(const std::string& n, std::vector<int64_t> dims) { value(g_->add_output(), n, dims); }
+  void scalar(const std::string& n, float v) {
+    auto* t = g_->add_initializer();
+    t->set_name(n);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_float_data(v);
+  }
+  onnx::NodeProto* node(const std::string& op, std::vector<std::string> in, const std::string& out) {
+    auto* n = g_->add_node();
+    n->set_op_type(op);
+    n->set_name(op + "_" + out);
+    for (auto& i : in) n->add_input(i);
+    n->add_output(out);
+    return n;
+  }
+  void save(const std::string& path) {
+    std::ofstream f(path, std::ios::binary);
+    m_.SerializeToOstream(&f);
+  }
+
+ private:
+  void value(onnx::ValueInfoProto* v, const std::string& n, const std::vector<int64_t>& dims) {
+    v->set_name(n);
+    auto* tt = v->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+  onnx::ModelProto m_;
+  onnx::GraphProto* g_;
+};
+
+// Relu -> Clip(0,6) -> Clip(-1,1) -> Relu -> Softmax: two Relus are
+// duplicates; the Clips differ only in their bounds.
+inline void save_dedup_model(const std::string& path) {
+  GraphBuilder b;
+  b.input("x", {1, 16});
+  b.scalar("lo0", 0.f);
+  b.scalar("hi0", 6.f);
+  b.scalar("lo1", -1.f);
+  b.scalar("hi1", 1.f);
+  b.node("Relu", {"x"}, "r0");
+  b.node("Clip", {"r0", "lo0", "hi0"}, "c0");
+  b.node("Clip", {"c0", "lo1", "hi1"}, "c1");
+  b.node("Relu", {"c1"}, "r1");
+  b.node("Softmax", {"r1"}, "y");
+  b.output("y", {1, 16});
+  b.save(path);
+}
+
+// Relu -> Cos -> Relu: Cos runs on no executor (a critical failure).
+inline void save_critical_model(const std::string& path) {
+  GraphBuilder b;
+  b.input("x", {1, 8});
+  b.node("Relu", {"x"}, "a");
+  b.node("Cos", {"a"}, "b");
+  b.node("Relu", {"b"}, "y");
+  b.output("y", {1, 8});
+  b.save(path);
+}
+
+}  // namespace torq::test

@@ -1,0 +1,137 @@
+// FlatBuffers codec (verified decoding of hostile bytes) and the planner's
+// job order, skip mode and dedup.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "pipeline/codec.h"
+#include "pipeline/plan.h"
+
+using namespace torq::pipeline;
+
+TEST(Codec, JobAndResultRoundTrip) {
+  JobSpec j;
+  j.id = "abc/3/css";
+  j.model_hash = "abc";
+  j.first_node = j.last_node = 3;
+  j.executor = Executor::kCss;
+  j.tolerance.fp_max_tol = 0.25;
+  j.random_inputs = true;
+  j.seed = 42;
+  JobSpec back = decode_job(encode_job(j).data(), encode_job(j).size());
+  EXPECT_EQ(back.id, j.id);
+  EXPECT_EQ(back.executor, Executor::kCss);
+  EXPECT_EQ(back.tolerance.fp_max_tol, 0.25);
+  EXPECT_TRUE(back.random_inputs);
+  EXPECT_EQ(back.seed, 42u);
+  ExecResult r;
+  r.job_id = j.id;
+  r.executor = Executor::kNss;
+  r.status = Status::kDifference;
+  r.outputs.push_back({"y", 1.5, 0.5, 0.7, 0.1, 0.99, 7, 100, 0});
+  r.runtime_ms = 0.125;
+  const std::string bytes = encode_result(r);
+  ExecResult rb = decode_result(bytes.data(), bytes.size());
+  EXPECT_EQ(rb.status, Status::kDifference);
+  ASSERT_EQ(rb.outputs.size(), 1u);
+  EXPECT_EQ(rb.outputs[0].over_tol, 7);
+  EXPECT_EQ(rb.runtime_ms, 0.125);
+}
+
+TEST(Codec, RandomTruncatedAndOversizeBytesAreRejectedNotCrashed) {
+  std::mt19937 rng(1);
+  int rejected = 0;
+  for (int i = 0; i < 2000; ++i) {
+    std::string junk(static_cast<size_t>(rng() % 200 + 1), '\0');
+    for (auto& c : junk) c = static_cast<char>(rng());
+    try {
+      decode_result(junk.data(), junk.size());
+    } catch (const PipelineError&) {
+      ++rejected;
+    }
+  }
+  EXPECT_GE(rejected, 1990);  // a rare random buffer may verify as a table of defaults
+  JobSpec j;
+  j.model_hash = "h";
+  const std::string good = encode_job(j);
+  EXPECT_THROW(decode_job(good.data(), good.size() / 2), PipelineError);
+  EXPECT_THROW(decode_job(good.data(), kMaxMessageBytes + 1), PipelineError);
+  EXPECT_THROW(decode_job(nullptr, 0), PipelineError);
+}
+
+namespace {
+std::vector<LayerInfo> layers(int n) {
+  std::vector<LayerInfo> out;
+  for (int i = 0; i < n; ++i) out.push_back({i, "Relu_" + std::to_string(i), "Relu", ""});
+  return out;
+}
+}  // namespace
+
+TEST(Planner, AllExecutorsInPriorityOrder) {
+  PlanOptions po;
+  Planner p("hash", layers(2), {}, po, {});
+  std::vector<std::string> ids;
+  while (auto j = p.next()) ids.push_back(j->id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"hash/0/nss", "hash/0/css", "hash/0/host", "hash/1/nss", "hash/1/css",
+                                           "hash/1/host"}));
+}
+
+TEST(Planner, SkipModeIssuesTheNextExecutorOnlyAfterAFailure) {
+  PlanOptions po;
+  po.skip_mode = true;
+  Planner p("hash", layers(1), {}, po, {});
+  auto j = p.next();
+  ASSERT_TRUE(j);
+  EXPECT_EQ(j->executor, Executor::kNss);
+  EXPECT_FALSE(p.next());  // waits for nss
+  ExecResult err;
+  err.status = Status::kError;
+  p.finished(*j, err);
+  j = p.next();
+  ASSERT_TRUE(j);
+  EXPECT_EQ(j->executor, Executor::kCss);
+  ExecResult ok;
+  ok.status = Status::kSuccess;
+  p.finished(*j, ok);
+  EXPECT_FALSE(p.next());  // host never needed
+}
+
+TEST(Planner, FilterSelectsLayerExecutorPairs) {
+  PlanOptions po;
+  po.filter = "Relu_1_css";
+  Planner p("hash", layers(3), {}, po, {});
+  auto j = p.next();
+  ASSERT_TRUE(j);
+  EXPECT_EQ(j->id, "hash/1/css");
+  EXPECT_FALSE(p.next());
+}
+
+TEST(Planner, DedupCopiesBySignatureAndCountsSavedJobs) {
+  PlanOptions po;
+  po.dedup = DedupMode::kSignature;
+  Planner p("hash", layers(3), {"a", "b", "a"}, po, {{1, Tolerance{0.5, 0.5, 0}}});
+  EXPECT_EQ(p.dedup_of().at(2), 0);
+  EXPECT_EQ(p.jobs_saved_by_dedup(), 3u);
+  int n = 0;
+  while (auto j = p.next()) {
+    ++n;
+    if (j->first_node == 1) {
+      EXPECT_EQ(j->tolerance.fp_max_tol, 0.5);
+    }
+  }
+  EXPECT_EQ(n, 6);
+}
+
+TEST(Planner, CacheKeyChangesWithEveryInput) {
+  JobSpec j;
+  j.model_hash = "h";
+  const std::string base = cache_key(j, "p", "e");
+  JobSpec k = j;
+  k.tolerance.fp_max_tol = 0.02;
+  EXPECT_NE(cache_key(k, "p", "e"), base);
+  EXPECT_NE(cache_key(j, "p2", "e"), base);
+  k = j;
+  k.bf16_rne = true;
+  EXPECT_NE(cache_key(k, "p", "e"), base);
+  EXPECT_EQ(cache_key(j, "p", "e"), base);
+}

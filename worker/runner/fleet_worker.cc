@@ -1,0 +1,310 @@
+// The fleet worker's poll loop (see fleet_worker.h): one DEALER socket and
+// the LocalPool's child pipes, polled together.
+#include "worker/runner/fleet_worker.h"
+
+#include <unistd.h>
+
+#include <zmq.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "pipeline/fleet_codec.h"
+#include "pipeline/model_import.h"
+#include "worker/runner/job_runner.h"
+#include "worker/runner/local_pool.h"
+
+namespace torq::runner {
+
+namespace fs = std::filesystem;
+using namespace pipeline;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+
+std::string default_worker_id() {
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) != 0 || !host[0]) std::snprintf(host, sizeof host, "worker");
+  return std::string(host) + "-" + std::to_string(getpid());
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return std::nullopt;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+struct FleetWorker::Impl {
+  explicit Impl(FleetWorkerOptions o) : opt(std::move(o)), pool(pool_options(opt)) {}
+
+  static LocalPoolOptions pool_options(const FleetWorkerOptions& o) {
+    LocalPoolOptions lo;
+    lo.workers = o.capacity;
+    lo.worker_binary = o.worker_binary;
+    lo.cache_dir = o.cache_dir;
+    lo.threads_per_worker = o.threads_per_job;
+    lo.max_attempts = o.max_attempts;
+    lo.id_prefix = o.worker_id;
+    return lo;
+  }
+
+  FleetWorkerOptions opt;
+  LocalPool pool;
+  zmq::context_t ctx;
+  std::optional<zmq::socket_t> sock;
+  std::map<std::string, std::vector<JobSpec>> parked;  // model hash -> jobs waiting for its blob
+  std::set<std::string> active;                        // job ids parked or in the pool
+  std::map<std::string, std::string> unacked;          // job id -> RESULT message
+  std::set<std::string> verified;                      // cached models checked this process
+  Clock::time_point broker_seen, last_sent;
+  bool draining = false;
+
+  void log(const std::string& s) const { opt.log("[worker " + opt.worker_id + "] " + s); }
+
+  void send(const std::string& payload) {
+    try {
+      sock->send(zmq::buffer(payload), zmq::send_flags::dontwait);
+    } catch (const zmq::error_t& e) {
+      log(std::string("send failed: ") + e.what());  // the next reconnect resends what matters
+    }
+    last_sent = Clock::now();
+  }
+
+  WorkerInfo ready_info() const {
+    WorkerInfo w;
+    w.worker_id = opt.worker_id;
+    w.target = opt.target;
+    w.executors = opt.executors;
+    w.toolchain = toolchain_identity();
+    w.capacity = draining ? 0 : static_cast<uint32_t>(opt.capacity);
+    w.running.assign(active.begin(), active.end());
+    return w;
+  }
+
+  // A fresh connection: READY, then everything the coordinator may have lost.
+  void connect() {
+    sock.emplace(ctx, zmq::socket_type::dealer);
+    sock->set(zmq::sockopt::linger, 0);
+    if (!opt.server_public_key.empty()) {
+      sock->set(zmq::sockopt::curve_serverkey, opt.server_public_key);
+      sock->set(zmq::sockopt::curve_publickey, opt.public_key);
+      sock->set(zmq::sockopt::curve_secretkey, opt.secret_key);
+    }
+    sock->connect(opt.connect);
+    send(encode_ready(ready_info()));
+    for (const auto& [id, msg] : unacked) send(msg);
+    for (const auto& [hash, jobs] : parked) send(encode_blob_request(hash));
+    broker_seen = Clock::now();
+  }
+
+  // True when <cache>/<hash>.onnx is present and its SHA-256 matches.
+  bool have_model(const std::string& hash) {
+    if (verified.count(hash)) return true;
+    const std::string path = opt.cache_dir + "/" + hash + ".onnx";
+    auto bytes = read_file(path);
+    if (!bytes) return false;
+    if (sha256_hex(*bytes) != hash) {
+      log("cached model " + path + " is corrupt; fetching it again");
+      std::error_code ec;
+      fs::remove(path, ec);
+      return false;
+    }
+    verified.insert(hash);
+    return true;
+  }
+
+  void store_model(const std::string& hash, const std::string& bytes) {
+    const std::string path = opt.cache_dir + "/" + hash + ".onnx";
+    const std::string tmp = path + ".tmp." + std::to_string(getpid());
+    {
+      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+      f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      if (!f) throw PipelineError(tmp + ": cannot write the model cache");
+    }
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    if (ec) throw PipelineError(path + ": cannot write the model cache (" + ec.message() + ")");
+    verified.insert(hash);
+  }
+
+  void send_result(const JobSpec& job, ExecResult r) {
+    r.job_id = job.id;
+    r.worker_id = opt.worker_id;
+    active.erase(job.id);
+    if (opt.verbose)
+      log("finished " + job.id + ": " + status_name(r.status) + (r.error_class.empty() ? "" : " " + r.error_class));
+    std::string msg = encode_result_message(r);
+    send(msg);
+    unacked[job.id] = std::move(msg);
+  }
+
+  void fail(const JobSpec& job, const std::string& cls, const std::string& msg) {
+    ExecResult r;
+    r.executor = job.executor;
+    r.status = Status::kError;
+    r.error_class = cls;
+    r.error_message = msg;
+    send_result(job, std::move(r));
+  }
+
+  // ---- handlers ----
+  void on_job(const JobSpec& job) {
+    if (active.count(job.id)) return;  // already running it (a re-sent lease)
+    active.insert(job.id);
+    if (have_model(job.model_hash)) {
+      pool.submit(job);
+      return;
+    }
+    auto& waiting = parked[job.model_hash];
+    if (waiting.empty()) send(encode_blob_request(job.model_hash));
+    waiting.push_back(job);
+  }
+
+  void on_blob(const FleetMessage& m) {
+    auto it = parked.find(m.hash);
+    if (it == parked.end()) return;  // not waiting for it (a duplicate reply)
+    std::vector<JobSpec> jobs = std::move(it->second);
+    parked.erase(it);
+    std::string problem;
+    if (!m.blob_known) problem = "model " + m.hash + " is unknown to the coordinator";
+    else if (sha256_hex(m.blob) != m.hash) problem = "model blob " + m.hash + " failed SHA-256 verification";
+    else {
+      try {
+        store_model(m.hash, m.blob);
+        log("cached model " + m.hash.substr(0, 16) + " (" + std::to_string(m.blob.size()) + " bytes)");
+      } catch (const PipelineError& e) {
+        problem = e.what();
+      }
+    }
+    for (const auto& j : jobs) {
+      if (problem.empty()) pool.submit(j);
+      else fail(j, "fetch", problem);
+    }
+  }
+
+  // One message from the coordinator. Returns false when it asks us to
+  // reconnect (DISCONNECT).
+  bool on_message(const zmq::message_t& frame) {
+    FleetMessage m;
+    try {
+      m = decode_fleet_message(frame.data(), frame.size(), kMaxFleetBlobBytes);
+    } catch (const PipelineError& e) {
+      log(std::string("bad frame from the coordinator dropped: ") + e.what());
+      return true;
+    }
+    broker_seen = Clock::now();
+    switch (m.type) {
+      case FleetType::kJob: on_job(m.job); break;
+      case FleetType::kBlobReply: on_blob(m); break;
+      case FleetType::kResultAck: unacked.erase(m.job_id); break;
+      case FleetType::kHeartbeat: break;
+      case FleetType::kDisconnect:
+        log("coordinator disconnected us" + (m.reason.empty() ? "" : " (" + m.reason + ")") + "; reconnecting");
+        return false;
+      default: log(std::string("unexpected ") + fleet_type_name(m.type) + " from the coordinator ignored");
+    }
+    return true;
+  }
+};
+
+FleetWorker::FleetWorker(FleetWorkerOptions o) {
+  if (!o.log) o.log = [](const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); };
+  if (o.connect.empty()) throw PipelineError("no coordinator endpoint (--connect tcp://HOST:PORT)");
+  if (o.executors.empty()) throw PipelineError("no executors offered");
+  if (o.capacity < 1) throw PipelineError("capacity must be at least 1");
+  if (o.target.empty()) throw PipelineError("empty target");
+  if (o.worker_id.empty()) o.worker_id = default_worker_id();
+  if (o.heartbeat_ms < 1) o.heartbeat_ms = 1;
+  if (o.liveness < 1) o.liveness = 1;
+  const int keys = !o.server_public_key.empty() + !o.public_key.empty() + !o.secret_key.empty();
+  if (keys != 0 && keys != 3)
+    throw PipelineError("CURVE needs the server's public key and this worker's public and secret keys");
+  if (keys && !zmq_has("curve")) throw PipelineError("this libzmq has no CURVE support");
+  std::error_code ec;
+  fs::create_directories(o.cache_dir, ec);
+  if (ec || !fs::is_directory(o.cache_dir))
+    throw PipelineError("model cache " + o.cache_dir + ": cannot create (" + ec.message() + ")");
+  impl_ = std::make_unique<Impl>(std::move(o));
+}
+
+FleetWorker::~FleetWorker() = default;
+
+int FleetWorker::run() {
+  Impl& m = *impl_;
+  const milliseconds hb(m.opt.heartbeat_ms);
+  const milliseconds broker_timeout(m.opt.heartbeat_ms * m.opt.liveness);
+  m.connect();
+  m.log("connected to " + m.opt.connect + " (target " + m.opt.target + ", capacity " +
+        std::to_string(m.opt.capacity) + ")");
+  std::optional<Clock::time_point> idle_since;  // draining and nothing left to run
+  for (;;) {
+    auto now = Clock::now();
+    // Stopping: no more jobs, finish what runs, then leave.
+    if (stop_.load() && !m.draining) {
+      m.draining = true;
+      m.log("stopping: finishing " + std::to_string(m.active.size()) + " jobs");
+      m.send(encode_ready(m.ready_info()));
+    }
+    if (m.draining && m.active.empty()) {
+      if (!idle_since) idle_since = now;
+      if (m.unacked.empty() || now - *idle_since >= broker_timeout) {
+        m.send(encode_disconnect("worker stopping"));
+        m.sock->set(zmq::sockopt::linger, 1000);
+        m.log("stopped");
+        return 0;
+      }
+    }
+
+    // Wait on the socket and the running jobs' pipes.
+    std::vector<zmq_pollitem_t> items{{m.sock->handle(), 0, ZMQ_POLLIN, 0}};
+    for (int fd : m.pool.wait_fds()) items.push_back({nullptr, fd, ZMQ_POLLIN, 0});
+    long wait_ms = std::chrono::duration_cast<milliseconds>(m.last_sent + hb - now).count();
+    const int deadline = m.pool.ms_to_deadline();
+    if (deadline >= 0) wait_ms = std::min<long>(wait_ms, deadline);
+    wait_ms = std::clamp<long>(wait_ms, 0, m.opt.heartbeat_ms);
+    if (zmq_poll(items.data(), static_cast<int>(items.size()), wait_ms) < 0 && zmq_errno() != EINTR)
+      throw PipelineError(std::string("zmq_poll: ") + zmq_strerror(zmq_errno()));
+
+    // Coordinator traffic.
+    bool reconnect = false;
+    for (int n = 0; n < 1000 && !reconnect; ++n) {
+      zmq::message_t frame;
+      try {
+        if (!m.sock->recv(frame, zmq::recv_flags::dontwait)) break;
+      } catch (const zmq::error_t&) {
+        break;  // EINTR
+      }
+      if (frame.more()) {  // the protocol is one frame per message
+        while (frame.more() && m.sock->recv(frame, zmq::recv_flags::none)) {
+        }
+        m.log("multi-frame message from the coordinator dropped");
+        continue;
+      }
+      reconnect = !m.on_message(frame);
+    }
+
+    // Finished jobs go back (and stay until acknowledged).
+    for (auto& [job, r] : m.pool.service()) m.send_result(job, std::move(r));
+
+    now = Clock::now();
+    if (!reconnect && now - m.broker_seen > broker_timeout) {
+      m.log("coordinator silent for " + std::to_string(broker_timeout.count()) + " ms; reconnecting");
+      reconnect = true;
+    }
+    if (reconnect) m.connect();
+    else if (now - m.last_sent >= hb) m.send(encode_heartbeat());
+  }
+}
+
+}  // namespace torq::runner

@@ -1,0 +1,72 @@
+// The worker's side of the fleet (DESIGN.md §6): a ZeroMQ DEALER that
+// registers with the coordinator (READY), runs the jobs it is sent in child
+// processes (a LocalPool: timeout, process-group kill, crash retries), fetches
+// missing model blobs once and keeps them in an on-disk cache, and returns
+// every result until the coordinator acknowledges it.
+//
+// Protocol, as the worker sees it:
+//  - READY (id, target, executors, toolchain, capacity, running job ids) on
+//    every (re)connection, then the results not yet acknowledged again.
+//  - HEARTBEAT when it has sent nothing for one interval; a coordinator
+//    silent for `liveness` intervals, or one that says DISCONNECT, gets a
+//    fresh connection and a new READY (running jobs keep running).
+//  - A JOB whose model is not in the cache parks until BLOB_REPLY; the blob
+//    is verified by SHA-256 before it is written (<cache>/<hash>.onnx, via a
+//    temporary file and rename). An unknown or corrupt blob fails its jobs
+//    as error/fetch.
+//  - request_stop(): READY with capacity 0 (send no more), finish the
+//    running jobs, wait briefly for their acknowledgements, DISCONNECT.
+//
+// Not thread-safe except request_stop(), which is async-signal-safe.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pipeline/types.h"
+
+namespace torq::runner {
+
+struct FleetWorkerOptions {
+  std::string connect;                 // tcp://HOST:PORT of the coordinator
+  std::string worker_id;               // default: <hostname>-<pid>
+  std::string target = "sim";
+  std::vector<pipeline::Executor> executors{pipeline::Executor::kNss, pipeline::Executor::kCss,
+                                            pipeline::Executor::kHost};
+  int capacity = 1;                    // parallel jobs (child processes)
+  std::string cache_dir = ".torq-cache/models";
+  int threads_per_job = 1;
+  int heartbeat_ms = 1000;
+  int liveness = 3;
+  int max_attempts = 3;                // local crash retries of one job
+  std::string worker_binary;           // torq-worker for the children; default beside this executable
+  // CURVE (z85): all three set, or none.
+  std::string server_public_key, public_key, secret_key;
+  bool verbose = false;                // log one line per finished job
+  std::function<void(const std::string&)> log;  // default: stderr
+};
+
+class FleetWorker {
+ public:
+  // Throws pipeline::PipelineError for bad options (no endpoint, no
+  // executors, capacity < 1, an unusable cache directory, bad keys).
+  explicit FleetWorker(FleetWorkerOptions opts);
+  ~FleetWorker();
+  FleetWorker(const FleetWorker&) = delete;
+  FleetWorker& operator=(const FleetWorker&) = delete;
+
+  // Serves until stopped; returns the process exit code (0 after a clean
+  // stop). Runs forever otherwise: a missing coordinator is waited for.
+  int run();
+  void request_stop() { stop_.store(true); }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace torq::runner

@@ -1,0 +1,276 @@
+#include "worker/runner/job_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <random>
+#include <set>
+
+#include <oneapi/dnnl/dnnl.h>
+#include <onnx/onnx_pb.h>
+
+#include "pipeline/compare.h"
+#include "worker/engine/error.h"
+#include "worker/engine/session.h"
+#include "worker/engine/tensor_io.h"
+
+namespace torq::runner {
+
+using engine::DType;
+using engine::EngineError;
+using engine::ErrorKind;
+using engine::Tensor;
+using pipeline::ExecResult;
+using pipeline::JobSpec;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const engine::ExecutorProfile& profile_for(pipeline::Executor e) {
+  static std::map<pipeline::Executor, std::shared_ptr<engine::ExecutorProfile>> cache;
+  auto& p = cache[e];
+  if (!p) p = std::make_shared<engine::ExecutorProfile>(engine::ExecutorProfile::resolve(pipeline::executor_name(e)));
+  return *p;
+}
+
+std::shared_ptr<const engine::ExecutorProfile> shared_profile(pipeline::Executor e) {
+  return std::shared_ptr<const engine::ExecutorProfile>(&profile_for(e), [](const engine::ExecutorProfile*) {});
+}
+
+void set_type(onnx::ValueInfoProto* v, const std::string& name, const Tensor* t, const onnx::ValueInfoProto* known) {
+  v->set_name(name);
+  if (t) {
+    auto* tt = v->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(engine::dtype_to_onnx(t->dtype()));
+    for (int64_t d : t->shape()) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  } else if (known) {
+    *v->mutable_type() = known->type();
+  } else {
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(0);
+  }
+}
+
+Tensor random_like(const Tensor& like, float lo, float hi, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  Tensor f(DType::kF32, like.shape());
+  float* p = f.data<float>();
+  for (int64_t i = 0; i < f.numel(); ++i) p[i] = u(rng);
+  return engine::cast_tensor(f, like.dtype(), engine::Rounding::kNearestEven);
+}
+
+std::string class_of(const EngineError& e, bool at_load) {
+  if (e.kind() == ErrorKind::kUnsupported) return "unsupported";
+  return at_load ? "compile" : "runtime";
+}
+
+}  // namespace
+
+std::string toolchain_identity() {
+  const dnnl_version_t* v = dnnl_version();
+  return "torq-sim 0.1 (oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+         std::to_string(v->patch) + ")";
+}
+
+struct JobRunner::ModelState {
+  onnx::ModelProto proto;
+  std::vector<int> node_pos;
+  std::map<std::string, const onnx::ValueInfoProto*> value_info;
+  std::map<std::string, Tensor> values;  // activations of one full fp32 run
+  std::set<std::string> constants;
+  std::string activation_error;          // why `values` is incomplete, if it is
+};
+
+JobRunner::JobRunner(FetchModel fetch, std::string worker_id, int threads)
+    : fetch_(std::move(fetch)), worker_id_(std::move(worker_id)), threads_(threads) {}
+JobRunner::~JobRunner() = default;
+
+JobRunner::ModelState& JobRunner::model(const JobSpec& job) {
+  const std::string key = job.model_hash + "/" + std::to_string(job.seed) + (job.bf16_rne ? "/rne" : "/trunc");
+  auto it = models_.find(key);
+  if (it != models_.end()) return *it->second;
+  if (models_.size() >= 4) models_.clear();  // bound memory: a worker serves few models at once
+  auto st = std::make_unique<ModelState>();
+  const std::string bytes = fetch_(job.model_hash);
+  if (!st->proto.ParseFromString(bytes)) throw pipeline::PipelineError("model " + job.model_hash + " is not ONNX");
+  const auto& g = st->proto.graph();
+  for (int i = 0; i < g.node_size(); ++i)
+    if (g.node(i).op_type() != "Constant") st->node_pos.push_back(i);
+  for (const auto& v : g.value_info()) st->value_info[v.name()] = &v;
+  for (const auto& v : g.input()) st->value_info[v.name()] = &v;
+  for (const auto& v : g.output()) st->value_info[v.name()] = &v;
+  // One full run on a seeded input gives every layer its real inputs.
+  try {
+    engine::SessionOptions so;
+    so.threads = threads_;
+    so.rounding = job.bf16_rne ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
+    auto s = engine::Session::from_proto(st->proto, so);
+    st->values = s->run_all(s->random_inputs(job.seed, -1.f, 1.f), &st->activation_error);
+    for (const auto& [name, t] : st->values)
+      if (s->is_constant(name)) st->constants.insert(name);
+  } catch (const std::exception& e) {
+    st->activation_error = e.what();
+    // Keep what is fixed regardless of the run: initializers and Constant nodes.
+    for (const auto& init : g.initializer()) {
+      st->values[init.name()] = engine::tensor_from_proto(init);
+      st->constants.insert(init.name());
+    }
+    for (const auto& n : g.node())
+      if (n.op_type() == "Constant" && n.output_size())
+        for (const auto& a : n.attribute())
+          if (a.name() == "value" && a.has_t()) {
+            st->values[n.output(0)] = engine::tensor_from_proto(a.t());
+            st->constants.insert(n.output(0));
+          }
+  }
+  auto& ref = *st;
+  models_[key] = std::move(st);
+  return ref;
+}
+
+ExecResult JobRunner::run(const JobSpec& job) {
+  const auto t0 = Clock::now();
+  ExecResult r;
+  r.job_id = job.id;
+  r.executor = job.executor;
+  r.worker_id = worker_id_;
+  r.toolchain = toolchain_identity();
+  r.tolerance_used = job.tolerance;
+  auto fail = [&](const std::string& cls, const std::string& msg) {
+    r.status = pipeline::Status::kError;
+    r.error_class = cls;
+    r.error_message = msg;
+    r.host_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    return r;
+  };
+  ModelState* ms = nullptr;
+  try {
+    ms = &model(job);
+  } catch (const std::exception& e) {
+    return fail("fetch", e.what());
+  }
+  if (job.last_node >= ms->node_pos.size())
+    return fail("import", "node " + std::to_string(job.last_node) + " out of range (model has " +
+                              std::to_string(ms->node_pos.size()) + " layers)");
+  // Materialise the sub-model of nodes [first, last].
+  onnx::ModelProto sub;
+  sub.set_ir_version(ms->proto.ir_version());
+  *sub.mutable_opset_import() = ms->proto.opset_import();
+  auto* g = sub.mutable_graph();
+  g->set_name("layer");
+  std::set<std::string> produced, fed;
+  std::vector<Tensor> feeds;
+  uint64_t input_no = 0;
+  for (uint32_t i = job.first_node; i <= job.last_node; ++i) {
+    const auto& node = ms->proto.graph().node(ms->node_pos[i]);
+    for (const auto& in : node.input()) {
+      if (in.empty() || produced.count(in) || fed.count(in)) continue;
+      fed.insert(in);
+      auto v = ms->values.find(in);
+      if (v == ms->values.end()) {
+        // Past a node the full run could not execute: random inputs of the
+        // inferred type and shape stand in for the missing activations.
+        auto vi = ms->value_info.find(in);
+        std::optional<Tensor> stand_in;
+        if (vi != ms->value_info.end() && vi->second->type().has_tensor_type()) {
+          const auto& tt = vi->second->type().tensor_type();
+          const DType dt = engine::dtype_from_onnx(tt.elem_type());
+          engine::Shape shape;
+          bool known = dt != DType::kUndefined && tt.has_shape();
+          for (const auto& d : tt.shape().dim()) {
+            known = known && d.has_dim_value();
+            shape.push_back(d.dim_value());
+          }
+          if (known) stand_in = random_like(Tensor(dt, shape), -1.f, 1.f, job.seed * 7919 + i);
+        }
+        if (!stand_in)
+          return fail("reference", "no value for input '" + in + "' (the full-model run stopped: " +
+                                       ms->activation_error + ") and no static shape to stand in");
+        v = ms->values.emplace(in, *stand_in).first;
+      }
+      if (ms->constants.count(in)) {
+        engine::tensor_to_proto(v->second, g->add_initializer(), in);
+        continue;
+      }
+      Tensor t = v->second;
+      if (job.random_inputs && engine::is_float(t.dtype()))
+        t = random_like(t, job.input_lo, job.input_hi, job.seed * 1000003 + i * 131 + input_no);
+      ++input_no;
+      set_type(g->add_input(), in, &t, nullptr);
+      feeds.push_back(t);
+    }
+    *g->add_node() = node;
+    for (const auto& o : node.output())
+      if (!o.empty()) produced.insert(o);
+  }
+  // Outputs: those used after the range or by the graph; else the first output.
+  std::set<std::string> used_later;
+  for (int i = 0; i < ms->proto.graph().node_size(); ++i) {
+    const bool inside = std::find(ms->node_pos.begin() + job.first_node, ms->node_pos.begin() + job.last_node + 1, i) !=
+                        ms->node_pos.begin() + job.last_node + 1;
+    if (!inside)
+      for (const auto& in : ms->proto.graph().node(i).input()) used_later.insert(in);
+  }
+  for (const auto& o : ms->proto.graph().output()) used_later.insert(o.name());
+  std::vector<std::string> outs;
+  for (uint32_t i = job.first_node; i <= job.last_node; ++i)
+    for (const auto& o : ms->proto.graph().node(ms->node_pos[i]).output())
+      if (!o.empty() && used_later.count(o)) outs.push_back(o);
+  if (outs.empty()) outs.push_back(ms->proto.graph().node(ms->node_pos[job.last_node]).output(0));
+  for (const auto& o : outs) {
+    auto v = ms->values.find(o);
+    auto vi = ms->value_info.find(o);
+    set_type(g->add_output(), o, v == ms->values.end() ? nullptr : &v->second,
+             vi == ms->value_info.end() ? nullptr : vi->second);
+  }
+
+  const engine::Rounding rounding = job.bf16_rne ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
+  // Reference: the fp32 host computation of the same sub-model.
+  std::vector<Tensor> expected;
+  try {
+    engine::SessionOptions so;
+    so.threads = threads_;
+    so.rounding = rounding;
+    so.profile = shared_profile(pipeline::Executor::kHost);
+    auto ref = engine::Session::from_proto(sub, so);
+    expected = ref->run(feeds);
+  } catch (const std::exception& e) {
+    return fail("reference", std::string("reference (host fp32) failed: ") + e.what());
+  }
+  // The executor under its profile.
+  std::unique_ptr<engine::Session> exe;
+  try {
+    engine::SessionOptions so;
+    so.threads = threads_;
+    so.rounding = rounding;
+    so.profile = shared_profile(job.executor);
+    exe = engine::Session::from_proto(sub, so);
+  } catch (const EngineError& e) {
+    return fail(class_of(e, true), e.what());
+  } catch (const std::exception& e) {
+    return fail("compile", e.what());
+  }
+  std::vector<Tensor> actual;
+  double sim_ms = 0;
+  const uint32_t runs = std::max<uint32_t>(1, job.timing_runs);
+  try {
+    for (uint32_t k = 0; k < runs; ++k) {
+      actual = exe->run(feeds);
+      sim_ms += exe->last_stats().sim_ms;
+    }
+  } catch (const EngineError& e) {
+    return fail(class_of(e, false), e.what());
+  } catch (const std::exception& e) {
+    return fail("runtime", e.what());
+  }
+  r.runtime_ms = sim_ms / runs;
+  r.timing_runs = runs;
+  for (size_t i = 0; i < actual.size() && i < expected.size(); ++i)
+    r.outputs.push_back(pipeline::diff_output(outs[i], actual[i], expected[i], job.tolerance));
+  pipeline::judge(&r, job.tolerance);
+  r.host_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace torq::runner

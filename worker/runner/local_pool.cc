@@ -1,0 +1,272 @@
+#include "worker/runner/local_pool.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <stdexcept>
+
+#include "worker/runner/frame_io.h"
+
+extern char** environ;
+
+namespace torq::runner {
+
+using Clock = std::chrono::steady_clock;
+using pipeline::ExecResult;
+using pipeline::JobSpec;
+
+struct LocalPool::Slot {
+  int index = 0;
+  pid_t pid = -1;
+  int to_child = -1, from_child = -1;
+  std::optional<JobSpec> job;
+  int attempts = 0;
+  Clock::time_point deadline;
+};
+
+std::string LocalPool::default_worker_binary() {
+  if (const char* env = std::getenv("TORQ_WORKER_BIN")) return env;
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    auto candidate = self.parent_path() / "torq-worker";
+    if (std::filesystem::exists(candidate)) return candidate.string();
+  }
+  return "torq-worker";
+}
+
+LocalPool::LocalPool(LocalPoolOptions opts) : opts_(std::move(opts)) {
+  if (opts_.worker_binary.empty()) opts_.worker_binary = default_worker_binary();
+  if (opts_.workers < 1) opts_.workers = 1;
+  signal(SIGPIPE, SIG_IGN);  // a dead worker must not kill us on write
+  slots_.resize(static_cast<size_t>(opts_.workers));
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    slots_[i].index = static_cast<int>(i);
+    spawn(slots_[i]);
+  }
+}
+
+LocalPool::~LocalPool() {
+  for (auto& s : slots_) reap(s, false);
+}
+
+void LocalPool::spawn(Slot& s) {
+  int in_pipe[2], out_pipe[2];
+  if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0)
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, in_pipe[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], STDOUT_FILENO);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);  // own process group: kill(-pid) reaches its children
+  const std::string id = opts_.id_prefix + "-" + std::to_string(s.index);
+  const std::string threads = std::to_string(opts_.threads_per_worker);
+  std::vector<std::string> args = {opts_.worker_binary, "--stdio", "--cache", opts_.cache_dir,
+                                   "--id", id, "--threads", threads};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, opts_.worker_binary.c_str(), &fa, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  close(in_pipe[0]);
+  close(out_pipe[1]);
+  if (rc != 0) {
+    close(in_pipe[1]);
+    close(out_pipe[0]);
+    throw std::runtime_error("cannot start worker " + opts_.worker_binary + ": " + std::strerror(rc));
+  }
+  s.pid = pid;
+  s.to_child = in_pipe[1];
+  s.from_child = out_pipe[0];
+}
+
+void LocalPool::reap(Slot& s, bool kill_group) {
+  if (s.to_child >= 0) close(s.to_child);
+  if (s.from_child >= 0) close(s.from_child);
+  s.to_child = s.from_child = -1;
+  if (s.pid > 0) {
+    if (kill_group) kill(-s.pid, SIGKILL);
+    int status = 0;
+    // Closing stdin ends a healthy worker; give it a moment, then kill.
+    for (int i = 0; i < 50 && waitpid(s.pid, &status, WNOHANG) == 0; ++i) usleep(10000);
+    if (waitpid(s.pid, &status, WNOHANG) == 0) {
+      kill(-s.pid, SIGKILL);
+      waitpid(s.pid, &status, 0);
+    }
+  }
+  s.pid = -1;
+}
+
+size_t LocalPool::slots() const { return slots_.size(); }
+
+void LocalPool::submit(const JobSpec& job) { queue_.emplace_back(job, 0); }
+
+size_t LocalPool::busy() const {
+  size_t n = queue_.size();
+  for (const auto& s : slots_) n += s.job.has_value();
+  return n;
+}
+
+std::vector<std::string> LocalPool::busy_ids() const {
+  std::vector<std::string> ids;
+  for (const auto& [j, a] : queue_) ids.push_back(j.id);
+  for (const auto& s : slots_)
+    if (s.job) ids.push_back(s.job->id);
+  return ids;
+}
+
+std::vector<int> LocalPool::wait_fds() const {
+  std::vector<int> fds;
+  for (const auto& s : slots_)
+    if (s.job) fds.push_back(s.from_child);
+  return fds;
+}
+
+int LocalPool::ms_to_deadline() const {
+  long long best = -1;
+  const auto now = Clock::now();
+  for (const auto& s : slots_)
+    if (s.job) {
+      const long long left =
+          std::max<long long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(s.deadline - now).count() + 1);
+      best = best < 0 ? left : std::min(best, left);
+    }
+  return static_cast<int>(std::min<long long>(best, 1 << 30));
+}
+
+void LocalPool::fail(Slot& s, const std::string& cls, const std::string& msg, std::vector<Finished>& out) {
+  ExecResult r;
+  r.job_id = s.job->id;
+  r.executor = s.job->executor;
+  r.status = pipeline::Status::kError;
+  r.error_class = cls;
+  r.error_message = msg;
+  r.worker_id = opts_.id_prefix + "-" + std::to_string(s.index);
+  r.attempts = static_cast<uint32_t>(s.attempts);
+  out.emplace_back(*s.job, std::move(r));
+  s.job.reset();
+}
+
+// The worker process died holding the job: retry it on a fresh process
+// (first in the queue) until max_attempts, then record error/crash.
+void LocalPool::crashed(Slot& s, const std::string& why, std::vector<Finished>& out) {
+  reap(s, true);
+  if (s.attempts >= opts_.max_attempts) {
+    fail(s, "crash", why + " after " + std::to_string(s.attempts) + " attempts", out);
+  } else {
+    queue_.emplace_front(*s.job, s.attempts);
+    s.job.reset();
+  }
+}
+
+void LocalPool::start_queued(std::vector<Finished>& out) {
+  for (auto& s : slots_) {
+    if (queue_.empty()) return;
+    if (s.job) continue;
+    auto [job, attempts] = queue_.front();
+    queue_.pop_front();
+    if (s.pid < 0) spawn(s);
+    s.job = job;
+    s.attempts = attempts + 1;
+    s.deadline = Clock::now() + std::chrono::milliseconds(std::max<uint32_t>(1, job.timeout_ms));
+    if (!runner::write_frame(s.to_child, pipeline::encode_job(job))) crashed(s, "worker died before taking the job", out);
+  }
+}
+
+std::vector<LocalPool::Finished> LocalPool::service() {
+  std::vector<Finished> out;
+  start_queued(out);
+  std::vector<pollfd> fds;
+  std::vector<Slot*> owners;
+  for (auto& s : slots_)
+    if (s.job) {
+      fds.push_back({s.from_child, POLLIN, 0});
+      owners.push_back(&s);
+    }
+  if (fds.empty()) return out;
+  int n;
+  do n = poll(fds.data(), fds.size(), 0);
+  while (n < 0 && errno == EINTR);
+  if (n < 0) throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+  const auto now = Clock::now();
+  for (size_t i = 0; i < fds.size(); ++i) {
+    Slot& s = *owners[i];
+    if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) {
+      std::optional<std::string> frame;
+      std::string why;
+      try {
+        frame = runner::read_frame(s.from_child, pipeline::kMaxMessageBytes);
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+      if (!frame) {
+        // EOF or broken frame: the worker died with the job.
+        crashed(s, "worker process died running the job" + (why.empty() ? "" : " (" + why + ")"), out);
+        continue;
+      }
+      ExecResult r;
+      try {
+        r = pipeline::decode_result(frame->data(), frame->size());
+      } catch (const std::exception& e) {
+        reap(s, true);
+        fail(s, "crash", std::string("worker sent a bad result: ") + e.what(), out);
+        continue;
+      }
+      r.attempts = static_cast<uint32_t>(s.attempts);
+      out.emplace_back(*s.job, std::move(r));
+      s.job.reset();
+    } else if (now >= s.deadline) {
+      reap(s, true);
+      fail(s, "timeout", "no result within " + std::to_string(s.job->timeout_ms) + " ms; worker killed", out);
+    }
+  }
+  start_queued(out);  // crash retries and idle slots
+  return out;
+}
+
+void LocalPool::run(const std::function<std::optional<JobSpec>()>& next,
+                    const std::function<void(const JobSpec&, ExecResult)>& done) {
+  bool source_empty = false;
+  for (;;) {
+    // Fill idle slots (crash retries are already queued and go first).
+    source_empty = false;
+    while (busy() < slots_.size()) {
+      auto j = next();
+      if (!j) {
+        source_empty = true;
+        break;
+      }
+      submit(*j);
+    }
+    auto finished = service();
+    for (auto& [j, r] : finished) done(j, std::move(r));
+    if (!finished.empty()) continue;  // `next` may have new jobs now
+    if (busy() == 0) {
+      if (source_empty) return;
+      continue;
+    }
+    std::vector<pollfd> fds;
+    for (int fd : wait_fds()) fds.push_back({fd, POLLIN, 0});
+    const int deadline = ms_to_deadline();
+    const int wait_ms = deadline < 0 ? 1000 : std::min(1000, deadline);
+    if (fds.empty()) continue;
+    const int n = poll(fds.data(), fds.size(), wait_ms);
+    if (n < 0 && errno != EINTR) throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+  }
+}
+
+}  // namespace torq::runner

@@ -1,0 +1,160 @@
+// torq-worker: runs discovery jobs.
+//  --stdio: serves its parent (a local pool) over stdin/stdout frames: Job
+//    in, Result out, models read from the --cache directory (<hash>.onnx).
+//  --connect tcp://HOST:PORT: a fleet worker (DESIGN §6) serving a
+//    torq-coordinator; each job runs in a `--stdio` child process.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "pipeline/codec.h"
+#include "worker/runner/fleet_worker.h"
+#include "worker/runner/frame_io.h"
+#include "worker/runner/job_runner.h"
+
+using namespace torq;
+
+namespace {
+
+runner::FleetWorker* g_fleet = nullptr;
+extern "C" void on_stop_signal(int) {
+  if (g_fleet) g_fleet->request_stop();
+}
+
+std::string read_key_file(const std::string& path) {
+  std::ifstream f(path);
+  std::string key;
+  if (!f || !(f >> key)) throw pipeline::PipelineError(path + ": cannot read a CURVE key");
+  return key;
+}
+
+int run_fleet(runner::FleetWorkerOptions o, const std::string& executors, const std::string& key_prefix,
+              const std::string& server_key_file) {
+  try {
+    o.executors = pipeline::parse_executor_list(executors);
+    if (!server_key_file.empty() || !key_prefix.empty()) {
+      if (server_key_file.empty() || key_prefix.empty())
+        throw pipeline::PipelineError("CURVE needs both --server-key FILE and --key PREFIX");
+      o.server_public_key = read_key_file(server_key_file);
+      o.public_key = read_key_file(key_prefix + ".pub");
+      o.secret_key = read_key_file(key_prefix + ".key");
+    }
+    runner::FleetWorker worker(std::move(o));
+    g_fleet = &worker;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+    const int rc = worker.run();
+    g_fleet = nullptr;
+    return rc;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "torq-worker: error: %s\n", e.what());
+    return 2;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"torq-worker: runs executor-discovery jobs (sim backend)"};
+  bool stdio = false;
+  std::string cache_dir = ".torq-cache/models";
+  std::string id = "local";
+  int threads = 1;
+  runner::FleetWorkerOptions fo;
+  std::string executors = "nss,css,host", key_prefix, server_key;
+  auto* o_stdio = app.add_flag("--stdio", stdio, "Serve jobs on stdin/stdout (used by local pools)");
+  auto* o_connect = app.add_option("--connect", fo.connect, "Serve a torq-coordinator at tcp://HOST:PORT");
+  o_stdio->excludes(o_connect);
+  app.add_option("--cache", cache_dir, "Directory of cached models (<sha256>.onnx)")->capture_default_str();
+  app.add_option("--id", id, "Worker id reported in results (fleet default: <hostname>-<pid>)");
+  app.add_option("--threads,-t", threads, "Threads per job")->capture_default_str();
+  app.add_option("--target", fo.target, "Fleet: target this worker serves (sim, astra, a board name)")
+      ->capture_default_str();
+  app.add_option("--executors", executors, "Fleet: executors offered, comma-separated")->capture_default_str();
+  app.add_option("--capacity", fo.capacity, "Fleet: jobs run in parallel")->capture_default_str()->check(
+      CLI::Range(1, 4096));
+  app.add_option("--heartbeat-ms", fo.heartbeat_ms, "Fleet: heartbeat interval")->capture_default_str()->check(
+      CLI::Range(10, 60000));
+  app.add_flag("--verbose,-v", fo.verbose, "Fleet: log every finished job");
+  app.add_option("--server-key", server_key, "Fleet/CURVE: file with the coordinator's public key (z85)");
+  app.add_option("--key", key_prefix, "Fleet/CURVE: this worker's key pair PREFIX.pub / PREFIX.key");
+  CLI11_PARSE(app, argc, argv);
+  if (!stdio && fo.connect.empty()) {
+    std::fprintf(stderr, "torq-worker: give --stdio or --connect tcp://HOST:PORT (see --help)\n");
+    return 2;
+  }
+  if (!fo.connect.empty()) {
+    fo.cache_dir = cache_dir;
+    fo.threads_per_job = threads;
+    if (app.count("--id")) fo.worker_id = id;
+    return run_fleet(std::move(fo), executors, key_prefix, server_key);
+  }
+
+  auto fetch = [&](const std::string& hash) {
+    if (hash.find('/') != std::string::npos || hash.find("..") != std::string::npos)
+      throw pipeline::PipelineError("bad model hash '" + hash + "'");
+    std::ifstream f(cache_dir + "/" + hash + ".onnx", std::ios::binary);
+    if (!f) throw pipeline::PipelineError("model " + hash + " not in cache " + cache_dir);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  runner::JobRunner runner(fetch, id, threads);
+  // Fault injection for tests of the supervision (DESIGN §6): a comma list
+  // of "hang:SUBSTR" / "crash:SUBSTR" matched against job ids
+  // ("<model>/<layer>/<executor>"). Off unless the variable is set.
+  std::vector<std::pair<std::string, std::string>> faults;
+  // Test aid: TORQ_WORKER_DELAY_MS=N makes every job take N ms longer
+  // (so tests can act while a run is in flight).
+  const char* delay_env = std::getenv("TORQ_WORKER_DELAY_MS");
+  const int delay_ms = delay_env ? std::atoi(delay_env) : 0;
+  if (const char* env = std::getenv("TORQ_WORKER_FAULT")) {
+    std::stringstream fs(env);
+    std::string item;
+    while (std::getline(fs, item, ',')) {
+      auto c = item.find(':');
+      if (c != std::string::npos) faults.emplace_back(item.substr(0, c), item.substr(c + 1));
+    }
+  }
+  for (;;) {
+    std::optional<std::string> frame;
+    try {
+      frame = runner::read_frame(STDIN_FILENO, pipeline::kMaxMessageBytes);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "torq-worker %s: %s; exiting\n", id.c_str(), e.what());
+      return 2;
+    }
+    if (!frame) return 0;  // parent closed the pipe
+    pipeline::ExecResult r;
+    try {
+      const pipeline::JobSpec job = pipeline::decode_job(frame->data(), frame->size());
+      for (const auto& [kind, needle] : faults)
+        if (job.id.find(needle) != std::string::npos) {
+          if (kind == "hang")
+            for (;;) pause();
+          if (kind == "crash") std::abort();
+        }
+      if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+      r = runner.run(job);
+    } catch (const std::exception& e) {
+      r.status = pipeline::Status::kError;
+      r.error_class = "invalid_job";
+      r.error_message = e.what();
+      r.worker_id = id;
+    }
+    if (!runner::write_frame(STDOUT_FILENO, pipeline::encode_result(r))) return 0;
+  }
+}
