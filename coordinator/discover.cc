@@ -20,7 +20,9 @@
 #include "pipeline/report.h"
 #include "pipeline/store.h"
 #include "pipeline/view.h"
+#include "worker/engine/error.h"
 #include "worker/engine/profile.h"
+#include "worker/engine/yaml_strict.h"
 
 namespace torq::coordinator {
 
@@ -72,12 +74,37 @@ std::string fmt(double v, int prec = 1) {
   return b;
 }
 
-std::string profile_digest(Executor e) {
-  const std::string path = engine::ExecutorProfile::targets_dir() + "/" + executor_name(e) + ".yaml";
+std::string file_digest(const std::string& path) {
   std::ifstream f(path);
   std::stringstream ss;
   ss << f.rdbuf();
   return sha256_hex(ss.str()).substr(0, 16);
+}
+
+std::string builtin_profile_path(Executor e) {
+  return engine::ExecutorProfile::targets_dir() + "/" + executor_name(e) + ".yaml";
+}
+
+// --targets FILE: a YAML map from executor name to a profile file (relative
+// paths are relative to FILE). Every profile is validated now, so a typo is
+// an error with its location before any job runs.
+std::map<Executor, std::string> read_targets(const std::string& file) {
+  std::ifstream f(file);
+  if (!f) throw PipelineError(file + ": cannot open targets file");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  engine::YamlReader r(file);
+  YAML::Node root = engine::yaml_parse(ss.str(), file);
+  r.expect_map(root, {"nss", "css", "host"}, "targets");
+  std::map<Executor, std::string> out;
+  for (const auto& kv : root) {
+    std::string path = r.str(kv.second, "profile path of " + kv.first.Scalar());
+    if (!path.empty() && path[0] != '/') path = (fs::path(file).parent_path() / path).string();
+    if (!fs::exists(path)) r.fail(kv.second, "profile file '" + path + "' does not exist");
+    engine::ExecutorProfile::load(path);
+    out[*executor_from_name(kv.first.Scalar())] = path;
+  }
+  return out;
 }
 
 void check_writable_dir(const std::string& dir) {
@@ -207,14 +234,24 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
           break;
         }
     }
+  std::map<Executor, std::string> targets, digests;
+  if (!o.targets_file.empty()) {
+    try {
+      targets = read_targets(o.targets_file);
+    } catch (const std::exception& e) {
+      err << "torq-gen-config: error: " << e.what() << "\n";
+      return 2;
+    }
+  }
+  for (Executor e : kExecutorPriority)
+    digests[e] = file_digest(targets.count(e) ? targets[e] : builtin_profile_path(e));
   const std::string run = sha256_hex(model->hash() + "|" + std::to_string(po.job_template.timing_runs) + "|" +
                                      (o.random_inputs ? "r" + std::to_string(o.seed) + "," + fmt(o.input_lo, 3) + "," +
                                                             fmt(o.input_hi, 3)
                                                       : "a" + std::to_string(o.seed)) +
-                                     (po.job_template.bf16_rne ? "|rne" : "|trunc"))
+                                     (po.job_template.bf16_rne ? "|rne" : "|trunc") + "|" +
+                                     digests[Executor::kNss] + digests[Executor::kCss] + digests[Executor::kHost])
                               .substr(0, 16);
-  std::map<Executor, std::string> digests;
-  for (Executor e : kExecutorPriority) digests[e] = profile_digest(e);
   const std::string engine_id = "torq-sim-0.1";
   if (o.recompute_cache)
     for (const auto& l : model->layers())
@@ -250,6 +287,7 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
     for (;;) {
       auto j = planner.next();
       if (!j) return std::nullopt;
+      if (targets.count(j->executor)) j->target = targets[j->executor];
       if (!o.recompute_cache) {
         auto prev = store->layer_results(run, model->hash(), static_cast<int>(j->first_node));
         bool found = false;

@@ -38,6 +38,7 @@ struct DiscoverOptions {
   std::string mlir_file;
   uint32_t timeout_ms = 120000;
   pipeline::Tolerance tolerance;
+  std::string targets_file;  // --targets: YAML {nss|css|host: profile path}
   bool quiet = false;
 };
 

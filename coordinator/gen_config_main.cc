@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
   disc->add_option("--tolerance-avg", d.tolerance.fp_avg_tol, "Default fp_avg_tol")->capture_default_str();
   disc->add_option("--tolerance-max", d.tolerance.fp_max_tol, "Default fp_max_tol")->capture_default_str();
   disc->add_option("--allowed-wrong", d.tolerance.allowed_wrong, "Fraction of elements allowed over fp_max_tol")->capture_default_str();
+  disc->add_option("--targets", d.targets_file, "YAML map {nss|css|host: profile.yaml} replacing the built-in executor profiles");
   disc->add_flag("--quiet,-q", d.quiet, "Only errors");
 
   std::string v_config, v_model, v_dir = "torq_gen_config_output", v_layer;
@@ -107,6 +108,8 @@ int main(int argc, char** argv) {
       return coordinator::run_discover(d, std::cout, std::cerr);
     }
     if (*view) {
+      // With --model the one positional argument is the layer.
+      if (!v_model.empty() && !v_config.empty() && v_layer.empty()) std::swap(v_config, v_layer);
       const std::string path = resolve_report(v_config, v_model, v_dir);
       std::ifstream f(path);
       if (!f) throw PipelineError(path + ": cannot open");
@@ -118,19 +121,22 @@ int main(int argc, char** argv) {
       } catch (const std::exception&) {
         j = nullptr;
       }
+      std::string text;
       if (j.is_object() && j.contains("op_assignments") && !j.contains("ops")) {
-        std::cout << render_compiler(j);
-        return 0;
+        text = render_compiler(j);
+      } else {
+        ModelReport r = report_from_json(ss.str(), path);
+        text = v_layer.empty() ? render_summary(r) : render_layer(r, v_layer);
       }
-      ModelReport r = report_from_json(ss.str(), path);
-      std::cout << (v_layer.empty() ? render_summary(r) : render_layer(r, v_layer));
+      std::cout << text << (text.empty() || text.back() != '\n' ? "\n" : "");
       return 0;
     }
     if (*edit) {
       const std::string path = resolve_report(e_config, e_model, e_dir);
       ModelReport r = read_report_file(path);
       if (e_list) {
-        std::cout << render_list(r, e_list_filter);
+        const std::string text = render_list(r, e_list_filter);
+        std::cout << text << (text.empty() || text.back() != '\n' ? "\n" : "");
         return 0;
       }
       if (e_layer.empty()) throw PipelineError("edit needs --layer PATTERN (or --list)");

@@ -228,3 +228,31 @@ TEST(DiscoverSupervision, HangAndCrashCostOneJobEachAndTheRunCompletes) {
   for (auto& [id, op] : rep["ops"].items()) EXPECT_EQ(op["executors"]["host"]["status"], "success") << id;
   EXPECT_EQ(rep["ops"][ids[3]]["recommended_executor"], "host");
 }
+
+TEST(DiscoverTargets, CustomProfileReplacesTheBuiltinOneAndTyposAreLocated) {
+  const std::string dir = fresh_dir("targets");
+  ASSERT_EQ(run_cmd(bin("torq-sim") + " demo --save " + dir + "/demo.onnx").code, 0);
+  // An "nss" that accepts fp32 Conv only: a refined chip model a user might write.
+  {
+    std::ofstream(dir + "/nss_fp32.yaml") << "name: nss-fp32\n"
+                                             "numerics: {float_type: f32}\n"
+                                             "cost: {clock_mhz: 1000, slices: 2, macs_per_cycle_per_slice: 256,\n"
+                                             "       eltwise_per_cycle: 64, dma_bytes_per_cycle: 64,\n"
+                                             "       dispatch_overhead_cycles: 2000}\n"
+                                             "ops:\n  Conv: {dtypes: [f32]}\n";
+    std::ofstream(dir + "/targets.yaml") << "nss: nss_fp32.yaml\n";
+    std::ofstream(dir + "/typo.yaml") << "nss: nss_fp32.yaml\nhots: host.yaml\n";
+  }
+  auto r = run_cmd(gen() + " discover --model " + dir + "/demo.onnx --output-dir " + dir + "/out --targets " + dir +
+                   "/targets.yaml");
+  ASSERT_EQ(r.code, 0) << r.output;
+  json rep = read_json(dir + "/out/torq_gen_config_demo.json");
+  EXPECT_EQ(rep["ops"]["Conv_conv1"]["executors"]["nss"]["status"], "success");
+  EXPECT_EQ(rep["ops"]["Conv_conv1"]["recommended_executor"], "nss");
+  EXPECT_EQ(rep["ops"]["Relu_relu1"]["executors"]["nss"]["status"], "error");
+  auto t = run_cmd(gen() + " discover --model " + dir + "/demo.onnx --output-dir " + dir + "/out --targets " + dir +
+                   "/typo.yaml");
+  EXPECT_EQ(t.code, 2);
+  EXPECT_NE(t.output.find("typo.yaml:2:1: unknown key 'hots' in targets (did you mean 'host'?)"), std::string::npos)
+      << t.output;
+}

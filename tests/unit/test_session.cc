@@ -8,6 +8,7 @@
 
 #include "worker/engine/compare.h"
 #include "worker/engine/error.h"
+#include "worker/engine/kernel.h"
 #include "worker/engine/session.h"
 #include "worker/engine/tensor_io.h"
 #include "worker/sim/demo_model.h"
@@ -184,5 +185,33 @@ TEST(TensorIo, TruncatedNpyIsAClearError) {
   } catch (const EngineError& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
     EXPECT_NE(std::string(e.what()).find("truncated data"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Registry, EveryOpTheIssueListsIsRegisteredForOpsets7To17) {
+  const char* ops[] = {"Conv", "ConvTranspose", "Gemm", "MatMul", "Relu", "LeakyRelu", "PRelu", "Elu", "Selu",
+                       "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Erf", "Softplus", "MaxPool",
+                       "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization",
+                       "LayerNormalization", "InstanceNormalization", "LRN", "Softmax", "LogSoftmax", "Add", "Sub",
+                       "Mul", "Div", "Pow", "Sqrt", "Exp", "Log", "Abs", "Neg", "Reciprocal", "Min", "Max", "Sum",
+                       "Mean", "Equal", "Less", "Greater", "Where", "Not", "And", "Or", "Concat", "Split", "Slice",
+                       "Gather", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Expand", "Tile", "Pad",
+                       "Resize", "Upsample", "DepthToSpace", "SpaceToDepth", "ReduceMean", "ReduceSum", "ReduceMax",
+                       "ReduceMin", "ReduceProd", "ReduceL2", "ArgMax", "Cast", "Shape", "Size", "Constant",
+                       "ConstantOfShape", "Range", "Identity", "Dropout"};
+  const auto& reg = KernelRegistry::global();
+  for (const char* op : ops) {
+    // Each op from the opset where it exists (within 7..17) up to 17.
+    const int first = std::string(op) == "LayerNormalization" ? 17
+                      : std::string(op) == "HardSwish"        ? 14
+                      : std::string(op) == "Range"            ? 11
+                      : std::string(op) == "Resize"           ? 10
+                      : std::string(op) == "Erf"              ? 9
+                      : std::string(op) == "Where" || std::string(op) == "Shape" || std::string(op) == "Size" ? 9
+                      : std::string(op) == "ConstantOfShape"  ? 9
+                      : std::string(op) == "Expand"           ? 8
+                      : 7;
+    const int last = std::string(op) == "Upsample" ? 9 : 17;  // Upsample was removed in opset 10
+    for (int v = first; v <= last; ++v) EXPECT_NE(reg.find(op, v), nullptr) << op << " at opset " << v;
   }
 }

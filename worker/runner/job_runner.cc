@@ -38,6 +38,16 @@ std::shared_ptr<const engine::ExecutorProfile> shared_profile(pipeline::Executor
   return std::shared_ptr<const engine::ExecutorProfile>(&profile_for(e), [](const engine::ExecutorProfile*) {});
 }
 
+// The job's executor profile: the built-in one for target "sim", else the
+// profile file the target names (torq-gen-config --targets).
+std::shared_ptr<const engine::ExecutorProfile> profile_for_job(const JobSpec& job) {
+  if (job.target.empty() || job.target == "sim") return shared_profile(job.executor);
+  static std::map<std::string, std::shared_ptr<const engine::ExecutorProfile>> by_path;
+  auto& p = by_path[job.target];
+  if (!p) p = std::make_shared<engine::ExecutorProfile>(engine::ExecutorProfile::load(job.target));
+  return p;
+}
+
 void set_type(onnx::ValueInfoProto* v, const std::string& name, const Tensor* t, const onnx::ValueInfoProto* known) {
   v->set_name(name);
   if (t) {
@@ -239,12 +249,18 @@ ExecResult JobRunner::run(const JobSpec& job) {
     return fail("reference", std::string("reference (host fp32) failed: ") + e.what());
   }
   // The executor under its profile.
+  std::shared_ptr<const engine::ExecutorProfile> profile;
+  try {
+    profile = profile_for_job(job);
+  } catch (const std::exception& e) {
+    return fail("target", e.what());
+  }
   std::unique_ptr<engine::Session> exe;
   try {
     engine::SessionOptions so;
     so.threads = threads_;
     so.rounding = rounding;
-    so.profile = shared_profile(job.executor);
+    so.profile = profile;
     exe = engine::Session::from_proto(sub, so);
   } catch (const EngineError& e) {
     return fail(class_of(e, true), e.what());

@@ -253,8 +253,17 @@ void LocalPool::run(const std::function<std::optional<JobSpec>()>& next,
       submit(*j);
     }
     auto finished = service();
-    for (auto& [j, r] : finished) done(j, std::move(r));
-    if (!finished.empty()) continue;  // `next` may have new jobs now
+    if (!finished.empty()) {
+      // Refill freed slots before recording: the caller's store commit must
+      // not leave a worker idle.
+      while (busy() < slots_.size()) {
+        auto j = next();
+        if (!j) break;
+        submit(*j);
+      }
+      for (auto& [j, r] : finished) done(j, std::move(r));
+      continue;  // `next` may have new jobs now
+    }
     if (busy() == 0) {
       if (source_empty) return;
       continue;
