@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include <CLI/CLI.hpp>
 
@@ -60,21 +61,23 @@ std::string read_key(const std::string& path) {
   return k;
 }
 
-// One z85 public key per line; blank lines and # comments are skipped.
+// One z85 public key per line, optionally followed by whitespace and a
+// # comment; blank lines and comment lines are skipped. ('#' is also a z85
+// character: a 40-character token that decodes is a key.)
 std::set<std::string> read_allow_list(const std::string& path) {
   std::ifstream f(path);
   if (!f) throw pipeline::PipelineError(path + ": cannot open the allow-list");
   std::set<std::string> keys;
   std::string line;
   for (int n = 1; std::getline(f, line); ++n) {
-    const auto hash = line.find('#');
-    if (hash != std::string::npos) line.resize(hash);
-    const auto b = line.find_first_not_of(" \t\r");
-    if (b == std::string::npos) continue;
-    const auto e = line.find_last_not_of(" \t\r");
-    const std::string key = line.substr(b, e - b + 1);
-    if (key.size() != 40)
-      throw pipeline::PipelineError(path + ":" + std::to_string(n) + ": not a z85 public key (need 40 chars)");
+    std::istringstream words(line);
+    std::string key, rest;
+    if (!(words >> key)) continue;
+    uint8_t raw[32];
+    const bool z85 = key.size() == 40 && zmq_z85_decode(raw, key.c_str()) != nullptr;
+    if (!z85 && key[0] == '#') continue;  // a comment line
+    if (!z85 || ((words >> rest) && rest[0] != '#'))
+      throw pipeline::PipelineError(path + ":" + std::to_string(n) + ": not a z85 public key (40 chars)");
     keys.insert(key);
   }
   return keys;

@@ -131,19 +131,27 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
   const auto t_start = Clock::now();
   std::unique_ptr<ImportedModel> model;
   std::unique_ptr<Store> store;
+  std::unique_ptr<runner::LocalPool> pool;
   std::string store_dir, cache_dir;
   try {
     if (o.executors.empty()) throw PipelineError("no executor left to test (all skipped)");
+    if (!fs::exists(o.model)) throw PipelineError(o.model + ": cannot open model");
+    check_writable_dir(o.output_dir);
+    store_dir = o.output_dir + "/.torq-store";
+    cache_dir = store_dir + "/models";
+    fs::create_directories(cache_dir);
+    // Workers start (process launch, library and engine initialisation)
+    // while the model is imported.
+    runner::LocalPoolOptions lo;
+    lo.workers = std::max(1, o.workers);
+    lo.cache_dir = cache_dir;
+    lo.threads_per_worker = std::max(1, o.threads_per_worker);
+    pool = std::make_unique<runner::LocalPool>(lo);
     ImportOptions io;
     io.convert_bf16 = o.convert_bf16;
     io.rounding = o.rounding;
     model = ImportedModel::from_file(o.model, io);
-    check_writable_dir(o.output_dir);
-    store_dir = o.output_dir + "/.torq-store";
-    fs::create_directories(store_dir);
     store = Store::open(store_dir + "/db");
-    cache_dir = store_dir + "/models";
-    fs::create_directories(cache_dir);
     const std::string cached_model = cache_dir + "/" + model->hash() + ".onnx";
     if (!fs::exists(cached_model)) {
       const std::string tmp = cached_model + ".tmp";
@@ -153,7 +161,9 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
       if (!f) throw PipelineError(cached_model + ": cannot write");
       fs::rename(tmp, cached_model);
     }
-    store->put_model(model->hash(), model->bytes());
+    // Local workers read the model from the cache file; the store's models
+    // column family (a synced 50 MB write for resnet18) serves fleet
+    // workers and is filled by torq-coordinator.
     if (!o.save_bf16_model.empty()) {
       if (!o.convert_bf16) throw PipelineError("--save-bf16-model needs --auto-convert-bf16");
       std::ofstream f(o.save_bf16_model, std::ios::binary);
@@ -312,19 +322,27 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
       return j;
     }
   };
+  // Results that arrive together are committed in one synced batch, then
+  // counted (a result is recorded only once it is durable).
+  std::vector<Store::Commit> pending;
+  std::vector<std::pair<JobSpec, ExecResult>> pending_jobs;
   auto done = [&](const JobSpec& j, ExecResult r) {
-    store->commit_result(run, model->hash(), static_cast<int>(j.first_node), r, j.id, encode_job(j));
-    if (r.status != Status::kError || r.error_class == "unsupported" || r.error_class == "compile")
-      store->put_cache(cache_key(j, digests[j.executor], engine_id), r);
-    record(j, r, true);
+    pending.push_back({static_cast<int>(j.first_node), r, j.id, encode_job(j)});
+    pending_jobs.emplace_back(j, std::move(r));
+  };
+  auto commit = [&] {
+    store->commit_results(run, model->hash(), pending);
+    for (auto& [j, r] : pending_jobs) {
+      if (r.status != Status::kError || r.error_class == "unsupported" || r.error_class == "compile")
+        store->put_cache(cache_key(j, digests[j.executor], engine_id), r);
+      record(j, r, true);
+    }
+    pending.clear();
+    pending_jobs.clear();
   };
   try {
-    runner::LocalPoolOptions lo;
-    lo.workers = std::max(1, o.workers);
-    lo.cache_dir = cache_dir;
-    lo.threads_per_worker = std::max(1, o.threads_per_worker);
-    runner::LocalPool pool(lo);
-    pool.run(next, done);
+    pool->run(next, done, commit);
+    pool.reset();
   } catch (const std::exception& e) {
     log->progress_clear();
     err << "torq-gen-config: error: " << e.what() << "\n";
@@ -397,9 +415,11 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
   log->line("jobs: " + std::to_string(dispatched) + " run, " + std::to_string(resumed) + " resumed from the store, " +
             std::to_string(cache_hits) + " from the cache, " + std::to_string(planner.jobs_saved_by_dedup()) +
             " saved by dedup, " + std::to_string(skipped_known) + " layers skipped (known success)");
+  // efficiency = (sum of job run times) / (wall time x workers), over the
+  // whole command (import and report included).
   log->line("wall " + fmt(total_s, 2) + " s (jobs " + fmt(wall_s, 2) + " s), " +
-            fmt(wall_s > 0 ? static_cast<double>(dispatched) / wall_s : 0) + " jobs/s, efficiency " +
-            fmt(wall_s > 0 ? job_time_ms / 1000.0 / (wall_s * std::max(1, o.workers)) : 0, 2) + " on " +
+            fmt(total_s > 0 ? static_cast<double>(dispatched) / total_s : 0) + " jobs/s, efficiency " +
+            fmt(total_s > 0 ? job_time_ms / 1000.0 / (total_s * std::max(1, o.workers)) : 0, 2) + " on " +
             std::to_string(o.workers) + " workers");
   log->line("report: " + rpath);
   log->line("compiler: " + compiler_path(o.output_dir, model->name()));

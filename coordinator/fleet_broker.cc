@@ -28,7 +28,9 @@ namespace {
 constexpr const char* kZapEndpoint = "inproc://zeromq.zap.01";
 
 struct Job {
-  enum class State { kQueued, kLeased, kDone };
+  // kHeld: unfinished in the store at start, waiting one liveness interval
+  // for the worker that still runs it to reconnect and claim it.
+  enum class State { kHeld, kQueued, kLeased, kDone };
   JobSpec spec;
   std::string encoded;      // encode_job(spec), as stored and sent
   State state = State::kQueued;
@@ -106,6 +108,8 @@ struct FleetBroker::Impl {
   std::map<std::string, Worker> workers;                                 // registered, by identity
   uint64_t next_seq = 0;
   size_t queued = 0, leased = 0, wanted_open = 0;
+  std::vector<std::string> held;     // recovered jobs (State::kHeld until released)
+  std::optional<Clock::time_point> release_at;
 
   void log(const std::string& s) const { opt.log(s); }
   std::string name(const std::string& identity) const {
@@ -166,9 +170,11 @@ struct FleetBroker::Impl {
     ++leased;
     if (opt.persist_leases) store.put_job_state(run, j.spec.id, 'L', j.encoded);
     if (!send(w.identity, encode_job_message(j.encoded))) {
-      // Never reached the worker: not an attempt.
+      // Never reached the worker (now marked unreachable): not an attempt.
       --j.leases;
-      unlease(j, false);
+      w.leased.erase(j.spec.id);
+      --leased;
+      enqueue(j);
       return;
     }
     ++stats.dispatched;
@@ -218,8 +224,8 @@ struct FleetBroker::Impl {
     auto it = workers.find(identity);
     if (it == workers.end()) return;
     if (tell) send(identity, encode_disconnect(reason));
-    const std::set<std::string> held = it->second.leased;
-    for (const auto& id : held) unlease(jobs.at(id), died);
+    const std::set<std::string> leases = it->second.leased;
+    for (const auto& id : leases) unlease(jobs.at(id), died);
     workers.erase(identity);
   }
 
@@ -275,8 +281,9 @@ struct FleetBroker::Impl {
     size_t kept = 0;
     for (const auto& id : info.running) {
       auto j = jobs.find(id);
-      if (j == jobs.end() || j->second.state != Job::State::kQueued) continue;
-      unqueue(j->second);
+      if (j == jobs.end()) continue;
+      if (j->second.state == Job::State::kQueued) unqueue(j->second);
+      else if (j->second.state != Job::State::kHeld) continue;
       j->second.state = Job::State::kLeased;
       j->second.worker = identity;
       j->second.deadline = Clock::now() + milliseconds(j->second.spec.timeout_ms) + milliseconds(opt.lease_slack_ms);
@@ -311,7 +318,7 @@ struct FleetBroker::Impl {
       auto holder = workers.find(j.worker);
       if (holder != workers.end()) holder->second.leased.erase(j.spec.id);
       --leased;
-    } else {
+    } else if (j.state == Job::State::kQueued) {
       unqueue(j);
     }
     r.attempts = std::max<uint32_t>(1, j.leases);
@@ -467,7 +474,8 @@ FleetBroker::FleetBroker(Store& store, std::string run, BrokerOptions opts) {
   } catch (const zmq::error_t& e) {
     throw PipelineError("cannot bind " + m.opt.bind + ": " + e.what());
   }
-  // Resume: done jobs stay done; everything else is queued again, first.
+  // Resume: done jobs stay done; unfinished ones are held for one liveness
+  // interval (their workers may reconnect and claim them), then queued first.
   for (auto& [id, st] : store.jobs(m.run)) {
     Job j;
     j.spec = decode_job(st.second.data(), st.second.size());
@@ -477,11 +485,14 @@ FleetBroker::FleetBroker(Store& store, std::string run, BrokerOptions opts) {
     if (st.first == 'D') {
       stored.state = Job::State::kDone;
     } else {
-      m.enqueue(stored);
+      stored.state = Job::State::kHeld;
+      m.held.push_back(id);
       ++stats_.recovered;
     }
   }
-  if (stats_.recovered) m.log("resuming: " + std::to_string(stats_.recovered) + " unfinished jobs queued again");
+  if (stats_.recovered)
+    m.log("resuming: " + std::to_string(stats_.recovered) + " unfinished jobs, queued again unless their workers " +
+          "claim them within " + std::to_string(m.opt.heartbeat_ms * m.opt.liveness) + " ms");
 }
 
 FleetBroker::~FleetBroker() {
@@ -491,15 +502,26 @@ FleetBroker::~FleetBroker() {
   for (auto& id : ids) impl_->send(id, encode_disconnect("coordinator shutting down"));
 }
 
-size_t FleetBroker::pending() const { return impl_->queued + impl_->leased; }
+size_t FleetBroker::pending() const {
+  size_t held = 0;
+  for (const auto& id : impl_->held) held += impl_->jobs.at(id).state == Job::State::kHeld;
+  return impl_->queued + impl_->leased + held;
+}
 
 bool FleetBroker::run(const Source& next, const Done& done) {
   Impl& m = *impl_;
   m.done = &done;
   const milliseconds hb(m.opt.heartbeat_ms);
   std::optional<Clock::time_point> stop_by;
+  if (!m.release_at) m.release_at = Clock::now() + hb * m.opt.liveness;
   for (;;) {
     auto now = Clock::now();
+    // Recovered jobs nobody claimed go back to the queue.
+    if (!m.held.empty() && now >= *m.release_at) {
+      for (const auto& id : m.held)
+        if (Job& j = m.jobs.at(id); j.state == Job::State::kHeld) m.enqueue(j);
+      m.held.clear();
+    }
     // Winding down: no more dispatch; wait for the leased jobs, up to the grace period.
     if ((stop_.load() || (m.opt.stop_flag && m.opt.stop_flag->load())) && !stop_by) {
       stop_by = now + milliseconds(m.opt.grace_ms);
@@ -519,7 +541,7 @@ bool FleetBroker::run(const Source& next, const Done& done) {
         }
         m.want(*j);
       }
-      if (source_empty && m.queued == 0 && m.leased == 0 && m.wanted_open == 0) return true;
+      if (source_empty && m.queued == 0 && m.leased == 0 && m.wanted_open == 0 && m.held.empty()) return true;
       for (bool progress = true; progress && m.queued > 0;) {
         progress = false;
         for (auto& [id, w] : m.workers)
@@ -533,6 +555,7 @@ bool FleetBroker::run(const Source& next, const Done& done) {
 
     // Wait for traffic until the next heartbeat or expiry is due.
     auto wake = now + hb;
+    if (!m.held.empty()) wake = std::min(wake, *m.release_at);
     for (auto& [id, w] : m.workers) wake = std::min({wake, w.expiry, w.last_sent + hb});
     const long wait_ms = std::max<long>(0, std::chrono::duration_cast<milliseconds>(wake - now).count());
     zmq_pollitem_t items[2] = {{m.router.handle(), 0, ZMQ_POLLIN, 0}, {m.zap ? m.zap->handle() : nullptr, 0, ZMQ_POLLIN, 0}};

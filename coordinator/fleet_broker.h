@@ -20,8 +20,10 @@
 //    and its sender is sent DISCONNECT and forgotten; the broker keeps
 //    serving everyone else.
 //  - Restart: the constructor reads the run's jobs from the store; done jobs
-//    stay done (a source asking for one gets the stored result back), queued
-//    and leased ones are queued again and dispatched first.
+//    stay done (a source asking for one gets the stored result back).
+//    Unfinished (leased) ones are held for one liveness interval, so a worker
+//    still running one can reconnect and claim it (READY lists its running
+//    jobs), then queued again ahead of new jobs.
 //  - Binding: without CURVE keys only loopback endpoints (tcp://127.x,
 //    tcp://localhost, tcp://[::1], ipc://, inproc://) are accepted unless
 //    `insecure` is set; otherwise the constructor throws PipelineError.

@@ -237,7 +237,10 @@ void Store::erase_result(const std::string& run, const std::string& model_hash, 
 
 void Store::put_cache(const std::string& key, const ExecResult& r) {
   check_nonempty(dir_, "cache key", key);
-  check_write(dir_, db_->Put(synced(), cache_, key, encode_result(r)), kCache, key);
+  // The cache is advisory (the results column family is the durable record):
+  // written through the WAL without fsync, so it survives a killed process
+  // and costs no disk flush on the scheduler's path.
+  check_write(dir_, db_->Put(rocksdb::WriteOptions(), cache_, key, encode_result(r)), kCache, key);
 }
 
 std::optional<ExecResult> Store::get_cache(const std::string& key) const {
@@ -288,16 +291,24 @@ std::optional<std::string> Store::get_run_meta(const std::string& run) const {
 
 void Store::commit_result(const std::string& run, const std::string& model_hash, int layer, const ExecResult& r,
                           const std::string& job_id, const std::string& encoded_job) {
-  const std::string rkey = result_key(dir_, run, model_hash, layer);
-  const std::string jkey = job_key(dir_, run, job_id);
-  check_job_value(dir_, 'D', encoded_job, jkey);
+  commit_results(run, model_hash, {Commit{layer, r, job_id, encoded_job}});
+}
+
+void Store::commit_results(const std::string& run, const std::string& model_hash, const std::vector<Commit>& commits) {
+  if (commits.empty()) return;
   rocksdb::WriteBatch batch;
-  rocksdb::Status st = batch.Merge(results_, rkey, encode_result(r));
-  if (st.ok()) st = batch.Put(jobs_, jkey, job_value('D', encoded_job));
+  rocksdb::Status st;
+  for (const auto& c : commits) {
+    const std::string rkey = result_key(dir_, run, model_hash, c.layer);
+    const std::string jkey = job_key(dir_, run, c.job_id);
+    check_job_value(dir_, 'D', c.encoded_job, jkey);
+    if (st.ok()) st = batch.Merge(results_, rkey, encode_result(c.result));
+    if (st.ok()) st = batch.Put(jobs_, jkey, job_value('D', c.encoded_job));
+  }
   if (st.ok()) st = db_->Write(synced(), &batch);
   if (!st.ok())
-    throw PipelineError(fail_prefix(dir_) + "cannot commit result of job '" + job_id + "' (results key '" + rkey +
-                        "'): " + st.ToString());
+    throw PipelineError(fail_prefix(dir_) + "cannot commit " + std::to_string(commits.size()) +
+                        " result(s), first job '" + commits.front().job_id + "': " + st.ToString());
 }
 
 }  // namespace torq::pipeline

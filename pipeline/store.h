@@ -86,7 +86,9 @@ class Store {
   // so it orders correctly against concurrent merge_result calls.
   void erase_result(const std::string& run, const std::string& model_hash, int layer, Executor e);
 
-  // Stores a result under a content-addressed cache key (overwrites).
+  // Stores a result under a content-addressed cache key (overwrites). Not
+  // fsynced: it survives a killed process (WAL in the OS page cache) but
+  // may be lost with the machine; the cache is advisory.
   void put_cache(const std::string& key, const ExecResult& r);
   // The cached result, or nullopt. An undecodable value is a PipelineError.
   std::optional<ExecResult> get_cache(const std::string& key) const;
@@ -110,6 +112,14 @@ class Store {
   // or neither is. Validation is as for merge_result and put_job_state.
   void commit_result(const std::string& run, const std::string& model_hash, int layer, const ExecResult& r,
                      const std::string& job_id, const std::string& encoded_job);
+  // Several commits in one synced WriteBatch (one disk flush): all or none.
+  struct Commit {
+    int layer;
+    ExecResult result;
+    std::string job_id;
+    std::string encoded_job;
+  };
+  void commit_results(const std::string& run, const std::string& model_hash, const std::vector<Commit>& commits);
 
  private:
   Store() = default;

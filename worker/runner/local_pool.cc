@@ -239,7 +239,8 @@ std::vector<LocalPool::Finished> LocalPool::service() {
 }
 
 void LocalPool::run(const std::function<std::optional<JobSpec>()>& next,
-                    const std::function<void(const JobSpec&, ExecResult)>& done) {
+                    const std::function<void(const JobSpec&, ExecResult)>& done,
+                    const std::function<void()>& batch_done) {
   bool source_empty = false;
   for (;;) {
     // Fill idle slots (crash retries are already queued and go first).
@@ -262,6 +263,7 @@ void LocalPool::run(const std::function<std::optional<JobSpec>()>& next,
         submit(*j);
       }
       for (auto& [j, r] : finished) done(j, std::move(r));
+      if (batch_done) batch_done();
       continue;  // `next` may have new jobs now
     }
     if (busy() == 0) {

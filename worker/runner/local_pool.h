@@ -42,8 +42,11 @@ class LocalPool {
   // has nothing and no job is in flight, calling `done` for every result
   // (in the calling thread). `next` may return new jobs after results arrive
   // (skip mode schedules the next executor of a layer that did not succeed).
+  // `batch_done`, if set, runs after each group of `done` calls (results
+  // that arrived together): the place to commit them in one write.
   void run(const std::function<std::optional<pipeline::JobSpec>()>& next,
-           const std::function<void(const pipeline::JobSpec&, pipeline::ExecResult)>& done);
+           const std::function<void(const pipeline::JobSpec&, pipeline::ExecResult)>& done,
+           const std::function<void()>& batch_done = {});
 
   // --- Non-blocking API ---
   using Finished = std::pair<pipeline::JobSpec, pipeline::ExecResult>;

@@ -1,0 +1,419 @@
+// The broker's protocol, in process: a FleetBroker on a loopback port, a real
+// Store, and scripted workers (raw DEALERs) that behave well or badly.
+#include <gtest/gtest.h>
+
+#include <flatbuffers/flatbuffers.h>
+
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "coordinator/fleet_broker.h"
+#include "pipeline/model_import.h"
+#include "schema/fleet_generated.h"
+#include "tests/fleet/fleet_harness.h"
+
+using namespace torq;
+using namespace torq::fleet_test;
+using coordinator::BrokerOptions;
+using coordinator::FleetBroker;
+using pipeline::Executor;
+using pipeline::ExecResult;
+using pipeline::FleetType;
+using pipeline::JobSpec;
+using pipeline::Status;
+
+namespace {
+
+const std::string kHash = pipeline::sha256_hex("fake model bytes");
+const std::string kRun = "testrun";
+
+JobSpec job(int layer, Executor e, const std::string& target = "sim") {
+  JobSpec j;
+  j.model_hash = kHash;
+  j.first_node = j.last_node = static_cast<uint32_t>(layer);
+  j.executor = e;
+  j.target = target;
+  j.id = kHash.substr(0, 16) + "/" + std::to_string(layer) + "/" + pipeline::executor_name(e);
+  j.timeout_ms = 5000;
+  return j;
+}
+
+// A broker serving in a thread, fed from a queue the test fills.
+class Harness {
+ public:
+  Harness(const std::string& name, BrokerOptions o, std::vector<JobSpec> jobs, bool fresh = true) {
+    dir_ = fresh ? fresh_dir(name) : std::string(TORQ_TEST_TMP) + "/fleet/" + name;
+    store_ = pipeline::Store::open(dir_ + "/db");
+    store_->put_model(kHash, "fake model bytes");
+    for (auto& j : jobs) source_.push_back(j);
+    o.bind = endpoint(free_port());
+    // Fast heartbeats; a scripted worker that pauses (the test is busy with
+    // another one) for up to a second still counts as alive.
+    if (o.heartbeat_ms == BrokerOptions{}.heartbeat_ms) o.heartbeat_ms = 100;
+    if (o.liveness == BrokerOptions{}.liveness) o.liveness = 10;
+    o.log = [this](const std::string& s) {
+      std::lock_guard<std::mutex> g(mu_);
+      log_ += s + "\n";
+    };
+    broker_ = std::make_unique<FleetBroker>(*store_, kRun, o);
+  }
+  ~Harness() { stop(); }
+  void start() {
+    thread_ = std::thread([this] {
+      completed_ = broker_->run(
+          [this]() -> std::optional<JobSpec> {
+            std::lock_guard<std::mutex> g(mu_);
+            if (source_.empty()) return std::nullopt;
+            JobSpec j = source_.front();
+            source_.pop_front();
+            return j;
+          },
+          [this](const JobSpec& j, const ExecResult& r) {
+            std::lock_guard<std::mutex> g(mu_);
+            done_.emplace_back(j, r);
+          });
+      finished_ = true;
+    });
+  }
+  // Stops (if still running) and joins; returns run()'s value.
+  bool stop() {
+    if (thread_.joinable()) {
+      broker_->request_stop();
+      thread_.join();
+    }
+    return completed_;
+  }
+  bool wait_finished(int timeout_ms) {
+    const auto until = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (!finished_ && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (finished_ && thread_.joinable()) thread_.join();
+    return finished_;
+  }
+  std::vector<std::pair<JobSpec, ExecResult>> done() {
+    std::lock_guard<std::mutex> g(mu_);
+    return done_;
+  }
+  std::string log() {
+    std::lock_guard<std::mutex> g(mu_);
+    return log_;
+  }
+  FleetBroker& broker() { return *broker_; }
+  pipeline::Store& store() { return *store_; }
+  std::string ep() const { return broker_->endpoint(); }
+  void destroy_broker() {
+    stop();
+    broker_.reset();
+  }
+
+  zmq::context_t ctx;
+
+ private:
+  std::string dir_;
+  std::unique_ptr<pipeline::Store> store_;
+  std::unique_ptr<FleetBroker> broker_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::deque<JobSpec> source_;
+  std::vector<std::pair<JobSpec, ExecResult>> done_;
+  std::string log_;
+  std::atomic<bool> finished_{false};
+  bool completed_ = false;
+};
+
+// Receives `n` JOB messages, skipping acknowledgements (failing the test
+// on anything else).
+std::vector<JobSpec> take_jobs(FakeWorker& w, size_t n, int timeout_ms = 2000) {
+  std::vector<JobSpec> out;
+  const auto until = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (out.size() < n && Clock::now() < until) {
+    auto m = w.next(timeout_ms);
+    if (!m) break;
+    if (m->type == FleetType::kJob) out.push_back(m->job);
+    else if (m->type != FleetType::kResultAck) ADD_FAILURE() << "expected JOB, got " << pipeline::fleet_type_name(m->type) << " " << m->reason;
+  }
+  EXPECT_EQ(out.size(), n);
+  return out;
+}
+
+bool gets_no_job(FakeWorker& w, int ms) {
+  auto m = w.next(ms);
+  return !m || m->type != FleetType::kJob;
+}
+
+}  // namespace
+
+TEST(FleetBroker, RefusesNonLoopbackBindWithoutKeysUnlessInsecure) {
+  EXPECT_TRUE(coordinator::is_loopback_endpoint("tcp://127.0.0.1:5555"));
+  EXPECT_TRUE(coordinator::is_loopback_endpoint("tcp://localhost:5555"));
+  EXPECT_TRUE(coordinator::is_loopback_endpoint("tcp://[::1]:5555"));
+  EXPECT_TRUE(coordinator::is_loopback_endpoint("ipc:///tmp/x"));
+  EXPECT_FALSE(coordinator::is_loopback_endpoint("tcp://0.0.0.0:5555"));
+  EXPECT_FALSE(coordinator::is_loopback_endpoint("tcp://*:5555"));
+  EXPECT_FALSE(coordinator::is_loopback_endpoint("tcp://10.1.2.3:5555"));
+  auto store = pipeline::Store::open(fresh_dir("bind") + "/db");
+  BrokerOptions o;
+  o.bind = "tcp://0.0.0.0:" + std::to_string(free_port());
+  try {
+    FleetBroker b(*store, kRun, o);
+    FAIL() << "bound " << o.bind << " without keys";
+  } catch (const pipeline::PipelineError& e) {
+    EXPECT_NE(std::string(e.what()).find("--insecure"), std::string::npos) << e.what();
+  }
+  o.insecure = true;
+  EXPECT_NO_THROW(FleetBroker(*store, kRun, o));
+}
+
+TEST(FleetBroker, DispatchHonoursCreditsAndMatchesExecutorAndTarget) {
+  Harness h("credits", {}, {job(0, Executor::kNss), job(1, Executor::kNss), job(2, Executor::kNss),
+                            job(0, Executor::kHost), job(1, Executor::kHost)});
+  h.start();
+  FakeWorker a(h.ctx, h.ep()), b(h.ctx, h.ep()), c(h.ctx, h.ep());
+  c.ready("c", "astra", {Executor::kNss, Executor::kCss, Executor::kHost}, 5);
+  a.ready("a", "sim", {Executor::kNss}, 2);
+  b.ready("b", "sim", {Executor::kHost}, 1);
+  auto ja = take_jobs(a, 2);
+  for (auto& j : ja) EXPECT_EQ(j.executor, Executor::kNss);
+  auto jb = take_jobs(b, 1);
+  ASSERT_EQ(jb.size(), 1u) << h.log();
+  EXPECT_EQ(jb[0].executor, Executor::kHost);
+  EXPECT_TRUE(gets_no_job(a, 300)) << "a holds 2 of capacity 2";
+  EXPECT_TRUE(gets_no_job(b, 100)) << "b holds 1 of capacity 1";
+  EXPECT_TRUE(gets_no_job(c, 100)) << "c serves another target";
+  ASSERT_EQ(ja.size(), 2u);
+  // A result frees a credit: the third nss job follows its acknowledgement.
+  a.result(ja[0].id, Executor::kNss);
+  auto ack = a.next(2000);
+  ASSERT_TRUE(ack && ack->type == FleetType::kResultAck);
+  EXPECT_EQ(ack->job_id, ja[0].id);
+  auto j3 = take_jobs(a, 1);
+  a.result(ja[1].id, Executor::kNss);
+  a.result(j3.at(0).id, Executor::kNss);
+  b.result(jb[0].id, Executor::kHost);
+  auto jb2 = take_jobs(b, 1);
+  b.result(jb2.at(0).id, Executor::kHost);
+  ASSERT_TRUE(h.wait_finished(5000));
+  EXPECT_EQ(h.done().size(), 5u);
+  EXPECT_EQ(h.broker().stats().dispatched, 5u);
+  auto states = h.store().jobs(kRun);
+  EXPECT_EQ(states.size(), 5u);
+  for (auto& [id, st] : states) EXPECT_EQ(st.first, 'D') << id;
+}
+
+TEST(FleetBroker, SilentWorkersJobIsRequeuedAndEndsAsCrashAfterMaxAttempts) {
+  BrokerOptions o;
+  o.max_attempts = 2;
+  o.heartbeat_ms = 100;
+  o.liveness = 4;
+  Harness h("silent", o, {job(0, Executor::kCss), job(1, Executor::kCss)});
+  h.start();
+  FakeWorker a(h.ctx, h.ep()), b(h.ctx, h.ep());
+  a.ready("a", "sim", {Executor::kCss}, 1);
+  auto first = take_jobs(a, 1);
+  ASSERT_EQ(first.size(), 1u);
+  b.ready("b", "sim", {Executor::kCss}, 1);
+  auto other = take_jobs(b, 1);
+  ASSERT_EQ(other.size(), 1u);
+  b.result(other[0].id, Executor::kCss);
+  // a goes silent: after 3 heartbeats its job moves to b, which dies too.
+  auto again = take_jobs(b, 1, 3000);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].id, first[0].id);
+  auto bye = a.next(500, false);
+  ASSERT_TRUE(bye);
+  EXPECT_EQ(bye->type, FleetType::kDisconnect);
+  ASSERT_TRUE(h.wait_finished(5000)) << h.log();
+  auto done = h.done();
+  ASSERT_EQ(done.size(), 2u);
+  const ExecResult& crash = done[1].first.id == first[0].id ? done[1].second : done[0].second;
+  EXPECT_EQ(crash.status, Status::kError);
+  EXPECT_EQ(crash.error_class, "crash");
+  EXPECT_EQ(crash.attempts, 2u);
+  EXPECT_EQ(h.broker().stats().crashed, 1u);
+  EXPECT_EQ(h.broker().stats().workers_expired, 2u);
+  // The crash is committed like any result.
+  auto stored = h.store().layer_results(kRun, kHash, static_cast<int>(first[0].first_node));
+  ASSERT_EQ(stored.size(), 1u);
+  EXPECT_EQ(stored[0].error_class, "crash");
+}
+
+TEST(FleetBroker, LateAndDuplicateResultsAreAcknowledgedAndDropped) {
+  Harness h("dup", {}, {job(0, Executor::kHost), job(1, Executor::kHost)});
+  h.start();
+  FakeWorker a(h.ctx, h.ep()), b(h.ctx, h.ep());
+  a.ready("a", "sim", {Executor::kHost}, 1);
+  auto j = take_jobs(a, 1);
+  ASSERT_EQ(j.size(), 1u);
+  a.result(j[0].id, Executor::kHost, Status::kSuccess);
+  int acks = 0;
+  std::optional<JobSpec> second;
+  for (int i = 0; i < 4 && (acks < 1 || !second); ++i) {
+    auto m = a.next(2000);
+    ASSERT_TRUE(m);
+    if (m->type == FleetType::kResultAck) ++acks;
+    if (m->type == FleetType::kJob) second = m->job;
+  }
+  EXPECT_EQ(acks, 1);
+  a.result(j[0].id, Executor::kHost, Status::kDifference);  // duplicate
+  auto am = a.next(2000);
+  ASSERT_TRUE(am && am->type == FleetType::kResultAck);
+  b.ready("b", "sim", {Executor::kCss}, 1);
+  b.result(j[0].id, Executor::kHost, Status::kError);  // late, from another worker
+  auto bm = b.next(2000);
+  ASSERT_TRUE(bm && bm->type == FleetType::kResultAck);
+  ASSERT_TRUE(second);
+  a.result(second->id, Executor::kHost);
+  ASSERT_TRUE(h.wait_finished(5000));
+  auto done = h.done();
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(done[0].second.status, Status::kSuccess) << "the first result wins";
+  EXPECT_EQ(h.broker().stats().duplicates, 2u);
+  auto stored = h.store().layer_results(kRun, kHash, 0);
+  ASSERT_EQ(stored.size(), 1u);
+  EXPECT_EQ(stored[0].status, Status::kSuccess);
+}
+
+TEST(FleetBroker, BadFramesDisconnectTheSenderAndEveryoneElseIsServed) {
+  BrokerOptions o;
+  o.max_inbound_bytes = 64 << 10;
+  Harness h("bad", o, {job(0, Executor::kHost), job(1, Executor::kHost), job(2, Executor::kHost)});
+  h.start();
+  FakeWorker good(h.ctx, h.ep());
+  good.ready("good", "sim", {Executor::kHost}, 1);
+  auto gj = take_jobs(good, 1);
+  ASSERT_EQ(gj.size(), 1u);
+
+  auto envelope = [](uint16_t version, torq::schema::Message type) {
+    flatbuffers::FlatBufferBuilder b;
+    auto body = torq::schema::CreateHeartbeat(b).Union();
+    torq::schema::EnvelopeBuilder eb(b);
+    eb.add_version(version);
+    eb.add_message_type(type);
+    eb.add_message(body);
+    torq::schema::FinishEnvelopeBuffer(b, eb.Finish());
+    return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
+  };
+  flatbuffers::FlatBufferBuilder fb;
+  const std::string junk(64, '\x55');
+  auto body = torq::schema::CreateResultMsg(fb, fb.CreateVector(reinterpret_cast<const uint8_t*>(junk.data()), junk.size()));
+  torq::schema::EnvelopeBuilder eb(fb);
+  eb.add_version(pipeline::kFleetProtocolVersion);
+  eb.add_message_type(torq::schema::Message::ResultMsg);
+  eb.add_message(body.Union());
+  torq::schema::FinishEnvelopeBuffer(fb, eb.Finish());
+  const std::string bad_nested(reinterpret_cast<const char*>(fb.GetBufferPointer()), fb.GetSize());
+  const std::string ready = [] {
+    pipeline::WorkerInfo w;
+    w.worker_id = "x";
+    w.executors = {Executor::kHost};
+    return pipeline::encode_ready(w);
+  }();
+  const std::vector<std::vector<std::string>> attacks = {
+      {std::string("\x01\x02random garbage\xff", 17)},
+      {ready.substr(0, ready.size() / 2)},                           // truncated
+      {std::string(100 << 10, 'A')},                                 // oversize
+      {pipeline::encode_heartbeat(), pipeline::encode_heartbeat()},  // two frames
+      {bad_nested},                                                  // valid envelope, bad FlatBuffer inside
+      {envelope(pipeline::kFleetProtocolVersion, static_cast<torq::schema::Message>(42))},  // unknown type
+      {envelope(99, torq::schema::Message::Heartbeat)},              // other protocol version
+      {pipeline::encode_job_message(pipeline::encode_job(job(5, Executor::kHost)))},  // wrong direction
+  };
+  FakeWorker evil(h.ctx, h.ep());
+  for (const auto& frames : attacks) {
+    evil.send_frames(frames);
+    auto m = evil.next(2000, false);
+    ASSERT_TRUE(m) << "no answer to attack " << frames[0].size();
+    EXPECT_EQ(m->type, FleetType::kDisconnect);
+  }
+  EXPECT_EQ(h.broker().stats().bad_frames, attacks.size()) << h.log();
+
+  // A registered worker that misbehaves loses its lease to the others.
+  FakeWorker rogue(h.ctx, h.ep());
+  rogue.ready("rogue", "sim", {Executor::kHost}, 1);
+  auto rj = take_jobs(rogue, 1);
+  ASSERT_EQ(rj.size(), 1u);
+  rogue.send("not a flatbuffer");
+  good.result(gj[0].id, Executor::kHost);
+  std::vector<JobSpec> rest;
+  while (rest.size() < 2) {
+    auto m = good.next(3000);
+    ASSERT_TRUE(m) << h.log();
+    if (m->type != FleetType::kJob) continue;
+    rest.push_back(m->job);
+    good.result(m->job.id, Executor::kHost);
+  }
+  EXPECT_TRUE(rest[0].id == rj[0].id || rest[1].id == rj[0].id) << "the rogue's job was requeued";
+  ASSERT_TRUE(h.wait_finished(5000)) << h.log();
+  EXPECT_EQ(h.done().size(), 3u);
+  EXPECT_NE(h.log().find("bad frame from worker rogue"), std::string::npos) << h.log();
+}
+
+TEST(FleetBroker, RestartKeepsDoneJobsAndRequeuesLeasedOnes) {
+  const std::vector<JobSpec> jobs = {job(0, Executor::kNss), job(1, Executor::kNss), job(2, Executor::kNss)};
+  std::string first_id;
+  {
+    BrokerOptions o;
+    o.grace_ms = 0;
+    Harness h("restart", o, jobs);
+    h.start();
+    FakeWorker a(h.ctx, h.ep());
+    a.ready("a", "sim", {Executor::kNss}, 3);
+    auto got = take_jobs(a, 3);
+    ASSERT_EQ(got.size(), 3u);
+    first_id = got[0].id;
+    a.result(first_id, Executor::kNss, Status::kDifference);
+    auto ack = a.next(2000);
+    ASSERT_TRUE(ack && ack->type == FleetType::kResultAck);
+    EXPECT_FALSE(h.stop()) << "stopped before the end";
+    auto states = h.store().jobs(kRun);
+    ASSERT_EQ(states.size(), 3u);
+    for (auto& [id, st] : states) EXPECT_EQ(st.first, id == first_id ? 'D' : 'L') << id;
+  }
+  // A new broker on the same store: the done job is reported from the store,
+  // the leased ones run again (one kept by the worker that reconnects).
+  Harness h("restart", {}, jobs, false);
+  EXPECT_EQ(h.broker().stats().recovered, 2u);
+  h.start();
+  std::string kept = first_id == jobs[1].id ? jobs[2].id : jobs[1].id;
+  FakeWorker a2(h.ctx, h.ep()), b(h.ctx, h.ep());
+  a2.ready("a", "sim", {Executor::kNss}, 1, {kept});
+  EXPECT_TRUE(gets_no_job(a2, 200)) << "a2 already runs its job";
+  b.ready("b", "sim", {Executor::kNss}, 3);
+  auto bj = take_jobs(b, 1);
+  ASSERT_EQ(bj.size(), 1u);
+  EXPECT_NE(bj[0].id, kept);
+  EXPECT_NE(bj[0].id, first_id);
+  EXPECT_TRUE(gets_no_job(a2, 200)) << "a2 already runs its job";
+  a2.result(kept, Executor::kNss);
+  b.result(bj[0].id, Executor::kNss);
+  ASSERT_TRUE(h.wait_finished(5000)) << h.log();
+  auto done = h.done();
+  ASSERT_EQ(done.size(), 3u);
+  EXPECT_EQ(h.broker().stats().reported_from_store, 1u);
+  EXPECT_EQ(h.broker().stats().dispatched, 1u);
+  for (auto& [j, r] : done) {
+    if (j.id == first_id) {
+      EXPECT_EQ(r.status, Status::kDifference);
+    }
+  }
+}
+
+TEST(FleetBroker, BlobRequestsAreServedFromTheStore) {
+  Harness h("blob", {}, {job(0, Executor::kHost)});
+  h.start();
+  FakeWorker a(h.ctx, h.ep());
+  a.ready("a", "sim", {Executor::kHost}, 1);
+  auto j = take_jobs(a, 1);
+  a.send(pipeline::encode_blob_request(kHash));
+  auto m = a.next(2000);
+  ASSERT_TRUE(m && m->type == FleetType::kBlobReply);
+  EXPECT_TRUE(m->blob_known);
+  EXPECT_EQ(m->blob, "fake model bytes");
+  const std::string other = pipeline::sha256_hex("other");
+  a.send(pipeline::encode_blob_request(other));
+  m = a.next(2000);
+  ASSERT_TRUE(m && m->type == FleetType::kBlobReply);
+  EXPECT_FALSE(m->blob_known);
+  a.result(j.at(0).id, Executor::kHost);
+  ASSERT_TRUE(h.wait_finished(5000));
+}

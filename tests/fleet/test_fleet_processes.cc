@@ -1,0 +1,384 @@
+// The fleet with real processes on loopback: torq-coordinator, torq-worker
+// processes (each running jobs in `--stdio` children), a real RocksDB store
+// and the demo model. Workers and coordinators are killed with SIGKILL
+// mid-run; raw garbage is thrown at the coordinator's port.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <regex>
+#include <set>
+
+#include "pipeline/codec.h"
+#include "pipeline/store.h"
+#include "tests/fleet/fleet_harness.h"
+
+using namespace torq;
+using namespace torq::fleet_test;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kHeartbeatMs = 200;
+
+json read_json(const std::string& path) { return json::parse(slurp(path)); }
+
+std::string demo_model(const std::string& dir) {
+  const std::string path = dir + "/demo.onnx";
+  Proc p({bin("torq-sim"), "demo", "--save", path}, dir + "/sim.log");
+  EXPECT_EQ(p.wait(60000), 0) << p.output();
+  return path;
+}
+
+// One coordinator and its workers in `dir`, on a free loopback port.
+struct Fleet {
+  explicit Fleet(const std::string& name) : dir(fresh_dir(name)), ep(endpoint(free_port())) {}
+
+  Proc coordinator(const std::string& model, const std::string& log, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {bin("torq-coordinator"), "--model", model, "--bind", ep, "--db", dir + "/db",
+                                     "--export", dir + "/out", "--heartbeat-ms", std::to_string(kHeartbeatMs)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Proc(args, dir + "/" + log);
+  }
+  void add_worker(const std::vector<std::string>& env = {}) {
+    const std::string id = "w" + std::to_string(workers.size() + 1);
+    workers.emplace_back(std::vector<std::string>{bin("torq-worker"), "--connect", ep, "--id", id, "--cache",
+                                                  dir + "/cache-" + id, "--capacity", "1", "--heartbeat-ms",
+                                                  std::to_string(kHeartbeatMs), "-v"},
+                         dir + "/" + id + ".log", env);
+  }
+  // SIGTERM every worker; each must leave cleanly.
+  void stop_workers() {
+    for (auto& w : workers) w.signal(SIGTERM);
+    for (auto& w : workers) {
+      auto code = w.wait(20000);
+      EXPECT_TRUE(code.has_value()) << "worker did not stop on SIGTERM";
+      if (code && *code != 128 + SIGKILL) {
+        EXPECT_EQ(*code, 0) << w.output();
+      }
+    }
+  }
+  std::string worker_logs() const {
+    std::string all;
+    for (const auto& w : workers) all += w.output();
+    return all;
+  }
+
+  std::string dir, ep;
+  std::vector<Proc> workers;
+};
+
+std::string run_id(const std::string& coordinator_output) {
+  std::smatch m;
+  if (std::regex_search(coordinator_output, m, std::regex("run ([0-9a-f]{16}):"))) return m[1];
+  return "";
+}
+
+// Store contents of a run: job id -> state; and the model's results.
+struct StoreView {
+  std::map<std::string, char> states;
+  std::map<int, std::vector<pipeline::ExecResult>> results;
+};
+StoreView read_store(const std::string& db, const std::string& run) {
+  StoreView v;
+  auto store = pipeline::Store::open(db);
+  std::string hash;
+  for (auto& [id, st] : store->jobs(run)) {
+    v.states[id] = st.first;
+    hash = pipeline::decode_job(st.second.data(), st.second.size()).model_hash;
+  }
+  if (!hash.empty()) v.results = store->model_results(run, hash);
+  return v;
+}
+
+size_t count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
+// A number printed after `label` in the coordinator's summary.
+long summary_number(const std::string& out, const std::string& pattern) {
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex(pattern))) return -1;
+  return std::stol(m[1]);
+}
+
+}  // namespace
+
+TEST(FleetProcesses, DemoOverThreeWorkersMatchesSingleMachineDiscover) {
+  Fleet f("demo");
+  const std::string model = demo_model(f.dir);
+  std::filesystem::create_directories(f.dir + "/local/.torq-store");
+  Proc local({bin("torq-gen-config"), "discover", "--model", model, "--output-dir", f.dir + "/local", "--workers",
+              "2"},
+             f.dir + "/local.log");
+  ASSERT_EQ(local.wait(120000), 0) << local.output();
+
+  Proc coord = f.coordinator(model, "coordinator.log");
+  for (int i = 0; i < 3; ++i) f.add_worker();
+  auto code = coord.wait(120000);
+  ASSERT_TRUE(code) << coord.output();
+  EXPECT_EQ(*code, 0) << coord.output();
+  f.stop_workers();
+
+  const json a = read_json(f.dir + "/local/torq_gen_config_demo.json");
+  const json b = read_json(f.dir + "/out/torq_gen_config_demo.json");
+  ASSERT_EQ(a["ops"].size(), 14u);
+  ASSERT_EQ(b["ops"].size(), a["ops"].size());
+  for (auto& [id, op] : a["ops"].items()) {
+    ASSERT_TRUE(b["ops"].contains(id)) << id;
+    const json& other = b["ops"][id];
+    EXPECT_EQ(other["recommended_executor"], op["recommended_executor"]) << id;
+    EXPECT_EQ(other["mlir_location"], op["mlir_location"]) << id;
+    for (const char* e : {"nss", "css", "host"})
+      EXPECT_EQ(other["executors"][e]["status"], op["executors"][e]["status"]) << id << " " << e;
+  }
+  EXPECT_EQ(read_json(f.dir + "/out/torq_gen_config_demo_compiler.json"),
+            read_json(f.dir + "/local/torq_gen_config_demo_compiler.json"));
+  // Every worker fetched the model once and took part.
+  const std::string out = coord.output();
+  EXPECT_EQ(summary_number(out, "(\\d+) model blobs served"), 3) << out;
+  for (const auto& w : f.workers) EXPECT_NE(w.output().find("finished "), std::string::npos) << w.output();
+}
+
+TEST(FleetProcesses, WorkerKilledMidRunEveryJobExactlyOnceInStore) {
+  Fleet f("kill_worker");
+  const std::string model = demo_model(f.dir);
+  Proc coord = f.coordinator(model, "coordinator.log");
+  // w1 is slow, so it certainly holds a job when it dies.
+  f.add_worker({"TORQ_WORKER_DELAY_MS=3000"});
+  for (int i = 0; i < 2; ++i) f.add_worker({"TORQ_WORKER_DELAY_MS=150"});
+  ASSERT_TRUE(f.workers[0].wait_for("cached model", 60000)) << f.workers[0].output();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  f.workers[0].signal(SIGKILL);
+  f.workers[0].wait(5000);
+  auto code = coord.wait(120000);
+  ASSERT_TRUE(code) << coord.output();
+  EXPECT_EQ(*code, 0) << coord.output();
+  const std::string out = coord.output();
+  EXPECT_NE(out.find("worker w1 expired"), std::string::npos) << out;
+  EXPECT_GE(summary_number(out, "(\\d+) jobs requeued"), 1) << out;
+
+  StoreView v = read_store(f.dir + "/db", run_id(out));
+  ASSERT_EQ(v.states.size(), 42u);
+  for (auto& [id, st] : v.states) EXPECT_EQ(st, 'D') << id;
+  ASSERT_EQ(v.results.size(), 14u);
+  for (auto& [layer, rs] : v.results) {
+    std::set<pipeline::Executor> seen;
+    for (auto& r : rs) EXPECT_TRUE(seen.insert(r.executor).second) << "layer " << layer;
+    EXPECT_EQ(rs.size(), 3u) << "layer " << layer;
+  }
+  f.stop_workers();
+}
+
+TEST(FleetProcesses, CoordinatorKilledAndRestartedResumesWithoutRecomputing) {
+  Fleet f("kill_coordinator");
+  const std::string model = demo_model(f.dir);
+  Proc first = f.coordinator(model, "coordinator1.log");
+  for (int i = 0; i < 3; ++i) f.add_worker({"TORQ_WORKER_DELAY_MS=200"});
+  ASSERT_TRUE(first.wait_for("jobs 25/42", 120000)) << first.output();
+  first.signal(SIGKILL);
+  ASSERT_TRUE(first.wait(5000));
+  const std::string run = run_id(first.output());
+  ASSERT_FALSE(run.empty()) << first.output();
+  std::set<std::string> finished;
+  for (auto& [id, st] : read_store(f.dir + "/db", run).states)
+    if (st == 'D') finished.insert(id);
+  ASSERT_GE(finished.size(), 25u);
+  ASSERT_LT(finished.size(), 42u);
+
+  Proc second = f.coordinator(model, "coordinator2.log");
+  auto code = second.wait(120000);
+  ASSERT_TRUE(code) << second.output();
+  EXPECT_EQ(*code, 0) << second.output();
+  const std::string out = second.output();
+  EXPECT_EQ(run_id(out), run);
+  EXPECT_EQ(summary_number(out, "(\\d+) resumed from the store"), static_cast<long>(finished.size())) << out;
+  StoreView v = read_store(f.dir + "/db", run);
+  ASSERT_EQ(v.states.size(), 42u);
+  for (auto& [id, st] : v.states) EXPECT_EQ(st, 'D') << id;
+  // No job finished before the kill ran again on any worker.
+  const std::string logs = f.worker_logs();
+  for (const auto& id : finished) EXPECT_EQ(count(logs, "finished " + id + ":"), 1u) << id;
+  EXPECT_TRUE(std::filesystem::exists(f.dir + "/out/torq_gen_config_demo.json"));
+  f.stop_workers();
+}
+
+TEST(FleetProcesses, GarbageFramesToTheCoordinatorPortDoNotStopTheRun) {
+  Fleet f("garbage");
+  const std::string model = demo_model(f.dir);
+  Proc coord = f.coordinator(model, "coordinator.log");
+  for (int i = 0; i < 2; ++i) f.add_worker({"TORQ_WORKER_DELAY_MS=100"});
+  ASSERT_TRUE(coord.wait_for("listening on", 60000)) << coord.output();
+
+  zmq::context_t ctx;
+  FakeWorker raw(ctx, f.ep);
+  pipeline::WorkerInfo w;
+  w.worker_id = "raw";
+  w.executors = {pipeline::Executor::kHost};
+  const std::string ready = pipeline::encode_ready(w);
+  pipeline::ExecResult r;
+  r.job_id = "x";
+  std::string bad_result = pipeline::encode_result_message(r);
+  bad_result[bad_result.size() - 9] ^= 0x5a;  // corrupt the nested result, keep the envelope
+  std::string bad_nested = pipeline::encode_result_message(r);
+  for (size_t i = 40; i < bad_nested.size(); ++i) bad_nested[i] = static_cast<char>(0xff);
+  const std::vector<std::vector<std::string>> attacks = {
+      {std::string("\x00\x13garbage\xfe\xff", 11)},
+      {ready.substr(0, ready.size() - 7)},
+      {std::string((17 << 20), 'Z')},  // over the coordinator's 16 MiB cap
+      {ready, ready, ready},
+      {bad_nested},
+  };
+  for (const auto& frames : attacks) {
+    raw.send_frames(frames);
+    auto m = raw.next(5000, false);
+    ASSERT_TRUE(m) << "the coordinator did not answer a bad frame";
+    EXPECT_EQ(m->type, pipeline::FleetType::kDisconnect);
+  }
+  raw.send_frames({bad_result});  // whatever it decodes to, the run must go on
+  auto code = coord.wait(120000);
+  ASSERT_TRUE(code) << coord.output();
+  EXPECT_EQ(*code, 0) << coord.output();
+  const std::string out = coord.output();
+  EXPECT_GE(summary_number(out, "(\\d+) bad frames"), static_cast<long>(attacks.size())) << out;
+  EXPECT_NE(out.find("bad frame from peer"), std::string::npos);
+  const json rep = read_json(f.dir + "/out/torq_gen_config_demo.json");
+  ASSERT_EQ(rep["ops"].size(), 14u);
+  for (auto& [id, op] : rep["ops"].items()) EXPECT_EQ(op["executors"]["host"]["status"], "success") << id;
+  f.stop_workers();
+}
+
+TEST(FleetProcesses, HangingAndCrashingExecutorsAreErrorsAndWorkersLiveOn) {
+  Fleet f("faults");
+  const std::string model = demo_model(f.dir);
+  Proc coord = f.coordinator(model, "coordinator.log", {"--job-timeout-ms", "1500"});
+  for (int i = 0; i < 2; ++i) f.add_worker({"TORQ_WORKER_FAULT=hang:/2/host,crash:/4/css"});
+  auto code = coord.wait(120000);
+  ASSERT_TRUE(code) << coord.output();
+  EXPECT_EQ(*code, 0) << coord.output();
+  const std::string out = coord.output();
+  EXPECT_EQ(summary_number(out, "(\\d+) expired"), 0) << out;
+  const json rep = read_json(f.dir + "/out/torq_gen_config_demo.json");
+  int checked = 0;
+  for (auto& [id, op] : rep["ops"].items()) {
+    if (op["_node_index"] == 2) {
+      EXPECT_EQ(op["executors"]["host"]["status"], "error") << id;
+      EXPECT_EQ(op["executors"]["host"]["error_class"], "timeout") << id;
+      ++checked;
+    }
+    if (op["_node_index"] == 4) {
+      EXPECT_EQ(op["executors"]["css"]["status"], "error") << id;
+      EXPECT_EQ(op["executors"]["css"]["error_class"], "crash") << id;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 2);
+  for (auto& w : f.workers) EXPECT_FALSE(w.wait(0).has_value()) << "a worker died: " << w.output();
+  f.stop_workers();
+}
+
+TEST(FleetProcesses, SigtermStopsDispatchWaitsForLeasedJobsAndTheRunResumes) {
+  Fleet f("sigterm");
+  const std::string model = demo_model(f.dir);
+  Proc first = f.coordinator(model, "coordinator1.log", {"--grace-s", "20"});
+  for (int i = 0; i < 2; ++i) f.add_worker({"TORQ_WORKER_DELAY_MS=300"});
+  ASSERT_TRUE(f.workers[0].wait_for("finished ", 60000));
+  first.signal(SIGTERM);
+  auto code = first.wait(30000);
+  ASSERT_TRUE(code) << first.output();
+  EXPECT_EQ(*code, 0) << first.output();
+  const std::string out1 = first.output();
+  EXPECT_NE(out1.find("stop requested"), std::string::npos) << out1;
+  EXPECT_NE(out1.find("STOPPED EARLY"), std::string::npos) << out1;
+  // Nothing was leased when it left: every job is either done or never sent.
+  for (auto& [id, st] : read_store(f.dir + "/db", run_id(out1)).states) EXPECT_EQ(st, 'D') << id;
+  EXPECT_FALSE(std::filesystem::exists(f.dir + "/out/torq_gen_config_demo.json"));
+
+  Proc second = f.coordinator(model, "coordinator2.log");
+  code = second.wait(120000);
+  ASSERT_TRUE(code) << second.output();
+  EXPECT_EQ(*code, 0) << second.output();
+  EXPECT_GE(summary_number(second.output(), "(\\d+) resumed from the store"), 1);
+  EXPECT_TRUE(std::filesystem::exists(f.dir + "/out/torq_gen_config_demo.json"));
+  f.stop_workers();
+}
+
+TEST(FleetProcesses, CurveWorkerWithUnknownKeyGetsNoJobAndTheAllowedOneWorks) {
+  Fleet f("curve");
+  const std::string model = demo_model(f.dir);
+  for (const char* name : {"server", "good", "bad"}) {
+    Proc kg({bin("torq-coordinator"), "keygen", f.dir + "/" + name}, f.dir + "/keygen.log");
+    ASSERT_EQ(kg.wait(10000), 0) << kg.output();
+  }
+  EXPECT_EQ(std::filesystem::status(f.dir + "/server.key").permissions() & std::filesystem::perms::others_read,
+            std::filesystem::perms::none);
+  {
+    std::ofstream allow(f.dir + "/allow.txt");
+    allow << "# workers allowed to connect\n" << slurp(f.dir + "/good.pub");
+  }
+  Proc coord = f.coordinator(model, "coordinator.log", {"--key", f.dir + "/server", "--allow", f.dir + "/allow.txt"});
+  ASSERT_TRUE(coord.wait_for("listening on", 30000)) << coord.output();
+  auto worker = [&](const std::string& id, std::vector<std::string> keys) {
+    std::vector<std::string> args = {bin("torq-worker"), "--connect", f.ep, "--id", id, "--cache",
+                                     f.dir + "/cache-" + id, "--heartbeat-ms", std::to_string(kHeartbeatMs), "-v"};
+    args.insert(args.end(), keys.begin(), keys.end());
+    return Proc(args, f.dir + "/" + id + ".log");
+  };
+  Proc bad = worker("bad", {"--server-key", f.dir + "/server.pub", "--key", f.dir + "/bad"});
+  Proc plain = worker("plain", {});
+  ASSERT_TRUE(coord.wait_for("unknown CURVE key", 10000)) << coord.output();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  EXPECT_EQ(coord.output().find("ready:"), std::string::npos) << "an unknown worker registered";
+  Proc good = worker("good", {"--server-key", f.dir + "/server.pub", "--key", f.dir + "/good"});
+  auto code = coord.wait(120000);
+  ASSERT_TRUE(code) << coord.output();
+  EXPECT_EQ(*code, 0) << coord.output();
+  EXPECT_EQ(count(good.output(), "finished "), 42u) << good.output();
+  EXPECT_EQ(bad.output().find("finished "), std::string::npos);
+  EXPECT_EQ(plain.output().find("finished "), std::string::npos);
+  EXPECT_EQ(summary_number(coord.output(), "(\\d+) worker registrations"), 1) << coord.output();
+  for (Proc* p : {&good, &bad, &plain}) {
+    p->signal(SIGTERM);
+    EXPECT_TRUE(p->wait(20000));
+  }
+}
+
+TEST(FleetProcesses, SpecFileRunsAndBadSpecsAreRejectedWithAPosition) {
+  Fleet f("spec");
+  const std::string model = demo_model(f.dir);
+  {
+    std::ofstream s(f.dir + "/bad.yaml");
+    s << "models: [demo.onnx]\noptions:\n  skip_mod: true\n";
+  }
+  Proc bad({bin("torq-coordinator"), "--spec", f.dir + "/bad.yaml", "--db", f.dir + "/db"}, f.dir + "/bad.log");
+  EXPECT_EQ(bad.wait(30000), 2);
+  EXPECT_NE(bad.output().find("bad.yaml:3:3: unknown key 'skip_mod'"), std::string::npos) << bad.output();
+  EXPECT_NE(bad.output().find("did you mean 'skip_mode'"), std::string::npos) << bad.output();
+  Proc wide({bin("torq-coordinator"), "--model", model, "--db", f.dir + "/db", "--bind", "tcp://0.0.0.0:" +
+             std::to_string(free_port())}, f.dir + "/wide.log");
+  EXPECT_EQ(wide.wait(30000), 2);
+  EXPECT_NE(wide.output().find("--insecure"), std::string::npos) << wide.output();
+  {
+    std::ofstream s(f.dir + "/spec.yaml");
+    s << "models:\n  - demo.onnx\nexecutors: [css, host]\noptions:\n  skip_mode: true\n  dedup: true\n";
+  }
+  Proc coord({bin("torq-coordinator"), "--spec", f.dir + "/spec.yaml", "--bind", f.ep, "--db", f.dir + "/db",
+              "--export", f.dir + "/out", "--heartbeat-ms", std::to_string(kHeartbeatMs)},
+             f.dir + "/coordinator.log");
+  f.add_worker();
+  auto code = coord.wait(120000);
+  ASSERT_TRUE(code) << coord.output();
+  EXPECT_EQ(*code, 0) << coord.output();
+  const json rep = read_json(f.dir + "/out/torq_gen_config_demo.json");
+  for (auto& [id, op] : rep["ops"].items()) {
+    EXPECT_FALSE(op["executors"].contains("nss")) << id;
+    // Skip mode: host only where css did not succeed.
+    if (op["executors"]["css"]["status"] == "success") {
+      EXPECT_FALSE(op["executors"].contains("host")) << id;
+    }
+  }
+  f.stop_workers();
+}
