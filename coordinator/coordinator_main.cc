@@ -108,6 +108,10 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-ms", o.broker.heartbeat_ms, "Heartbeat interval (liveness 3)")
       ->capture_default_str()->check(CLI::Range(10, 60000));
   app.add_option("--grace-s", grace_s, "On SIGTERM: wait this long for leased jobs")->capture_default_str();
+  app.add_option("--min-workers", o.broker.min_workers,
+                 "Start dispatching once this many workers have registered (benchmarks)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
   app.add_option("--job-timeout-ms", o.job_timeout_ms, "Per-job executor timeout")->capture_default_str();
   app.add_option("--key", key_prefix, "CURVE: this coordinator's key pair PREFIX.key / PREFIX.pub");
   app.add_option("--allow", allow_file, "CURVE: allow-list of worker public keys, one per line");

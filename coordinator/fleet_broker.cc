@@ -36,6 +36,7 @@ struct Job {
   State state = State::kQueued;
   std::string worker;       // identity of the holder while leased
   Clock::time_point deadline;
+  Clock::time_point sent;   // when the current lease's JOB was sent
   uint64_t seq = 0;         // queue order
   uint32_t leases = 0;      // times sent to a worker
   uint32_t deaths = 0;      // workers that died or went silent holding it
@@ -79,6 +80,14 @@ bool valid_z85_key(const std::string& k) {
 
 }  // namespace
 
+double BrokerStats::dispatch_latency_ms(double q) const {
+  if (dispatch_latency_us.empty()) return -1;
+  std::vector<uint32_t> v = dispatch_latency_us;
+  const size_t k = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
+  return v[k] / 1000.0;
+}
+
 bool is_loopback_endpoint(const std::string& ep) {
   if (ep.rfind("ipc://", 0) == 0 || ep.rfind("inproc://", 0) == 0) return true;
   if (ep.rfind("tcp://", 0) != 0) return false;
@@ -102,6 +111,8 @@ struct FleetBroker::Impl {
   zmq::socket_t router;
   std::optional<zmq::socket_t> zap;  // ZAP handler when CURVE is on
   const FleetBroker::Done* done = nullptr;
+  const std::function<void()>* batch_done = nullptr;
+  Clock::time_point next_deadline_scan;  // lease deadlines are checked every 50 ms
 
   std::unordered_map<std::string, Job> jobs;                             // by job id
   std::map<QueueKey, std::set<std::pair<uint64_t, std::string>>> queues;  // queued jobs by (target, executor)
@@ -109,7 +120,13 @@ struct FleetBroker::Impl {
   uint64_t next_seq = 0;
   size_t queued = 0, leased = 0, wanted_open = 0;
   std::vector<std::string> held;     // recovered jobs (State::kHeld until released)
+  // Group commit: jobs done in memory whose results are not yet in the
+  // store, and acknowledgements that must wait for that commit (flush()).
+  std::vector<std::pair<std::string, ExecResult>> committing;  // job id, result
+  std::vector<std::pair<std::string, std::string>> acks;       // identity, job id
   std::optional<Clock::time_point> release_at;
+  std::optional<Clock::time_point> first_sent;  // for stats.dispatch_window_s
+  bool min_workers_met = false;
 
   void log(const std::string& s) const { opt.log(s); }
   std::string name(const std::string& identity) const {
@@ -159,8 +176,8 @@ struct FleetBroker::Impl {
   }
 
   // ---- job transitions ----
-  // queued -> leased: sent to `w`. The lease is stored before the job leaves.
-  void lease(Worker& w, Job& j) {
+  // queued -> leased to `w`, in memory; send_leases() stores and sends it.
+  void take(Worker& w, Job& j) {
     unqueue(j);
     j.state = Job::State::kLeased;
     j.worker = w.identity;
@@ -168,16 +185,33 @@ struct FleetBroker::Impl {
     ++j.leases;
     w.leased.insert(j.spec.id);
     ++leased;
-    if (opt.persist_leases) store.put_job_state(run, j.spec.id, 'L', j.encoded);
-    if (!send(w.identity, encode_job_message(j.encoded))) {
-      // Never reached the worker (now marked unreachable): not an attempt.
-      --j.leases;
-      w.leased.erase(j.spec.id);
-      --leased;
-      enqueue(j);
-      return;
+  }
+  // The leases of one dispatch round: stored in one batch before any job
+  // leaves, then sent.
+  void send_leases(const std::vector<Job*>& round) {
+    if (round.empty()) return;
+    if (opt.persist_leases) {
+      std::vector<std::pair<std::string, std::string>> states;
+      states.reserve(round.size());
+      for (const Job* j : round) states.emplace_back(j->spec.id, j->encoded);
+      store.put_job_states(run, 'L', states);
+      ++stats.lease_commits;
     }
-    ++stats.dispatched;
+    for (Job* j : round) {
+      if (j->state != Job::State::kLeased) continue;
+      auto w = workers.find(j->worker);
+      if (w == workers.end() || !send(j->worker, encode_job_message(j->encoded))) {
+        // Never reached the worker (now marked unreachable): not an attempt.
+        --j->leases;
+        if (w != workers.end()) w->second.leased.erase(j->spec.id);
+        --leased;
+        enqueue(*j);
+        continue;
+      }
+      j->sent = Clock::now();
+      if (!first_sent) first_sent = j->sent;
+      ++stats.dispatched;
+    }
   }
   // leased -> queued (or -> done as error/crash once max_attempts holders died).
   void unlease(Job& j, bool holder_died) {
@@ -203,18 +237,46 @@ struct FleetBroker::Impl {
     ++stats.requeued;
     enqueue(j);
   }
-  // queued|leased -> done: commit first, then acknowledge and report.
+  // queued|leased -> done in memory; flush() commits it, then acknowledges
+  // and reports it.
   void complete(Job& j, ExecResult r) {
     r.job_id = j.spec.id;
-    store.commit_result(run, j.spec.model_hash, static_cast<int>(j.spec.first_node), r, j.spec.id, j.encoded);
     j.state = Job::State::kDone;
     j.worker.clear();
-    ++stats.completed;
-    if (j.wanted) {
-      j.wanted = false;
-      --wanted_open;
-      (*done)(j.spec, r);
+    committing.emplace_back(j.spec.id, std::move(r));
+  }
+  // Group commit of one poll round: every result completed since the last
+  // flush in one synced batch per model (Store::commit_results), and only
+  // then the acknowledgements and `done` reports. A store error propagates
+  // before anything is acknowledged.
+  void flush() {
+    if (!committing.empty()) {
+      std::map<std::string, std::vector<Store::Commit>> by_model;
+      for (const auto& [id, r] : committing) {
+        const Job& j = jobs.at(id);
+        by_model[j.spec.model_hash].push_back(
+            Store::Commit{static_cast<int>(j.spec.first_node), r, id, j.encoded});
+      }
+      for (const auto& [hash, commits] : by_model) {
+        store.commit_results(run, hash, commits);
+        ++stats.result_commits;
+      }
+      if (first_sent) stats.dispatch_window_s = std::chrono::duration<double>(Clock::now() - *first_sent).count();
+      std::vector<std::pair<std::string, ExecResult>> batch;
+      batch.swap(committing);
+      for (const auto& [id, r] : batch) {
+        ++stats.completed;
+        Job& j = jobs.at(id);
+        if (j.wanted) {
+          j.wanted = false;
+          --wanted_open;
+          (*done)(j.spec, r);
+        }
+      }
+      if (*batch_done) (*batch_done)();
     }
+    for (const auto& [identity, id] : acks) send(identity, encode_result_ack(id));
+    acks.clear();
   }
 
   // ---- worker transitions ----
@@ -307,7 +369,7 @@ struct FleetBroker::Impl {
     Job& j = it->second;
     if (j.state == Job::State::kDone) {  // late duplicate: the first result won
       ++stats.duplicates;
-      send(w.identity, encode_result_ack(r.job_id));
+      acks.emplace_back(w.identity, r.job_id);  // after the first one is committed
       return;
     }
     if (r.executor != j.spec.executor) {
@@ -315,6 +377,8 @@ struct FleetBroker::Impl {
       return;
     }
     if (j.state == Job::State::kLeased) {
+      if (j.worker == w.identity) stats.dispatch_latency_us.push_back(static_cast<uint32_t>(
+          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - j.sent).count()));
       auto holder = workers.find(j.worker);
       if (holder != workers.end()) holder->second.leased.erase(j.spec.id);
       --leased;
@@ -324,7 +388,7 @@ struct FleetBroker::Impl {
     r.attempts = std::max<uint32_t>(1, j.leases);
     const std::string id = j.spec.id;
     complete(j, std::move(r));
-    send(w.identity, encode_result_ack(id));
+    acks.emplace_back(w.identity, id);
   }
 
   void on_blob_request(Worker& w, const std::string& hash) {
@@ -508,9 +572,10 @@ size_t FleetBroker::pending() const {
   return impl_->queued + impl_->leased + held;
 }
 
-bool FleetBroker::run(const Source& next, const Done& done) {
+bool FleetBroker::run(const Source& next, const Done& done, const std::function<void()>& batch_done) {
   Impl& m = *impl_;
   m.done = &done;
+  m.batch_done = &batch_done;
   const milliseconds hb(m.opt.heartbeat_ms);
   std::optional<Clock::time_point> stop_by;
   if (!m.release_at) m.release_at = Clock::now() + hb * m.opt.liveness;
@@ -542,15 +607,19 @@ bool FleetBroker::run(const Source& next, const Done& done) {
         m.want(*j);
       }
       if (source_empty && m.queued == 0 && m.leased == 0 && m.wanted_open == 0 && m.held.empty()) return true;
-      for (bool progress = true; progress && m.queued > 0;) {
+      std::vector<Job*> round;
+      if (!m.min_workers_met) m.min_workers_met = m.workers.size() >= static_cast<size_t>(std::max(0, m.opt.min_workers));
+      for (bool progress = m.min_workers_met; progress && m.queued > 0;) {
         progress = false;
         for (auto& [id, w] : m.workers)
           if (w.credits() > 0)
             if (Job* j = m.next_for(w)) {
-              m.lease(w, *j);
+              m.take(w, *j);
+              round.push_back(j);
               progress = true;
             }
       }
+      m.send_leases(round);
     }
 
     // Wait for traffic until the next heartbeat or expiry is due.
@@ -565,10 +634,13 @@ bool FleetBroker::run(const Source& next, const Done& done) {
     // Handle what arrived (bounded, so a flood cannot starve the purge).
     for (int n = 0; n < 10000 && m.receive_one(); ++n) {
     }
+    m.flush();  // one commit for the round's results, then their acknowledgements
 
     // Purge: silent workers and overdue leases; then heartbeats.
     now = Clock::now();
     std::vector<std::pair<std::string, std::string>> dead;  // identity, why
+    const bool scan_leases = now >= m.next_deadline_scan;
+    if (scan_leases) m.next_deadline_scan = now + milliseconds(50);
     for (auto& [id, w] : m.workers) {
       if (w.unreachable) {
         dead.emplace_back(id, "connection lost");
@@ -578,11 +650,12 @@ bool FleetBroker::run(const Source& next, const Done& done) {
         dead.emplace_back(id, "silent for " + std::to_string(m.opt.heartbeat_ms * m.opt.liveness) + " ms");
         continue;
       }
-      for (const auto& jid : w.leased)
-        if (now >= m.jobs.at(jid).deadline) {
-          dead.emplace_back(id, "job " + jid + " overran its timeout");
-          break;
-        }
+      if (scan_leases)
+        for (const auto& jid : w.leased)
+          if (now >= m.jobs.at(jid).deadline) {
+            dead.emplace_back(id, "job " + jid + " overran its timeout");
+            break;
+          }
     }
     for (auto& [id, why] : dead) {
       ++stats_.workers_expired;
@@ -590,6 +663,7 @@ bool FleetBroker::run(const Source& next, const Done& done) {
       m.log(m.name(id) + " expired (" + why + "); " + std::to_string(held) + " leased jobs back to the queue");
       m.forget(id, "expired: " + why, true, true);
     }
+    m.flush();  // jobs the purge ended as error/crash
     for (auto& [id, w] : m.workers)
       if (now - w.last_sent >= hb) m.send(id, encode_heartbeat());
   }

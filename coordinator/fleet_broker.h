@@ -12,9 +12,13 @@
 // leased to `max_attempts` workers that all died ends as error/crash.
 //
 // Contracts:
-//  - Every result is committed (Store::commit_result) before the worker gets
-//    RESULT_ACK and before `done` is called; the first result of a job wins,
-//    later duplicates are acknowledged and dropped.
+//  - Every result is committed before the worker gets RESULT_ACK and before
+//    `done` is called; the first result of a job wins, later duplicates are
+//    acknowledged (after the first is committed) and dropped. Commits are
+//    grouped: all results received in one poll round go to the store in one
+//    synced batch per model (Store::commit_results), then are acknowledged.
+//    Likewise the leases of one dispatch round are stored in one batch
+//    (Store::put_job_states) before any of those jobs is sent.
 //  - A frame that is not one valid envelope (verify failure, oversize,
 //    unknown type, wrong frame count, wrong direction) is logged and dropped,
 //    and its sender is sent DISCONNECT and forgotten; the broker keeps
@@ -39,6 +43,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "pipeline/codec.h"
 #include "pipeline/store.h"
@@ -59,6 +64,9 @@ struct BrokerOptions {
   size_t max_inbound_bytes = size_t{16} << 20;  // larger frames are bad frames
   size_t max_queued = 100000;   // jobs pulled from the source ahead of dispatch
   bool persist_leases = true;   // write 'L' job states before sending a job
+  // Hold dispatch until this many workers have registered (once; later
+  // departures do not stop it). For benchmarks: all workers start together.
+  int min_workers = 0;
   // CURVE: the server's secret key (z85, 40 chars) turns encryption on; then
   // only clients whose public key (z85) is in allowed_client_keys connect.
   std::string curve_secret_key;
@@ -82,6 +90,15 @@ struct BrokerStats {
   size_t workers_seen = 0;       // READY registrations
   size_t workers_expired = 0;    // workers dropped for silence or a late lease
   size_t blobs_served = 0;
+  // Dispatch latency of every result received by the worker holding the
+  // lease: from sending JOB to receiving its RESULT, in microseconds.
+  std::vector<uint32_t> dispatch_latency_us;
+  // From the first JOB sent to the last result committed, in seconds (0: none).
+  double dispatch_window_s = 0;
+  size_t result_commits = 0;     // synced store writes of results (group commits)
+  size_t lease_commits = 0;      // synced store writes of leases (dispatch rounds)
+  // The q-quantile (0..1) of dispatch_latency_us in milliseconds; -1 when empty.
+  double dispatch_latency_ms(double q) const;
 };
 
 class FleetBroker {
@@ -108,7 +125,9 @@ class FleetBroker {
   // until no job is leased or grace_ms has passed. Returns true when the
   // run completed, false when it stopped early. Store errors propagate as
   // PipelineError (nothing is acknowledged that is not stored).
-  bool run(const Source& next, const Done& done);
+  // `batch_done`, if set, runs after each group of `done` calls (the results
+  // of one group commit): the place to write derived data in one batch.
+  bool run(const Source& next, const Done& done, const std::function<void()>& batch_done = {});
 
   // Stop dispatching and wind down (async-signal-safe).
   void request_stop() { stop_.store(true); }

@@ -195,6 +195,14 @@ int run_fleet(const FleetRunOptions& o, std::ostream& out, std::ostream& err) {
     }
   };
   size_t rr = 0;
+  // Cache hits are committed in one batch per model each time next() returns
+  // (nothing is acknowledged for them: a crash before that just serves them
+  // from the cache again).
+  std::map<std::string, std::vector<Store::Commit>> cached_commits;
+  auto commit_cached = [&] {
+    for (const auto& [hash, commits] : cached_commits) store->commit_results(run, hash, commits);
+    cached_commits.clear();
+  };
   auto next = [&]() -> std::optional<JobSpec> {
     for (size_t k = 0; k < models.size(); ++k) {
       Model& m = models[(rr + k) % models.size()];
@@ -212,20 +220,23 @@ int run_fleet(const FleetRunOptions& o, std::ostream& out, std::ostream& err) {
         if (auto c = store->get_cache(cache_key(*j, digests[j->executor], kEngineIdentity))) {
           c->cached = true;
           c->job_id = j->id;
-          store->commit_result(run, j->model_hash, layer, *c, j->id, encode_job(*j));
+          cached_commits[j->model_hash].push_back(Store::Commit{layer, *c, j->id, encode_job(*j)});
           ++cache_hits;
           record(m, *j, *c);
           continue;
         }
         rr = (rr + k + 1) % models.size();
+        commit_cached();
         return j;
       }
     }
+    commit_cached();
     return std::nullopt;
   };
+  std::vector<std::pair<std::string, ExecResult>> to_cache;  // written once per group commit
   auto done = [&](const JobSpec& j, const ExecResult& r) {
     if (r.status != Status::kError || r.error_class == "unsupported" || r.error_class == "compile")
-      store->put_cache(cache_key(j, digests[j.executor], kEngineIdentity), r);
+      to_cache.emplace_back(cache_key(j, digests[j.executor], kEngineIdentity), r);
     ++fleet_jobs;
     record(models[by_hash.at(j.model_hash)], j, r);
   };
@@ -241,7 +252,11 @@ int run_fleet(const FleetRunOptions& o, std::ostream& out, std::ostream& err) {
     endpoint = broker.endpoint();
     log("run " + run + ": " + std::to_string(models.size()) + " models, " + std::to_string(total_layers) +
         " layers, ~" + std::to_string(estimate) + " jobs; listening on " + endpoint);
-    complete = broker.run(next, done);
+    complete = broker.run(next, done, [&] {
+      store->put_caches(to_cache);
+      to_cache.clear();
+    });
+    store->put_caches(to_cache);  // any reported outside a group commit
     fleet = broker.stats();
     if (!complete)
       log("stopped early with " + std::to_string(broker.pending()) +
@@ -292,6 +307,13 @@ int run_fleet(const FleetRunOptions& o, std::ostream& out, std::ostream& err) {
       << " model blobs served\n";
   out << "time      wall " << fmt(wall_s, 2) << " s, fleet " << fmt(run_s, 2) << " s, "
       << fmt(run_s > 0 ? static_cast<double>(fleet_jobs) / run_s : 0) << " jobs/s\n";
+  if (!fleet.dispatch_latency_us.empty())
+    out << "dispatch  " << fleet.dispatch_latency_us.size() << " results, latency JOB sent -> RESULT received p50 "
+        << fmt(fleet.dispatch_latency_ms(0.5), 3) << " ms, p99 " << fmt(fleet.dispatch_latency_ms(0.99), 3)
+        << " ms; first JOB to last commit " << fmt(fleet.dispatch_window_s, 3) << " s, "
+        << fmt(fleet.dispatch_window_s > 0 ? static_cast<double>(fleet.completed) / fleet.dispatch_window_s : 0)
+        << " jobs/s; synced writes: " << fleet.result_commits << " result batches, " << fleet.lease_commits
+        << " lease batches\n";
   for (const auto& p : exported) out << "export    " << p << "\n";
   out << std::flush;
   if (!complete) return 0;

@@ -243,6 +243,18 @@ void Store::put_cache(const std::string& key, const ExecResult& r) {
   check_write(dir_, db_->Put(rocksdb::WriteOptions(), cache_, key, encode_result(r)), kCache, key);
 }
 
+void Store::put_caches(const std::vector<std::pair<std::string, ExecResult>>& entries) {
+  if (entries.empty()) return;
+  rocksdb::WriteBatch batch;
+  rocksdb::Status st;
+  for (const auto& [key, r] : entries) {
+    check_nonempty(dir_, "cache key", key);
+    if (st.ok()) st = batch.Put(cache_, key, encode_result(r));
+  }
+  if (st.ok()) st = db_->Write(rocksdb::WriteOptions(), &batch);
+  check_write(dir_, st, kCache, entries.front().first);
+}
+
 std::optional<ExecResult> Store::get_cache(const std::string& key) const {
   check_nonempty(dir_, "cache key", key);
   const auto v = get(dir_, db_, cache_, kCache, key);
@@ -259,6 +271,22 @@ void Store::put_job_state(const std::string& run, const std::string& job_id, cha
   const std::string key = job_key(dir_, run, job_id);
   check_job_value(dir_, state, encoded_job, key);
   check_write(dir_, db_->Put(synced(), jobs_, key, job_value(state, encoded_job)), kJobs, key);
+}
+
+void Store::put_job_states(const std::string& run, char state,
+                           const std::vector<std::pair<std::string, std::string>>& jobs) {
+  if (jobs.empty()) return;
+  rocksdb::WriteBatch batch;
+  rocksdb::Status st;
+  for (const auto& [id, encoded] : jobs) {
+    const std::string key = job_key(dir_, run, id);
+    check_job_value(dir_, state, encoded, key);
+    if (st.ok()) st = batch.Put(jobs_, key, job_value(state, encoded));
+  }
+  if (st.ok()) st = db_->Write(synced(), &batch);
+  if (!st.ok())
+    throw PipelineError(fail_prefix(dir_) + "cannot write " + std::to_string(jobs.size()) +
+                        " job state(s), first job '" + jobs.front().first + "': " + st.ToString());
 }
 
 std::map<std::string, std::pair<char, std::string>> Store::jobs(const std::string& run) const {

@@ -90,6 +90,8 @@ class Store {
   // fsynced: it survives a killed process (WAL in the OS page cache) but
   // may be lost with the machine; the cache is advisory.
   void put_cache(const std::string& key, const ExecResult& r);
+  // Several cache entries (key, result) in one WriteBatch, not fsynced, as put_cache.
+  void put_caches(const std::vector<std::pair<std::string, ExecResult>>& entries);
   // The cached result, or nullopt. An undecodable value is a PipelineError.
   std::optional<ExecResult> get_cache(const std::string& key) const;
 
@@ -97,6 +99,10 @@ class Store {
   // state, or an `encoded_job` that is not a valid encoded JobSpec, is a
   // PipelineError and nothing is written).
   void put_job_state(const std::string& run, const std::string& job_id, char state, const std::string& encoded_job);
+  // Several job states in one synced WriteBatch (one disk flush): all or
+  // none. Each element is (job id, encoded job); validation as above.
+  void put_job_states(const std::string& run, char state,
+                      const std::vector<std::pair<std::string, std::string>>& jobs);
   // job id -> (state, encoded job)
   // A stored value with a bad state byte or an undecodable job is a
   // PipelineError naming its key.

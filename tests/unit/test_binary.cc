@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/kernel_harness.h"
 #include "worker/engine/dnnl_util.h"
 #include "worker/engine/error.h"
 #include "worker/engine/kernel.h"
@@ -17,67 +18,11 @@
 namespace torq::engine {
 namespace {
 
-onnx::NodeProto make_node(const std::string& op, size_t inputs) {
-  onnx::NodeProto n;
-  n.set_op_type(op);
-  n.set_name(op + "_node");
-  for (size_t i = 0; i < inputs; ++i) n.add_input("in" + std::to_string(i));
-  n.add_output("out");
-  return n;
-}
+using namespace test;
 
-void add_int_attr(onnx::NodeProto& n, const std::string& name, int64_t v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
-void add_string_attr(onnx::NodeProto& n, const std::string& name, const std::string& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s(v);
-}
-
-struct Runner {
-  DnnlEnv env;
-  Rounding rounding = Rounding::kNearestEven;
-
-  Tensor run(const onnx::NodeProto& proto, int opset, const std::vector<Tensor>& inputs) {
-    KernelRegistry reg;
-    register_binary_kernels(reg);
-    const KernelFactory* f = reg.find(proto.op_type(), opset);
-    if (!f) throw std::runtime_error("no kernel for " + proto.op_type());
-    NodeInfo info(proto, opset);
-    std::unique_ptr<Kernel> k = (*f)(info);
-    std::vector<const Tensor*> ptrs;
-    for (const auto& t : inputs) ptrs.push_back(&t);
-    std::vector<Tensor> outs(1);
-    KernelContext ctx(ptrs, std::vector<bool>(inputs.size(), false), &outs, &env, rounding, 1);
-    k->compute(ctx);
-    return outs[0];
-  }
-  Tensor run(const std::string& op, int opset, const std::vector<Tensor>& inputs) {
-    return run(make_node(op, inputs.size()), opset, inputs);
-  }
+struct Runner : KernelRunner {
+  Runner() : KernelRunner(register_binary_kernels) {}
 };
-
-template <class T>
-std::vector<T> values(const Tensor& t) {
-  const T* p = t.data<T>();
-  return std::vector<T>(p, p + t.numel());
-}
-
-ErrorKind error_kind_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const EngineError& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "expected an EngineError";
-  return ErrorKind::kRuntime;
-}
 
 TEST(Binary, AddBroadcastsRowVectorOverMatrix) {
   Runner r;
@@ -122,8 +67,8 @@ TEST(Binary, IntegerDivisionByZeroIsAnInputError) {
 TEST(Binary, LegacyBroadcastAlignsBAtAxis) {
   Runner r;
   auto node = make_node("Add", 2);
-  add_int_attr(node, "broadcast", 1);
-  add_int_attr(node, "axis", 0);
+  add_int(node, "broadcast", 1);
+  add_int(node, "axis", 0);
   auto a = Tensor::from_vector<double>({1, 2, 3, 4, 5, 6}, {2, 3});
   auto b = Tensor::from_vector<double>({100, 200}, {2});
   Tensor out = r.run(node, 6, {a, b});
@@ -135,7 +80,7 @@ TEST(Binary, LegacyBroadcastAlignsBAtAxis) {
 TEST(Binary, ConsumedInputsOfOpset1IsUnsupported) {
   Runner r;
   auto node = make_node("Add", 2);
-  add_int_attr(node, "consumed_inputs", 0);
+  add_int(node, "consumed_inputs", 0);
   auto a = Tensor::from_vector<float>({1}, {1});
   EXPECT_EQ(error_kind_of([&] { r.run(node, 1, {a, a}); }), ErrorKind::kUnsupported);
 }
@@ -262,7 +207,7 @@ TEST(Binary, ModFollowsDivisorSignUnlessFmod) {
   auto b = Tensor::from_vector<int8_t>({2, -3, 8, -2, 3, 5}, {6});
   EXPECT_EQ(values<int8_t>(r.run("Mod", 13, {a, b})), (std::vector<int8_t>{0, -2, 5, 0, 2, 3}));
   auto node = make_node("Mod", 2);
-  add_int_attr(node, "fmod", 1);
+  add_int(node, "fmod", 1);
   EXPECT_EQ(values<int8_t>(r.run(node, 13, {a, b})), (std::vector<int8_t>{0, 1, 5, 0, -1, 3}));
   auto fa = Tensor::from_vector<float>({-4.3f, 7.2f}, {2});
   auto fb = Tensor::from_vector<float>({2.1f, -3.4f}, {2});
@@ -290,9 +235,9 @@ TEST(Binary, BitShiftBothDirections) {
   auto x = Tensor::from_vector<uint8_t>({16, 4, 1}, {3});
   auto s = Tensor::from_vector<uint8_t>({1, 2, 8}, {3});
   auto left = make_node("BitShift", 2);
-  add_string_attr(left, "direction", "LEFT");
+  add_string(left, "direction", "LEFT");
   auto right = make_node("BitShift", 2);
-  add_string_attr(right, "direction", "RIGHT");
+  add_string(right, "direction", "RIGHT");
   EXPECT_EQ(values<uint8_t>(r.run(left, 11, {x, s})), (std::vector<uint8_t>{32, 16, 0}));
   EXPECT_EQ(values<uint8_t>(r.run(right, 11, {x, s})), (std::vector<uint8_t>{8, 1, 0}));
 }

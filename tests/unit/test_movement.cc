@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/kernel_harness.h"
 #include "worker/engine/dnnl_util.h"
 #include "worker/engine/error.h"
 #include "worker/engine/kernel.h"
@@ -16,84 +17,16 @@
 namespace torq::engine {
 namespace {
 
-onnx::NodeProto make_node(const std::string& op, size_t inputs, size_t outputs = 1) {
-  onnx::NodeProto n;
-  n.set_op_type(op);
-  n.set_name(op + "_node");
-  for (size_t i = 0; i < inputs; ++i) n.add_input("in" + std::to_string(i));
-  for (size_t i = 0; i < outputs; ++i) n.add_output("out" + std::to_string(i));
-  return n;
-}
+using namespace test;
 
-void add_int(onnx::NodeProto& n, const std::string& name, int64_t v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
-void add_ints(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-
-void add_string(onnx::NodeProto& n, const std::string& name, const std::string& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s(v);
-}
-
-struct Runner {
-  DnnlEnv env;
-
-  std::vector<Tensor> run_all(const onnx::NodeProto& proto, int opset,
-                              const std::vector<Tensor>& inputs) {
-    KernelRegistry reg;
-    register_movement_kernels(reg);
-    const KernelFactory* f = reg.find(proto.op_type(), opset);
-    if (!f) throw std::runtime_error("no kernel for " + proto.op_type());
-    NodeInfo info(proto, opset);
-    std::unique_ptr<Kernel> k = (*f)(info);
-    std::vector<const Tensor*> ptrs;
-    for (const auto& t : inputs) ptrs.push_back(t.defined() ? &t : nullptr);
-    std::vector<Tensor> outs(static_cast<size_t>(proto.output_size()));
-    KernelContext ctx(ptrs, std::vector<bool>(inputs.size(), false), &outs, &env,
-                      Rounding::kNearestEven, 1);
-    k->compute(ctx);
-    return outs;
-  }
-  Tensor run(const onnx::NodeProto& proto, int opset, const std::vector<Tensor>& inputs) {
-    return run_all(proto, opset, inputs)[0];
-  }
+struct Runner : KernelRunner {
+  Runner() : KernelRunner(register_movement_kernels) {}
 };
-
-template <class T>
-std::vector<T> values(const Tensor& t) {
-  const T* p = t.data<T>();
-  return std::vector<T>(p, p + t.numel());
-}
 
 std::vector<float> iota(int64_t n) {
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<float>(i);
   return v;
-}
-
-Tensor ints(const std::vector<int64_t>& v) {
-  return Tensor::from_vector<int64_t>(v, {static_cast<int64_t>(v.size())});
-}
-
-ErrorKind error_kind_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const EngineError& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "expected an EngineError";
-  return ErrorKind::kRuntime;
 }
 
 TEST(Concat, PlainInt64AlongAxis1) {

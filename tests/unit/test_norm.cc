@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/kernel_harness.h"
 #include "worker/engine/dnnl_util.h"
 #include "worker/engine/error.h"
 #include "worker/engine/kernel.h"
@@ -19,46 +20,10 @@
 namespace torq::engine {
 namespace {
 
-onnx::NodeProto node(const std::string& op, size_t inputs, size_t outputs = 1) {
-  onnx::NodeProto n;
-  n.set_op_type(op);
-  n.set_name(op + "_node");
-  for (size_t i = 0; i < inputs; ++i) n.add_input("x" + std::to_string(i));
-  for (size_t i = 0; i < outputs; ++i) n.add_output("y" + std::to_string(i));
-  return n;
-}
+using namespace test;
 
-void attr_i(onnx::NodeProto& n, const std::string& name, int64_t v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
-void attr_f(onnx::NodeProto& n, const std::string& name, float v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::FLOAT);
-  a->set_f(v);
-}
-
-struct Runner {
-  DnnlEnv env;
-  Rounding rounding = Rounding::kNearestEven;
-
-  std::vector<Tensor> run(const onnx::NodeProto& proto, int opset,
-                          const std::vector<Tensor>& inputs) {
-    const KernelFactory* f = KernelRegistry::global().find(proto.op_type(), opset);
-    if (!f) throw std::runtime_error("no kernel for " + proto.op_type());
-    NodeInfo info(proto, opset);
-    std::unique_ptr<Kernel> k = (*f)(info);
-    std::vector<const Tensor*> ptrs;
-    for (const auto& t : inputs) ptrs.push_back(&t);
-    std::vector<Tensor> outs(static_cast<size_t>(proto.output_size()));
-    KernelContext ctx(ptrs, std::vector<bool>(inputs.size(), true), &outs, &env, rounding, 1);
-    k->compute(ctx);
-    return outs;
-  }
+struct Runner : KernelRunner {
+  Runner() : KernelRunner(nullptr, /*constant=*/true) {}
 };
 
 Tensor pattern(Shape s, float scale = 0.1f) {
@@ -68,12 +33,6 @@ Tensor pattern(Shape s, float scale = 0.1f) {
   return t;
 }
 
-std::vector<double> doubles(const Tensor& t) {
-  std::vector<double> v(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get_as_double(i);
-  return v;
-}
-
 void expect_near(const std::vector<double>& got, const std::vector<double>& want, double tol) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], tol) << "at " << i;
@@ -81,65 +40,55 @@ void expect_near(const std::vector<double>& got, const std::vector<double>& want
 
 Tensor f64(const Tensor& t) { return cast_tensor(t, DType::kF64, Rounding::kNearestEven); }
 
-ErrorKind kind_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const EngineError& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "expected an EngineError";
-  return ErrorKind::kRuntime;
-}
-
 TEST(Norm, BatchNormValues) {
   Runner r;
-  auto n = node("BatchNormalization", 5);
-  attr_f(n, "epsilon", 0.f);
+  auto n = make_node("BatchNormalization", 5);
+  add_float(n, "epsilon", 0.f);
   Tensor x = Tensor::from_vector<float>({1, 3, 4, 6}, {1, 2, 1, 2});
   auto s = Tensor::from_vector<float>({1, 2}, {2}), b = Tensor::from_vector<float>({0, 1}, {2});
   auto m = Tensor::from_vector<float>({1, 2}, {2}), v = Tensor::from_vector<float>({4, 1}, {2});
-  auto y = r.run(n, 15, {x, s, b, m, v});
+  auto y = r.run_all(n, 15, {x, s, b, m, v});
   expect_near(doubles(y[0]), {0, 1, 5, 9}, 1e-6);
 }
 
 TEST(Norm, BatchNormBlockedAndBf16) {
   Runner r;
-  auto n = node("BatchNormalization", 5);
+  auto n = make_node("BatchNormalization", 5);
   const int64_t c = 32;
   Tensor x = pattern({2, c, 3, 3});
   Tensor s = pattern({c}, 0.05f), b = pattern({c}, 0.02f), m = pattern({c}, 0.03f);
   Tensor v(DType::kF32, {c});
   for (int64_t i = 0; i < c; ++i) v.data<float>()[i] = 0.5f + 0.1f * static_cast<float>(i);
-  const auto ref = doubles(r.run(n, 9, {f64(x), f64(s), f64(b), f64(m), f64(v)})[0]);
-  expect_near(doubles(r.run(n, 9, {x, s, b, m, v})[0]), ref, 1e-5);
+  const auto ref = doubles(r.run_all(n, 9, {f64(x), f64(s), f64(b), f64(m), f64(v)})[0]);
+  expect_near(doubles(r.run_all(n, 9, {x, s, b, m, v})[0]), ref, 1e-5);
   const dnnl::memory::desc md(to_dims(x.shape()), dnnl::memory::data_type::f32,
                               dnnl::memory::format_tag::nChw16c);
-  const Tensor yb = r.run(n, 9, {reorder_to(x, md, DType::kF32, r.env), s, b, m, v})[0];
+  const Tensor yb = r.run_all(n, 9, {reorder_to(x, md, DType::kF32, r.env), s, b, m, v})[0];
   EXPECT_FALSE(yb.is_plain());
   expect_near(doubles(to_plain(yb, r.env)), ref, 1e-5);
   // bf16 in, nearest-even: bf16 out within bf16 precision of the reference.
   Tensor xh = cast_tensor(x, DType::kBF16, Rounding::kNearestEven);
   auto bf = [](const Tensor& t) { return cast_tensor(t, DType::kBF16, Rounding::kNearestEven); };
-  const auto ref_h = doubles(r.run(n, 9, {f64(xh), f64(bf(s)), f64(bf(b)), f64(bf(m)), f64(bf(v))})[0]);
-  const Tensor yh = r.run(n, 9, {xh, bf(s), bf(b), bf(m), bf(v)})[0];
+  const auto ref_h = doubles(r.run_all(n, 9, {f64(xh), f64(bf(s)), f64(bf(b)), f64(bf(m)), f64(bf(v))})[0]);
+  const Tensor yh = r.run_all(n, 9, {xh, bf(s), bf(b), bf(m), bf(v)})[0];
   ASSERT_EQ(yh.dtype(), DType::kBF16);
   const auto got = doubles(yh);
   for (size_t i = 0; i < got.size(); ++i)
     ASSERT_NEAR(got[i], ref_h[i], 1e-2 * std::fabs(ref_h[i]) + 1e-6) << i;
   r.rounding = Rounding::kTruncate;
-  const Tensor yt = r.run(n, 9, {xh, bf(s), bf(b), bf(m), bf(v)})[0];
+  const Tensor yt = r.run_all(n, 9, {xh, bf(s), bf(b), bf(m), bf(v)})[0];
   ASSERT_EQ(yt.dtype(), DType::kF32);
   expect_near(doubles(yt), ref_h, 1e-5);
 }
 
 TEST(Norm, BatchNormUnsupportedVariants) {
   Runner r;
-  auto n7 = node("BatchNormalization", 5);
-  attr_i(n7, "spatial", 0);
-  EXPECT_EQ(kind_of([&] { r.run(n7, 7, {}); }), ErrorKind::kUnsupported);
-  auto n15 = node("BatchNormalization", 5);
-  attr_i(n15, "training_mode", 1);
-  EXPECT_EQ(kind_of([&] { r.run(n15, 15, {}); }), ErrorKind::kUnsupported);
+  auto n7 = make_node("BatchNormalization", 5);
+  add_int(n7, "spatial", 0);
+  EXPECT_EQ(error_kind_of([&] { r.run_all(n7, 7, {}); }), ErrorKind::kUnsupported);
+  auto n15 = make_node("BatchNormalization", 5);
+  add_int(n15, "training_mode", 1);
+  EXPECT_EQ(error_kind_of([&] { r.run_all(n15, 15, {}); }), ErrorKind::kUnsupported);
 }
 
 // ONNX LRN: window [c - floor((size-1)/2), c + ceil((size-1)/2)].
@@ -168,18 +117,18 @@ TEST(Norm, LrnOddAndEvenSizes) {
   Tensor x = pattern({1, 16, 2, 3}, 0.5f);
   for (int64_t size : {3, 4, 5}) {
     SCOPED_TRACE(size);
-    auto n = node("LRN", 1);
-    attr_i(n, "size", size);
-    attr_f(n, "alpha", 0.01f);
-    attr_f(n, "beta", 0.6f);
-    attr_f(n, "bias", 1.5f);
+    auto n = make_node("LRN", 1);
+    add_int(n, "size", size);
+    add_float(n, "alpha", 0.01f);
+    add_float(n, "beta", 0.6f);
+    add_float(n, "bias", 1.5f);
     const auto want = lrn_ref(x, size, 0.01f, 0.6f, 1.5f);
-    const auto got = doubles(r.run(n, 13, {x})[0]);
+    const auto got = doubles(r.run_all(n, 13, {x})[0]);
     for (size_t i = 0; i < got.size(); ++i)
       ASSERT_NEAR(got[i], want[i], 1e-4 * std::fabs(want[i]) + 1e-6) << i;
     const dnnl::memory::desc md(to_dims(x.shape()), dnnl::memory::data_type::f32,
                                 dnnl::memory::format_tag::nChw16c);
-    const Tensor yb = r.run(n, 13, {reorder_to(x, md, DType::kF32, r.env)})[0];
+    const Tensor yb = r.run_all(n, 13, {reorder_to(x, md, DType::kF32, r.env)})[0];
     const auto gotb = doubles(to_plain(yb, r.env));
     for (size_t i = 0; i < gotb.size(); ++i)
       ASSERT_NEAR(gotb[i], want[i], 1e-4 * std::fabs(want[i]) + 1e-6) << i;
@@ -188,25 +137,25 @@ TEST(Norm, LrnOddAndEvenSizes) {
 
 TEST(Norm, InstanceNormValues) {
   Runner r;
-  auto n = node("InstanceNormalization", 3);
-  attr_f(n, "epsilon", 0.f);
+  auto n = make_node("InstanceNormalization", 3);
+  add_float(n, "epsilon", 0.f);
   Tensor x = Tensor::from_vector<float>({1, 3, 4, 8}, {1, 2, 2});
-  auto y = r.run(n, 6, {x, Tensor::from_vector<float>({1, 2}, {2}),
+  auto y = r.run_all(n, 6, {x, Tensor::from_vector<float>({1, 2}, {2}),
                         Tensor::from_vector<float>({0, 5}, {2})});
   expect_near(doubles(y[0]), {-1, 1, 3, 7}, 1e-6);
 }
 
 TEST(Norm, LayerNormStatsAndBroadcastScale) {
   Runner r;
-  auto n = node("LayerNormalization", 3, 3);
-  attr_i(n, "axis", 1);
-  attr_f(n, "epsilon", 0.f);
+  auto n = make_node("LayerNormalization", 3, 3);
+  add_int(n, "axis", 1);
+  add_float(n, "epsilon", 0.f);
   Tensor x = Tensor::from_vector<float>({1, 2, 3, 4, 2, 2, 2, 6}, {2, 2, 2});
   Tensor scale = Tensor::from_vector<float>({1, 2}, {1, 2});  // broadcast over dim 1
   Tensor bias = Tensor::from_vector<float>({0.5f}, {1});
   for (bool use_f64 : {false, true}) {
     SCOPED_TRACE(use_f64);
-    auto y = r.run(n, 17, {use_f64 ? f64(x) : x, scale, bias});
+    auto y = r.run_all(n, 17, {use_f64 ? f64(x) : x, scale, bias});
     EXPECT_EQ(y[1].shape(), (Shape{2, 1, 1}));
     EXPECT_EQ(y[1].dtype(), DType::kF32);
     expect_near(doubles(y[1]), {2.5, 3}, 1e-6);
@@ -217,18 +166,18 @@ TEST(Norm, LayerNormStatsAndBroadcastScale) {
                  -1 * inv1 + 0.5, -1 * inv1 * 2 + 0.5, -1 * inv1 + 0.5, 3 * inv1 * 2 + 0.5},
                 1e-5);
   }
-  auto bad = node("LayerNormalization", 2);
-  attr_i(bad, "stash_type", 11);
-  EXPECT_EQ(kind_of([&] { r.run(bad, 17, {}); }), ErrorKind::kUnsupported);
+  auto bad = make_node("LayerNormalization", 2);
+  add_int(bad, "stash_type", 11);
+  EXPECT_EQ(error_kind_of([&] { r.run_all(bad, 17, {}); }), ErrorKind::kUnsupported);
 }
 
 TEST(Softmax, Opset13IsPerAxisOpset11Flattens) {
   Runner r;
   Tensor x = pattern({2, 3, 4});
-  auto n = node("Softmax", 1);
-  attr_i(n, "axis", 1);
-  const auto y13 = doubles(r.run(n, 13, {x})[0]);
-  const auto y11 = doubles(r.run(n, 11, {x})[0]);
+  auto n = make_node("Softmax", 1);
+  add_int(n, "axis", 1);
+  const auto y13 = doubles(r.run_all(n, 13, {x})[0]);
+  const auto y11 = doubles(r.run_all(n, 11, {x})[0]);
   for (int64_t b = 0; b < 2; ++b) {
     double flat = 0;
     for (int64_t k = 0; k < 12; ++k) flat += y11[static_cast<size_t>(b * 12 + k)];
@@ -240,13 +189,13 @@ TEST(Softmax, Opset13IsPerAxisOpset11Flattens) {
     }
   }
   // f64 takes the plain path; it must agree with oneDNN's f32.
-  expect_near(doubles(r.run(n, 13, {f64(x)})[0]), y13, 1e-6);
+  expect_near(doubles(r.run_all(n, 13, {f64(x)})[0]), y13, 1e-6);
 }
 
 TEST(Softmax, LogSoftmaxLargeValues) {
   Runner r;
   Tensor x = Tensor::from_vector<float>({1000, 1001, 1002, -1000}, {1, 4});
-  const auto y = doubles(r.run(node("LogSoftmax", 1), 13, {x})[0]);
+  const auto y = doubles(r.run_all(make_node("LogSoftmax", 1), 13, {x})[0]);
   const double lse = 1002 + std::log(std::exp(-2.0) + std::exp(-1.0) + 1);
   expect_near(y, {1000 - lse, 1001 - lse, 1002 - lse, -1000 - lse}, 1e-3);
 }
@@ -254,9 +203,9 @@ TEST(Softmax, LogSoftmaxLargeValues) {
 TEST(Softmax, HardmaxFirstMaximum) {
   Runner r;
   Tensor x = Tensor::from_vector<float>({3, 7, 7, 1, 0, 0, -1, -2}, {2, 4});
-  expect_near(doubles(r.run(node("Hardmax", 1), 13, {x})[0]), {0, 1, 0, 0, 1, 0, 0, 0}, 0);
-  EXPECT_EQ(kind_of([&] {
-              r.run(node("Softmax", 1), 13, {Tensor::from_vector<int32_t>({1, 2}, {2})});
+  expect_near(doubles(r.run_all(make_node("Hardmax", 1), 13, {x})[0]), {0, 1, 0, 0, 1, 0, 0, 0}, 0);
+  EXPECT_EQ(error_kind_of([&] {
+              r.run_all(make_node("Softmax", 1), 13, {Tensor::from_vector<int32_t>({1, 2}, {2})});
             }),
             ErrorKind::kUnsupported);
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/kernel_harness.h"
 #include "worker/engine/dnnl_util.h"
 #include "worker/engine/error.h"
 #include "worker/engine/kernel.h"
@@ -18,44 +19,14 @@
 namespace torq::engine {
 namespace {
 
+using namespace test;
+
+using Runner = KernelRunner;
+
+// A pooling node with input x and `outputs` outputs.
 onnx::NodeProto node(const std::string& op, size_t outputs = 1) {
-  onnx::NodeProto n;
-  n.set_op_type(op);
-  n.set_name(op + "_node");
-  n.add_input("x");
-  for (size_t i = 0; i < outputs; ++i) n.add_output("y" + std::to_string(i));
-  return n;
+  return make_node(op, 1, outputs);
 }
-
-void ints(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-
-void int1(onnx::NodeProto& n, const std::string& name, int64_t v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
-struct Runner {
-  DnnlEnv env;
-  Rounding rounding = Rounding::kNearestEven;
-
-  std::vector<Tensor> run(const onnx::NodeProto& proto, int opset, const Tensor& x) {
-    const KernelFactory* f = KernelRegistry::global().find(proto.op_type(), opset);
-    if (!f) throw std::runtime_error("no kernel for " + proto.op_type());
-    NodeInfo info(proto, opset);
-    std::unique_ptr<Kernel> k = (*f)(info);
-    std::vector<Tensor> outs(static_cast<size_t>(proto.output_size()));
-    KernelContext ctx({&x}, {false}, &outs, &env, rounding, 1);
-    k->compute(ctx);
-    return outs;
-  }
-};
 
 Tensor iota(Shape s, float scale = 1.f) {
   Tensor t(DType::kF32, std::move(s));
@@ -76,24 +47,14 @@ Tensor blocked16(const Tensor& t, DnnlEnv& env) {
   return reorder_to(t, md, t.dtype(), env);
 }
 
-ErrorKind kind_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const EngineError& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "expected an EngineError";
-  return ErrorKind::kRuntime;
-}
-
 TEST(Pool, MaxPool2dWithPadsAndStrides) {
   Runner r;
   auto n = node("MaxPool");
-  ints(n, "kernel_shape", {2, 2});
-  ints(n, "strides", {2, 2});
-  ints(n, "pads", {1, 1, 0, 0});
+  add_ints(n, "kernel_shape", {2, 2});
+  add_ints(n, "strides", {2, 2});
+  add_ints(n, "pads", {1, 1, 0, 0});
   Tensor x = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 1, 3, 3});
-  auto y = r.run(n, 12, x);
+  auto y = r.run_all(n, 12, {x});
   EXPECT_EQ(y[0].shape(), (Shape{1, 1, 2, 2}));
   EXPECT_EQ(floats(y[0]), (std::vector<float>{1, 3, 7, 9}));
 }
@@ -104,13 +65,13 @@ TEST(Pool, AveragePoolCeilModeCountIncludePadUsesPaddedExtent) {
   // extent inside [-1, 5)), not by 3.
   Runner r;
   auto n = node("AveragePool");
-  ints(n, "kernel_shape", {3});
-  ints(n, "strides", {2});
-  ints(n, "pads", {1, 1});
-  int1(n, "ceil_mode", 1);
-  int1(n, "count_include_pad", 1);
+  add_ints(n, "kernel_shape", {3});
+  add_ints(n, "strides", {2});
+  add_ints(n, "pads", {1, 1});
+  add_int(n, "ceil_mode", 1);
+  add_int(n, "count_include_pad", 1);
   Tensor x = Tensor::from_vector<float>({1, 2, 3, 4}, {1, 1, 4});
-  auto y = r.run(n, 11, x);
+  auto y = r.run_all(n, 11, {x});
   ASSERT_EQ(y[0].shape(), (Shape{1, 1, 3}));
   const auto v = floats(y[0]);
   EXPECT_FLOAT_EQ(v[0], 3.f / 3);
@@ -121,10 +82,10 @@ TEST(Pool, AveragePoolCeilModeCountIncludePadUsesPaddedExtent) {
 TEST(Pool, AveragePoolExcludesPadding) {
   Runner r;
   auto n = node("AveragePool");
-  ints(n, "kernel_shape", {3, 3});
-  ints(n, "pads", {1, 1, 1, 1});
+  add_ints(n, "kernel_shape", {3, 3});
+  add_ints(n, "pads", {1, 1, 1, 1});
   Tensor x = Tensor::from_vector<float>({1, 2, 3, 4}, {1, 1, 2, 2});
-  auto y = r.run(n, 11, x);
+  auto y = r.run_all(n, 11, {x});
   EXPECT_EQ(floats(y[0]), (std::vector<float>{2.5f, 2.5f, 2.5f, 2.5f}));
 }
 
@@ -132,15 +93,15 @@ TEST(Pool, MaxPoolIndicesRowAndColumnMajor) {
   Runner r;
   for (int64_t order : {0, 1}) {
     auto n = node("MaxPool", 2);
-    ints(n, "kernel_shape", {2, 2});
-    ints(n, "strides", {2, 2});
-    int1(n, "storage_order", order);
+    add_ints(n, "kernel_shape", {2, 2});
+    add_ints(n, "strides", {2, 2});
+    add_int(n, "storage_order", order);
     Tensor x = Tensor::from_vector<float>({0, 1, 5, 0,  //
                                            2, 0, 0, 0,  //
                                            0, 0, 0, 0,  //
                                            0, 7, 0, 3},
                                           {1, 1, 4, 4});
-    auto y = r.run(n, 12, x);
+    auto y = r.run_all(n, 12, {x});
     EXPECT_EQ(floats(y[0]), (std::vector<float>{2, 5, 7, 3}));
     ASSERT_EQ(y[1].dtype(), DType::kI64);
     const int64_t* idx = y[1].data<int64_t>();
@@ -161,25 +122,25 @@ TEST(Pool, BlockedInputMatchesPlainAndReference) {
   std::vector<onnx::NodeProto> nodes;
   {
     auto n = node("MaxPool");
-    ints(n, "kernel_shape", {3, 3});
-    ints(n, "strides", {2, 2});
-    ints(n, "pads", {1, 1, 1, 1});
+    add_ints(n, "kernel_shape", {3, 3});
+    add_ints(n, "strides", {2, 2});
+    add_ints(n, "pads", {1, 1, 1, 1});
     nodes.push_back(n);
   }
   {
     auto n = node("AveragePool");
-    ints(n, "kernel_shape", {3, 3});
-    ints(n, "strides", {2, 2});
-    int1(n, "ceil_mode", 1);
+    add_ints(n, "kernel_shape", {3, 3});
+    add_ints(n, "strides", {2, 2});
+    add_int(n, "ceil_mode", 1);
     nodes.push_back(n);
   }
   nodes.push_back(node("GlobalAveragePool"));
   nodes.push_back(node("GlobalMaxPool"));
   for (const auto& n : nodes) {
     SCOPED_TRACE(n.op_type());
-    const Tensor plain = r.run(n, 12, x)[0];
-    const Tensor blk = r.run(n, 12, xb)[0];
-    const Tensor ref = r.run(n, 12, x64)[0];
+    const Tensor plain = r.run_all(n, 12, {x})[0];
+    const Tensor blk = r.run_all(n, 12, {xb})[0];
+    const Tensor ref = r.run_all(n, 12, {x64})[0];
     ASSERT_EQ(blk.shape(), plain.shape());
     EXPECT_FALSE(blk.is_plain());  // pooled in the producer's layout
     ASSERT_EQ(ref.shape(), plain.shape());
@@ -195,7 +156,7 @@ TEST(Pool, BlockedInputMatchesPlainAndReference) {
 TEST(Pool, GlobalAveragePoolValues) {
   Runner r;
   Tensor x = Tensor::from_vector<float>({1, 2, 3, 4, 10, 20, 30, 40}, {1, 2, 2, 2});
-  auto y = r.run(node("GlobalAveragePool"), 13, x);
+  auto y = r.run_all(node("GlobalAveragePool"), 13, {x});
   EXPECT_EQ(y[0].shape(), (Shape{1, 2, 1, 1}));
   EXPECT_EQ(floats(y[0]), (std::vector<float>{2.5f, 25.f}));
 }
@@ -203,17 +164,17 @@ TEST(Pool, GlobalAveragePoolValues) {
 TEST(Pool, Bf16RoundingPolicy) {
   Runner r;
   auto n = node("AveragePool");
-  ints(n, "kernel_shape", {1, 3});
+  add_ints(n, "kernel_shape", {1, 3});
   // Mean of 1, 1, 1+2^-7 (all bf16): 1 + 2^-7/3, which bf16 rounds to 1.
   Tensor x(DType::kBF16, {1, 1, 1, 3});
   x.bf16()[0] = x.bf16()[1] = f32_to_bf16(1.f, Rounding::kNearestEven);
   x.bf16()[2] = f32_to_bf16(1.f + 1.f / 128, Rounding::kNearestEven);
   r.rounding = Rounding::kNearestEven;
-  auto y = r.run(n, 11, x);
+  auto y = r.run_all(n, 11, {x});
   ASSERT_EQ(y[0].dtype(), DType::kBF16);
   EXPECT_EQ(floats(y[0])[0], 1.f);
   r.rounding = Rounding::kTruncate;  // f32 out; the session truncates
-  y = r.run(n, 11, x);
+  y = r.run_all(n, 11, {x});
   ASSERT_EQ(y[0].dtype(), DType::kF32);
   EXPECT_NEAR(floats(y[0])[0], 1.f + 1.f / 384, 1e-6f);
 }
@@ -221,10 +182,10 @@ TEST(Pool, Bf16RoundingPolicy) {
 TEST(Pool, Int8MaxPoolAndDilations) {
   Runner r;
   auto n = node("MaxPool");
-  ints(n, "kernel_shape", {2});
-  ints(n, "dilations", {2});
+  add_ints(n, "kernel_shape", {2});
+  add_ints(n, "dilations", {2});
   Tensor x = Tensor::from_vector<int8_t>({-5, 3, -1, 7, -8}, {1, 1, 5});
-  auto y = r.run(n, 12, x);
+  auto y = r.run_all(n, 12, {x});
   ASSERT_EQ(y[0].dtype(), DType::kI8);
   const int8_t* v = y[0].data<int8_t>();
   EXPECT_EQ(std::vector<int8_t>(v, v + 3), (std::vector<int8_t>{-1, 7, -1}));
@@ -233,7 +194,7 @@ TEST(Pool, Int8MaxPoolAndDilations) {
 TEST(Pool, SameUpperPadding) {
   Runner r;
   auto n = node("MaxPool");
-  ints(n, "kernel_shape", {2});
+  add_ints(n, "kernel_shape", {2});
   n.add_attribute()->CopyFrom([] {
     onnx::AttributeProto a;
     a.set_name("auto_pad");
@@ -242,7 +203,7 @@ TEST(Pool, SameUpperPadding) {
     return a;
   }());
   Tensor x = Tensor::from_vector<float>({1, 5, 2}, {1, 1, 3});
-  auto y = r.run(n, 11, x);
+  auto y = r.run_all(n, 11, {x});
   EXPECT_EQ(floats(y[0]), (std::vector<float>{5, 5, 2}));
 }
 
@@ -250,22 +211,22 @@ TEST(Pool, UnsupportedVariants) {
   Runner r;
   {  // a window entirely in the padding
     auto n = node("MaxPool");
-    ints(n, "kernel_shape", {2});
-    ints(n, "pads", {2, 0});
+    add_ints(n, "kernel_shape", {2});
+    add_ints(n, "pads", {2, 0});
     Tensor x = iota({1, 1, 4});
-    EXPECT_EQ(kind_of([&] { r.run(n, 11, x); }), ErrorKind::kUnsupported);
+    EXPECT_EQ(error_kind_of([&] { r.run_all(n, 11, {x}); }), ErrorKind::kUnsupported);
   }
   {  // dilations before opset 10
     auto n = node("MaxPool");
-    ints(n, "kernel_shape", {2});
-    ints(n, "dilations", {2});
-    EXPECT_EQ(kind_of([&] { r.run(n, 9, iota({1, 1, 4})); }), ErrorKind::kUnsupported);
+    add_ints(n, "kernel_shape", {2});
+    add_ints(n, "dilations", {2});
+    EXPECT_EQ(error_kind_of([&] { r.run_all(n, 9, {iota({1, 1, 4})}); }), ErrorKind::kUnsupported);
   }
   {  // an unknown attribute
     auto n = node("AveragePool");
-    ints(n, "kernel_shape", {2});
-    int1(n, "frobnicate", 1);
-    EXPECT_EQ(kind_of([&] { r.run(n, 11, iota({1, 1, 4})); }), ErrorKind::kUnsupported);
+    add_ints(n, "kernel_shape", {2});
+    add_int(n, "frobnicate", 1);
+    EXPECT_EQ(error_kind_of([&] { r.run_all(n, 11, {iota({1, 1, 4})}); }), ErrorKind::kUnsupported);
   }
 }
 

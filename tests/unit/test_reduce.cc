@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/kernel_harness.h"
 #include "worker/engine/dnnl_util.h"
 #include "worker/engine/error.h"
 #include "worker/engine/kernel.h"
@@ -18,67 +19,14 @@
 namespace torq::engine {
 namespace {
 
-onnx::NodeProto node(const std::string& op, size_t inputs) {
-  onnx::NodeProto n;
-  n.set_op_type(op);
-  n.set_name(op + "_node");
-  for (size_t i = 0; i < inputs; ++i) n.add_input("x" + std::to_string(i));
-  n.add_output("y");
-  return n;
-}
+using namespace test;
 
-void attr_i(onnx::NodeProto& n, const std::string& name, int64_t v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
-void attr_ints(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-
-struct Runner {
-  DnnlEnv env;
-
-  Tensor run(const onnx::NodeProto& proto, int opset, const std::vector<Tensor>& inputs) {
-    const KernelFactory* f = KernelRegistry::global().find(proto.op_type(), opset);
-    if (!f) throw std::runtime_error("no kernel for " + proto.op_type());
-    NodeInfo info(proto, opset);
-    std::unique_ptr<Kernel> k = (*f)(info);
-    std::vector<const Tensor*> ptrs;
-    for (const auto& t : inputs) ptrs.push_back(&t);
-    std::vector<Tensor> outs(1);
-    KernelContext ctx(ptrs, std::vector<bool>(inputs.size(), false), &outs, &env,
-                      Rounding::kNearestEven, 1);
-    k->compute(ctx);
-    return outs[0];
-  }
-};
-
-std::vector<double> doubles(const Tensor& t) {
-  std::vector<double> v(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get_as_double(i);
-  return v;
-}
+using Runner = KernelRunner;
 
 void expect_near(const std::vector<double>& got, const std::vector<double>& want,
                  double tol = 1e-5) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
-}
-
-ErrorKind kind_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const EngineError& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "expected an EngineError";
-  return ErrorKind::kRuntime;
 }
 
 // x = [[1, -2, 3], [4, 5, -6]]
@@ -105,14 +53,14 @@ TEST(Reduce, EveryOpAlongLastAxis) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.op);
-    auto n = node(c.op, 1);
-    attr_ints(n, "axes", {-1});
-    attr_i(n, "keepdims", 0);
+    auto n = make_node(c.op, 1);
+    add_ints(n, "axes", {-1});
+    add_int(n, "keepdims", 0);
     const Tensor y = r.run(n, 11, {sample()});
     EXPECT_EQ(y.shape(), (Shape{2}));
     expect_near(doubles(y), c.want);
   }
-  auto n = node("ReduceLogSum", 1);  // default: all axes, keepdims
+  auto n = make_node("ReduceLogSum", 1);  // default: all axes, keepdims
   const Tensor y = r.run(n, 11, {Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2})});
   EXPECT_EQ(y.shape(), (Shape{1, 1}));
   expect_near(doubles(y), {std::log(10.0)});
@@ -122,8 +70,8 @@ TEST(Reduce, MultipleAxesKeepDims) {
   Runner r;
   Tensor x(DType::kF32, {2, 3, 4});
   for (int64_t i = 0; i < 24; ++i) x.data<float>()[i] = static_cast<float>(i);
-  auto n = node("ReduceMean", 1);
-  attr_ints(n, "axes", {0, 2});
+  auto n = make_node("ReduceMean", 1);
+  add_ints(n, "axes", {0, 2});
   const Tensor y = r.run(n, 13, {x});
   EXPECT_EQ(y.shape(), (Shape{1, 3, 1}));
   expect_near(doubles(y), {(0 + 1 + 2 + 3 + 12 + 13 + 14 + 15) / 8.0, 11.5, 15.5});
@@ -131,15 +79,15 @@ TEST(Reduce, MultipleAxesKeepDims) {
 
 TEST(Reduce, ReduceSum13AxesInputAndNoop) {
   Runner r;
-  auto n = node("ReduceSum", 2);
-  attr_i(n, "keepdims", 0);
+  auto n = make_node("ReduceSum", 2);
+  add_int(n, "keepdims", 0);
   expect_near(doubles(r.run(n, 13, {sample(), Tensor::from_vector<int64_t>({0}, {1})})),
               {5, 3, -3});
   // Empty axes: all axes, unless noop_with_empty_axes.
   const Tensor none(DType::kI64, {0});
   expect_near(doubles(r.run(n, 13, {sample(), none})), {5});
-  auto noop = node("ReduceSum", 2);
-  attr_i(noop, "noop_with_empty_axes", 1);
+  auto noop = make_node("ReduceSum", 2);
+  add_int(noop, "noop_with_empty_axes", 1);
   const Tensor y = r.run(noop, 13, {sample(), none});
   EXPECT_EQ(y.shape(), (Shape{2, 3}));
   expect_near(doubles(y), {1, -2, 3, 4, 5, -6});
@@ -148,53 +96,53 @@ TEST(Reduce, ReduceSum13AxesInputAndNoop) {
 TEST(Reduce, IntegerDtypesStayExact) {
   Runner r;
   Tensor x = Tensor::from_vector<int64_t>({3000000000LL, 3000000000LL, -7, 2}, {2, 2});
-  auto n = node("ReduceSum", 1);
-  attr_ints(n, "axes", {1});
+  auto n = make_node("ReduceSum", 1);
+  add_ints(n, "axes", {1});
   Tensor y = r.run(n, 11, {x});
   ASSERT_EQ(y.dtype(), DType::kI64);
   EXPECT_EQ(y.data<int64_t>()[0], 6000000000LL);
   EXPECT_EQ(y.data<int64_t>()[1], -5);
-  auto mean = node("ReduceMean", 1);
-  attr_ints(mean, "axes", {1});
+  auto mean = make_node("ReduceMean", 1);
+  add_ints(mean, "axes", {1});
   Tensor xi = Tensor::from_vector<int32_t>({-7, 2, 5, 6}, {2, 2});
   y = r.run(mean, 11, {xi});
   ASSERT_EQ(y.dtype(), DType::kI32);
   EXPECT_EQ(y.data<int32_t>()[0], -2);  // -5 / 2 truncates toward zero
   EXPECT_EQ(y.data<int32_t>()[1], 5);
-  auto l2 = node("ReduceL2", 1);
-  EXPECT_EQ(kind_of([&] { r.run(l2, 13, {xi}); }), ErrorKind::kUnsupported);
+  auto l2 = make_node("ReduceL2", 1);
+  EXPECT_EQ(error_kind_of([&] { r.run(l2, 13, {xi}); }), ErrorKind::kUnsupported);
 }
 
 TEST(Reduce, ArgMaxArgMinSelectLastIndex) {
   Runner r;
   Tensor x = Tensor::from_vector<float>({2, 7, 7, 1, 1, 0}, {2, 3});
   for (int64_t last : {0, 1}) {
-    auto amax = node("ArgMax", 1);
-    attr_i(amax, "axis", 1);
-    attr_i(amax, "select_last_index", last);
+    auto amax = make_node("ArgMax", 1);
+    add_int(amax, "axis", 1);
+    add_int(amax, "select_last_index", last);
     const Tensor y = r.run(amax, 13, {x});
     ASSERT_EQ(y.dtype(), DType::kI64);
     EXPECT_EQ(y.shape(), (Shape{2, 1}));
     EXPECT_EQ(y.data<int64_t>()[0], last ? 2 : 1);
     EXPECT_EQ(y.data<int64_t>()[1], last ? 1 : 0);
-    auto amin = node("ArgMin", 1);
-    attr_i(amin, "keepdims", 0);
-    attr_i(amin, "select_last_index", last);
+    auto amin = make_node("ArgMin", 1);
+    add_int(amin, "keepdims", 0);
+    add_int(amin, "select_last_index", last);
     const Tensor z = r.run(amin, 12, {x});
     EXPECT_EQ(z.shape(), (Shape{3}));
     EXPECT_EQ(std::vector<int64_t>(z.data<int64_t>(), z.data<int64_t>() + 3),
               (std::vector<int64_t>{1, 1, 1}));
   }
-  auto old = node("ArgMax", 1);
-  attr_i(old, "select_last_index", 1);  // not defined before opset 12
-  EXPECT_EQ(kind_of([&] { r.run(old, 11, {x}); }), ErrorKind::kUnsupported);
+  auto old = make_node("ArgMax", 1);
+  add_int(old, "select_last_index", 1);  // not defined before opset 12
+  EXPECT_EQ(error_kind_of([&] { r.run(old, 11, {x}); }), ErrorKind::kUnsupported);
 }
 
 TEST(Reduce, DuplicateAxesAreInvalid) {
   Runner r;
-  auto n = node("ReduceMax", 1);
-  attr_ints(n, "axes", {1, -1});
-  EXPECT_EQ(kind_of([&] { r.run(n, 13, {sample()}); }), ErrorKind::kInvalidModel);
+  auto n = make_node("ReduceMax", 1);
+  add_ints(n, "axes", {1, -1});
+  EXPECT_EQ(error_kind_of([&] { r.run(n, 13, {sample()}); }), ErrorKind::kInvalidModel);
 }
 
 }  // namespace

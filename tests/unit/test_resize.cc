@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/kernel_harness.h"
 #include "worker/engine/dnnl_util.h"
 #include "worker/engine/error.h"
 #include "worker/engine/kernel.h"
@@ -16,54 +17,11 @@
 namespace torq::engine {
 namespace {
 
-// Inputs named "" are omitted optional inputs.
-onnx::NodeProto make_node(const std::string& op, const std::vector<std::string>& inputs) {
-  onnx::NodeProto n;
-  n.set_op_type(op);
-  n.set_name(op + "_node");
-  for (const auto& i : inputs) n.add_input(i);
-  n.add_output("y");
-  return n;
-}
+using namespace test;
 
-void add_string(onnx::NodeProto& n, const std::string& name, const std::string& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s(v);
-}
-
-void add_int(onnx::NodeProto& n, const std::string& name, int64_t v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-
-struct Runner {
-  DnnlEnv env;
-  Tensor run(const onnx::NodeProto& proto, int opset, const std::vector<Tensor>& inputs) {
-    KernelRegistry reg;
-    register_resize_kernels(reg);
-    const KernelFactory* f = reg.find(proto.op_type(), opset);
-    if (!f) throw std::runtime_error("no kernel for " + proto.op_type());
-    NodeInfo info(proto, opset);
-    std::unique_ptr<Kernel> k = (*f)(info);
-    std::vector<const Tensor*> ptrs;
-    for (const auto& t : inputs) ptrs.push_back(t.defined() ? &t : nullptr);
-    std::vector<Tensor> outs(1);
-    KernelContext ctx(ptrs, std::vector<bool>(inputs.size(), false), &outs, &env,
-                      Rounding::kNearestEven, 1);
-    k->compute(ctx);
-    return outs[0];
-  }
+struct Runner : KernelRunner {
+  Runner() : KernelRunner(register_resize_kernels) {}
 };
-
-template <class T>
-std::vector<T> values(const Tensor& t) {
-  const T* p = t.data<T>();
-  return std::vector<T>(p, p + t.numel());
-}
 
 Tensor floats(const std::vector<float>& v) {
   return Tensor::from_vector<float>(v, {static_cast<int64_t>(v.size())});
@@ -72,16 +30,6 @@ Tensor floats(const std::vector<float>& v) {
 void expect_near(const std::vector<float>& got, const std::vector<float>& want) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << "at " << i;
-}
-
-ErrorKind error_kind_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const EngineError& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "expected an EngineError";
-  return ErrorKind::kRuntime;
 }
 
 const Tensor kSquare = Tensor::from_vector<float>({1, 2, 3, 4}, {1, 1, 2, 2});

@@ -221,6 +221,30 @@ TEST(Store, CommitResultWritesResultAndDoneStateTogether) {
   EXPECT_EQ(s->jobs("r").size(), 1u);
 }
 
+TEST(Store, BatchedJobStatesAndCacheEntriesAreAllOrNone) {
+  TempDir d;
+  {
+    auto s = Store::open(d.path);
+    s->put_job_states("r", 'L', {{"a", job("a")}, {"b", job("b")}});
+    s->put_caches({{"k1", result(Executor::kNss, Status::kSuccess, "a", 0.5)},
+                   {"k2", result(Executor::kCss, Status::kSuccess, "b")}});
+    // One bad job in a batch: nothing of the batch is written.
+    EXPECT_NE(message_of([&] { s->put_job_states("r", 'L', {{"c", job("c")}, {"d", "junk"}}); })
+                  .find("not a valid encoded job"),
+              std::string::npos);
+    EXPECT_THROW(s->put_job_states("r", 'X', {{"e", job("e")}}), PipelineError);
+    EXPECT_THROW(s->put_caches({{"", result(Executor::kNss, Status::kSuccess, "a")}}), PipelineError);
+  }
+  auto s = Store::open(d.path);
+  const auto js = s->jobs("r");
+  ASSERT_EQ(js.size(), 2u);
+  EXPECT_EQ(js.at("a").first, 'L');
+  EXPECT_EQ(js.at("b").first, 'L');
+  ASSERT_TRUE(s->get_cache("k1").has_value());
+  EXPECT_DOUBLE_EQ(s->get_cache("k1")->max_abs, 0.5);
+  EXPECT_EQ(s->get_cache("k2")->executor, Executor::kCss);
+}
+
 TEST(Store, CachePutGetAndOverwrite) {
   TempDir d;
   auto s = Store::open(d.path);

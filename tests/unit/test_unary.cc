@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/kernel_harness.h"
 #include "worker/engine/dnnl_util.h"
 #include "worker/engine/error.h"
 #include "worker/engine/kernel.h"
@@ -17,63 +18,13 @@
 namespace torq::engine {
 namespace {
 
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
+using namespace test;
 
-onnx::NodeProto make_node(const std::string& op, size_t inputs) {
-  onnx::NodeProto n;
-  n.set_op_type(op);
-  n.set_name(op + "_node");
-  for (size_t i = 0; i < inputs; ++i) n.add_input("in" + std::to_string(i));
-  n.add_output("out");
-  return n;
-}
-
-void add_float_attr(onnx::NodeProto& n, const std::string& name, float v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::FLOAT);
-  a->set_f(v);
-}
-
-struct Runner {
-  DnnlEnv env;
-  Rounding rounding = Rounding::kNearestEven;
-
-  // Inputs may contain undefined tensors for omitted optional inputs.
-  Tensor run(const onnx::NodeProto& proto, int opset, const std::vector<Tensor>& inputs) {
-    KernelRegistry reg;
-    register_unary_kernels(reg);
-    const KernelFactory* f = reg.find(proto.op_type(), opset);
-    if (!f) throw std::runtime_error("no kernel for " + proto.op_type());
-    NodeInfo info(proto, opset);
-    std::unique_ptr<Kernel> k = (*f)(info);
-    std::vector<const Tensor*> ptrs;
-    for (const auto& t : inputs) ptrs.push_back(t.defined() ? &t : nullptr);
-    std::vector<Tensor> outs(1);
-    KernelContext ctx(ptrs, std::vector<bool>(inputs.size(), false), &outs, &env, rounding, 1);
-    k->compute(ctx);
-    return outs[0];
-  }
-  Tensor run(const std::string& op, int opset, const std::vector<Tensor>& inputs) {
-    return run(make_node(op, inputs.size()), opset, inputs);
-  }
+struct Runner : KernelRunner {
+  Runner() : KernelRunner(register_unary_kernels) {}
 };
 
-template <class T>
-std::vector<T> values(const Tensor& t) {
-  const T* p = t.data<T>();
-  return std::vector<T>(p, p + t.numel());
-}
-
-ErrorKind error_kind_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const EngineError& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "expected an EngineError";
-  return ErrorKind::kRuntime;
-}
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 void expect_close(const std::vector<float>& got, const std::vector<double>& want) {
   ASSERT_EQ(got.size(), want.size());
@@ -93,7 +44,7 @@ TEST(Unary, ActivationValuesWithDefaultsAndAttributes) {
   auto x = Tensor::from_vector<float>({-2, -0.5f, 0, 1.5f, kNaN}, {5});
   expect_close(values<float>(r.run("Relu", 14, {x})), {0, 0, 0, 1.5, NAN});
   auto lrelu = make_node("LeakyRelu", 1);
-  add_float_attr(lrelu, "alpha", 0.1f);
+  add_float(lrelu, "alpha", 0.1f);
   expect_close(values<float>(r.run(lrelu, 16, {x})), {-0.2, -0.05, 0, 1.5, NAN});
   expect_close(values<float>(r.run("Elu", 6, {x})),
                {std::expm1(-2.0), std::expm1(-0.5), 0, 1.5, NAN});
@@ -203,8 +154,8 @@ TEST(Unary, ClipAttributesInputsAndIntegers) {
   Runner r;
   auto x = Tensor::from_vector<float>({-3, -0.25f, 0.75f, 3, kNaN}, {5});
   auto clip6 = make_node("Clip", 1);
-  add_float_attr(clip6, "min", -0.5f);
-  add_float_attr(clip6, "max", 0.5f);
+  add_float(clip6, "min", -0.5f);
+  add_float(clip6, "max", 0.5f);
   expect_close(values<float>(r.run(clip6, 6, {x})), {-0.5, -0.25, 0.5, 0.5, NAN});
   auto lo = Tensor::from_vector<float>({-1}, {});
   expect_close(values<float>(r.run("Clip", 13, {x, lo, Tensor()})), {-1, -0.25, 0.75, 3, NAN});

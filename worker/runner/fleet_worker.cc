@@ -7,6 +7,7 @@
 #include <zmq.hpp>
 
 #include <chrono>
+#include <deque>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -43,10 +44,24 @@ std::optional<std::string> read_file(const std::string& path) {
   return ss.str();
 }
 
+// "noop" -> 0, "sleep:MS" -> MS (0..3600000); anything else is an error.
+int parse_bench_executor(const std::string& spec) {
+  if (spec == "noop") return 0;
+  if (spec.rfind("sleep:", 0) == 0 && spec.size() > 6 && spec.size() <= 13 &&
+      spec.find_first_not_of("0123456789", 6) == std::string::npos) {
+    const long ms = std::stol(spec.substr(6));
+    if (ms <= 3600000) return static_cast<int>(ms);
+  }
+  throw PipelineError("bad bench executor '" + spec + "' (noop or sleep:MS, MS <= 3600000)");
+}
+
 }  // namespace
 
 struct FleetWorker::Impl {
-  explicit Impl(FleetWorkerOptions o) : opt(std::move(o)), pool(pool_options(opt)) {}
+  explicit Impl(FleetWorkerOptions o) : opt(std::move(o)) {
+    if (opt.bench_executor.empty()) pool.emplace(pool_options(opt));
+    else bench_ms = parse_bench_executor(opt.bench_executor);
+  }
 
   static LocalPoolOptions pool_options(const FleetWorkerOptions& o) {
     LocalPoolOptions lo;
@@ -60,7 +75,9 @@ struct FleetWorker::Impl {
   }
 
   FleetWorkerOptions opt;
-  LocalPool pool;
+  std::optional<LocalPool> pool;  // real jobs; none in benchmark mode
+  int bench_ms = 0;               // benchmark mode: answer after this many ms
+  std::deque<std::pair<Clock::time_point, JobSpec>> sleeping;  // benchmark mode, by due time
   zmq::context_t ctx;
   std::optional<zmq::socket_t> sock;
   std::map<std::string, std::vector<JobSpec>> parked;  // model hash -> jobs waiting for its blob
@@ -158,12 +175,39 @@ struct FleetWorker::Impl {
     send_result(job, std::move(r));
   }
 
+  // Benchmark mode: the result a job gets without running anything.
+  void bench_answer(const JobSpec& job, Clock::time_point started) {
+    ExecResult r;
+    r.executor = job.executor;
+    r.status = Status::kSuccess;
+    r.tolerance_used = job.tolerance;
+    r.runtime_ms = bench_ms;
+    r.timing_runs = job.timing_runs;
+    r.host_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+    r.toolchain = toolchain_identity() + " (bench " + opt.bench_executor + ")";
+    send_result(job, std::move(r));
+  }
+  // Benchmark mode: answers the sleeping jobs that are due.
+  void bench_service() {
+    const auto now = Clock::now();
+    while (!sleeping.empty() && sleeping.front().first <= now) {
+      auto [due, job] = std::move(sleeping.front());
+      sleeping.pop_front();
+      bench_answer(job, due - milliseconds(bench_ms));
+    }
+  }
+
   // ---- handlers ----
   void on_job(const JobSpec& job) {
     if (active.count(job.id)) return;  // already running it (a re-sent lease)
     active.insert(job.id);
+    if (!pool) {  // benchmark mode: no engine, no model needed
+      if (bench_ms == 0) bench_answer(job, Clock::now());
+      else sleeping.emplace_back(Clock::now() + milliseconds(bench_ms), job);
+      return;
+    }
     if (have_model(job.model_hash)) {
-      pool.submit(job);
+      pool->submit(job);
       return;
     }
     auto& waiting = parked[job.model_hash];
@@ -188,7 +232,7 @@ struct FleetWorker::Impl {
       }
     }
     for (const auto& j : jobs) {
-      if (problem.empty()) pool.submit(j);
+      if (problem.empty()) pool->submit(j);
       else fail(j, "fetch", problem);
     }
   }
@@ -246,7 +290,8 @@ int FleetWorker::run() {
   const milliseconds broker_timeout(m.opt.heartbeat_ms * m.opt.liveness);
   m.connect();
   m.log("connected to " + m.opt.connect + " (target " + m.opt.target + ", capacity " +
-        std::to_string(m.opt.capacity) + ")");
+        std::to_string(m.opt.capacity) + ")" +
+        (m.pool ? "" : "; BENCHMARK MODE: executor " + m.opt.bench_executor + ", no engine"));
   std::optional<Clock::time_point> idle_since;  // draining and nothing left to run
   for (;;) {
     auto now = Clock::now();
@@ -268,10 +313,13 @@ int FleetWorker::run() {
 
     // Wait on the socket and the running jobs' pipes.
     std::vector<zmq_pollitem_t> items{{m.sock->handle(), 0, ZMQ_POLLIN, 0}};
-    for (int fd : m.pool.wait_fds()) items.push_back({nullptr, fd, ZMQ_POLLIN, 0});
+    if (m.pool)
+      for (int fd : m.pool->wait_fds()) items.push_back({nullptr, fd, ZMQ_POLLIN, 0});
     long wait_ms = std::chrono::duration_cast<milliseconds>(m.last_sent + hb - now).count();
-    const int deadline = m.pool.ms_to_deadline();
+    const int deadline = m.pool ? m.pool->ms_to_deadline() : -1;
     if (deadline >= 0) wait_ms = std::min<long>(wait_ms, deadline);
+    if (!m.sleeping.empty())
+      wait_ms = std::min<long>(wait_ms, std::chrono::ceil<milliseconds>(m.sleeping.front().first - now).count());
     wait_ms = std::clamp<long>(wait_ms, 0, m.opt.heartbeat_ms);
     if (zmq_poll(items.data(), static_cast<int>(items.size()), wait_ms) < 0 && zmq_errno() != EINTR)
       throw PipelineError(std::string("zmq_poll: ") + zmq_strerror(zmq_errno()));
@@ -295,7 +343,10 @@ int FleetWorker::run() {
     }
 
     // Finished jobs go back (and stay until acknowledged).
-    for (auto& [job, r] : m.pool.service()) m.send_result(job, std::move(r));
+    if (m.pool)
+      for (auto& [job, r] : m.pool->service()) m.send_result(job, std::move(r));
+    else
+      m.bench_service();
 
     now = Clock::now();
     if (!reconnect && now - m.broker_seen > broker_timeout) {

@@ -14,6 +14,12 @@
 //    is verified by SHA-256 before it is written (<cache>/<hash>.onnx, via a
 //    temporary file and rename). An unknown or corrupt blob fails its jobs
 //    as error/fetch.
+//  - Benchmark mode (bench_executor "noop" or "sleep:MS"): jobs are answered
+//    in this process without the engine, child processes or model blobs —
+//    a success result at once (noop) or MS milliseconds after the JOB
+//    arrived (sleep, standing in for a board). The protocol is unchanged, so
+//    the coordinator cannot tell; results carry "(bench ...)" in toolchain.
+//    For measuring the fleet (tests/bench/fleet_bench.sh) only.
 //  - request_stop(): READY with capacity 0 (send no more), finish the
 //    running jobs, wait briefly for their acknowledgements, DISCONNECT.
 //
@@ -46,6 +52,8 @@ struct FleetWorkerOptions {
   // CURVE (z85): all three set, or none.
   std::string server_public_key, public_key, secret_key;
   bool verbose = false;                // log one line per finished job
+  // Benchmarking only: "" (run jobs for real), "noop" or "sleep:MS" (see above).
+  std::string bench_executor;
   std::function<void(const std::string&)> log;  // default: stderr
 };
 

@@ -3,6 +3,8 @@
 //    in, Result out, models read from the --cache directory (<hash>.onnx).
 //  --connect tcp://HOST:PORT: a fleet worker (DESIGN §6) serving a
 //    torq-coordinator; each job runs in a `--stdio` child process.
+//  --connect ... --bench-executor noop|sleep:MS: BENCHMARKING ONLY, jobs
+//    answered in-process without the engine (tests/bench/fleet_bench.sh).
 #include <signal.h>
 #include <unistd.h>
 
@@ -89,6 +91,11 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-ms", fo.heartbeat_ms, "Fleet: heartbeat interval")->capture_default_str()->check(
       CLI::Range(10, 60000));
   app.add_flag("--verbose,-v", fo.verbose, "Fleet: log every finished job");
+  app.add_option("--bench-executor", fo.bench_executor,
+                 "Fleet, BENCHMARKING ONLY: answer jobs in this process without running the engine: "
+                 "'noop' (success at once) or 'sleep:MS' (success after MS ms, standing in for a board); "
+                 "results are not real measurements")
+      ->needs(o_connect);
   app.add_option("--server-key", server_key, "Fleet/CURVE: file with the coordinator's public key (z85)");
   app.add_option("--key", key_prefix, "Fleet/CURVE: this worker's key pair PREFIX.pub / PREFIX.key");
   CLI11_PARSE(app, argc, argv);

@@ -242,22 +242,17 @@ class VariadicKernel final : public Kernel {
   elt::DnnlBinary dnnl_;
 };
 
-template <class K, class E>
-KernelFactory factory(E op) {
-  return [op](const NodeInfo& n) -> std::unique_ptr<Kernel> { return std::make_unique<K>(n, op); };
-}
-
 }  // namespace
 
 void register_binary_kernels(KernelRegistry& r) {
-  r.add("Add", 1, 17, factory<ArithKernel>(Arith::kAdd));
-  r.add("Sub", 1, 17, factory<ArithKernel>(Arith::kSub));
-  r.add("Mul", 1, 17, factory<ArithKernel>(Arith::kMul));
-  r.add("Div", 1, 17, factory<ArithKernel>(Arith::kDiv));
-  r.add("Sum", 1, 17, factory<VariadicKernel>(Variadic::kSum));
-  r.add("Mean", 1, 17, factory<VariadicKernel>(Variadic::kMean));
-  r.add("Max", 1, 17, factory<VariadicKernel>(Variadic::kMax));
-  r.add("Min", 1, 17, factory<VariadicKernel>(Variadic::kMin));
+  r.add("Add", 1, 17, elt::kernel_factory<ArithKernel>(Arith::kAdd));
+  r.add("Sub", 1, 17, elt::kernel_factory<ArithKernel>(Arith::kSub));
+  r.add("Mul", 1, 17, elt::kernel_factory<ArithKernel>(Arith::kMul));
+  r.add("Div", 1, 17, elt::kernel_factory<ArithKernel>(Arith::kDiv));
+  r.add("Sum", 1, 17, elt::kernel_factory<VariadicKernel>(Variadic::kSum));
+  r.add("Mean", 1, 17, elt::kernel_factory<VariadicKernel>(Variadic::kMean));
+  r.add("Max", 1, 17, elt::kernel_factory<VariadicKernel>(Variadic::kMax));
+  r.add("Min", 1, 17, elt::kernel_factory<VariadicKernel>(Variadic::kMin));
   elt::register_binary_logic_kernels(r);
   elt::register_binary_misc_kernels(r);
 }

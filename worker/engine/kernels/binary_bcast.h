@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -145,6 +146,13 @@ struct LegacyBroadcast {
 // Attribute names the legacy broadcast uses (for expect_attrs lists).
 inline constexpr const char* kLegacyBroadcastAttr = "broadcast";
 inline constexpr const char* kLegacyAxisAttr = "axis";
+
+// A factory for kernel K constructed as K(node, op), op naming the variant
+// (an enum) the kernel class computes.
+template <class K, class Op>
+KernelFactory kernel_factory(Op op) {
+  return [op](const NodeInfo& n) -> std::unique_ptr<Kernel> { return std::make_unique<K>(n, op); };
+}
 
 // Registration helpers of the split binary family (binary_logic.cc,
 // binary_misc.cc), called by register_binary_kernels.

@@ -165,22 +165,17 @@ class BitShiftKernel final : public Kernel {
   bool left_ = true;
 };
 
-template <class K>
-KernelFactory cmp_factory(Cmp op) {
-  return [op](const NodeInfo& n) -> std::unique_ptr<Kernel> { return std::make_unique<K>(n, op); };
-}
-
 }  // namespace
 
 void register_binary_logic_kernels(KernelRegistry& r) {
-  r.add("Equal", 1, 17, cmp_factory<CompareKernel>(Cmp::kEq));
-  r.add("Less", 1, 17, cmp_factory<CompareKernel>(Cmp::kLt));
-  r.add("Greater", 1, 17, cmp_factory<CompareKernel>(Cmp::kGt));
-  r.add("LessOrEqual", 12, 17, cmp_factory<CompareKernel>(Cmp::kLe));
-  r.add("GreaterOrEqual", 12, 17, cmp_factory<CompareKernel>(Cmp::kGe));
-  r.add("And", 1, 17, cmp_factory<CompareKernel>(Cmp::kAnd));
-  r.add("Or", 1, 17, cmp_factory<CompareKernel>(Cmp::kOr));
-  r.add("Xor", 1, 17, cmp_factory<CompareKernel>(Cmp::kXor));
+  r.add("Equal", 1, 17, kernel_factory<CompareKernel>(Cmp::kEq));
+  r.add("Less", 1, 17, kernel_factory<CompareKernel>(Cmp::kLt));
+  r.add("Greater", 1, 17, kernel_factory<CompareKernel>(Cmp::kGt));
+  r.add("LessOrEqual", 12, 17, kernel_factory<CompareKernel>(Cmp::kLe));
+  r.add("GreaterOrEqual", 12, 17, kernel_factory<CompareKernel>(Cmp::kGe));
+  r.add("And", 1, 17, kernel_factory<CompareKernel>(Cmp::kAnd));
+  r.add("Or", 1, 17, kernel_factory<CompareKernel>(Cmp::kOr));
+  r.add("Xor", 1, 17, kernel_factory<CompareKernel>(Cmp::kXor));
   r.add("Where", 9, 17, make_kernel<WhereKernel>());
   r.add("BitShift", 11, 17, make_kernel<BitShiftKernel>());
 }

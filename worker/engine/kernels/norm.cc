@@ -40,6 +40,47 @@ Tensor run_same_layout(DnnlPlan& plan, const Tensor& x, CachedReorder& re, Kerne
   return y;
 }
 
+// The plan for x: keyed on x and the rounding; when `eligible`, a oneDNN
+// primitive make_prim(md) on x's layout in the compute dtype, or the plain
+// path when oneDNN cannot build it.
+template <class MakePrim>
+DnnlPlan make_dnnl_plan(const Tensor& x, KernelContext& ctx, bool eligible, MakePrim make_prim) {
+  DnnlPlan p;
+  p.key = nn::input_key(x);
+  p.rounding = ctx.rounding();
+  if (!eligible) return p;
+  try {
+    p.compute = nn::compute_dtype(x.dtype(), ctx.rounding());
+    p.md = nn::md_with_dtype(md_of(x), dnnl_dtype(p.compute));
+    p.prim = make_prim(p.md);
+    p.dnnl = true;
+  } catch (const dnnl::error&) {
+    p.dnnl = false;
+  }
+  return p;
+}
+
+// x as a plain f32 or f64 tensor for a plain path (bf16 widened to f32);
+// other dtypes are unsupported by `op`.
+Tensor plain_float_input(const Tensor& x, KernelContext& ctx, const char* op) {
+  Tensor xp = to_plain(x, ctx.dnnl());
+  if (xp.dtype() == DType::kBF16) xp = to_f32(xp);
+  TORQ_SUPPORTED(xp.dtype() == DType::kF32 || xp.dtype() == DType::kF64,
+                 std::string(op) + " of " + dtype_name(xp.dtype()) + " is not supported");
+  return xp;
+}
+
+// Calls run(dst, src) with y's and xp's data as float or double (xp's dtype,
+// f32 or f64; y has the same dtype).
+template <class Run>
+void run_f32_or_f64(Tensor& y, const Tensor& xp, Run&& run) {
+  if (xp.dtype() == DType::kF32) {
+    run(y.data<float>(), xp.data<float>());
+  } else {
+    run(y.data<double>(), xp.data<double>());
+  }
+}
+
 // ---------------------------------------------------------------- BatchNorm
 
 class BatchNormKernel final : public Kernel {
@@ -115,33 +156,20 @@ class BatchNormKernel final : public Kernel {
   }
 
   DnnlPlan make_plan(const Tensor& x, KernelContext& ctx) const {
-    DnnlPlan p;
-    p.key = nn::input_key(x);
-    p.rounding = ctx.rounding();
-    if (x.dtype() != DType::kF32 && x.dtype() != DType::kBF16) return p;
-    try {
-      p.compute = nn::compute_dtype(x.dtype(), ctx.rounding());
-      p.md = nn::md_with_dtype(md_of(x), dnnl_dtype(p.compute));
+    const bool eligible = x.dtype() == DType::kF32 || x.dtype() == DType::kBF16;
+    return make_dnnl_plan(x, ctx, eligible, [&](const dnnl::memory::desc& md) {
       const auto flags = dnnl::normalization_flags::use_global_stats |
                          dnnl::normalization_flags::use_scale |
                          dnnl::normalization_flags::use_shift;
-      const dnnl::batch_normalization_forward::desc d(dnnl::prop_kind::forward_inference, p.md,
+      const dnnl::batch_normalization_forward::desc d(dnnl::prop_kind::forward_inference, md,
                                                       epsilon_, flags);
       const dnnl::batch_normalization_forward::primitive_desc pd(d, ctx.dnnl().engine);
-      p.prim = dnnl::batch_normalization_forward(pd);
-      p.dnnl = true;
-    } catch (const dnnl::error&) {
-      p.dnnl = false;
-    }
-    return p;
+      return dnnl::primitive(dnnl::batch_normalization_forward(pd));
+    });
   }
 
   void run_plain(const Tensor& x, KernelContext& ctx) {
-    Tensor xp = to_plain(x, ctx.dnnl());
-    if (xp.dtype() == DType::kBF16) xp = to_f32(xp);
-    TORQ_SUPPORTED(xp.dtype() == DType::kF32 || xp.dtype() == DType::kF64,
-                   std::string("BatchNormalization of ") + dtype_name(xp.dtype()) +
-                       " is not supported");
+    const Tensor xp = plain_float_input(x, ctx, "BatchNormalization");
     const int64_t n = x.dim(0), c = x.dim(1), inner = n * c != 0 ? x.numel() / (n * c) : 0;
     std::vector<double> a(static_cast<size_t>(c)), b(static_cast<size_t>(c));
     for (size_t i = 0; i < static_cast<size_t>(c); ++i) {
@@ -160,11 +188,7 @@ class BatchNormKernel final : public Kernel {
         }
       }
     };
-    if (xp.dtype() == DType::kF32) {
-      run(y.data<float>(), xp.data<float>());
-    } else {
-      run(y.data<double>(), xp.data<double>());
-    }
+    run_f32_or_f64(y, xp, run);
     ctx.output(0) = std::move(y);
   }
 
@@ -207,32 +231,21 @@ class LrnKernel final : public Kernel {
 
  private:
   DnnlPlan make_plan(const Tensor& x, KernelContext& ctx) const {
-    DnnlPlan p;
-    p.key = nn::input_key(x);
-    p.rounding = ctx.rounding();
     // oneDNN's window is centred, [c - (n-1)/2, c + (n-1)/2]: ONNX's only
     // for odd sizes.
-    if ((x.dtype() != DType::kF32 && x.dtype() != DType::kBF16) || size_ % 2 == 0) return p;
-    try {
-      p.compute = nn::compute_dtype(x.dtype(), ctx.rounding());
-      p.md = nn::md_with_dtype(md_of(x), dnnl_dtype(p.compute));
+    const bool eligible =
+        (x.dtype() == DType::kF32 || x.dtype() == DType::kBF16) && size_ % 2 != 0;
+    return make_dnnl_plan(x, ctx, eligible, [&](const dnnl::memory::desc& md) {
       const dnnl::lrn_forward::desc d(dnnl::prop_kind::forward_inference,
-                                      dnnl::algorithm::lrn_across_channels, p.md, size_, alpha_,
+                                      dnnl::algorithm::lrn_across_channels, md, size_, alpha_,
                                       beta_, bias_);
       const dnnl::lrn_forward::primitive_desc pd(d, ctx.dnnl().engine);
-      p.prim = dnnl::lrn_forward(pd);
-      p.dnnl = true;
-    } catch (const dnnl::error&) {
-      p.dnnl = false;
-    }
-    return p;
+      return dnnl::primitive(dnnl::lrn_forward(pd));
+    });
   }
 
   void run_plain(const Tensor& x, KernelContext& ctx) {
-    Tensor xp = to_plain(x, ctx.dnnl());
-    if (xp.dtype() == DType::kBF16) xp = to_f32(xp);
-    TORQ_SUPPORTED(xp.dtype() == DType::kF32 || xp.dtype() == DType::kF64,
-                   std::string("LRN of ") + dtype_name(xp.dtype()) + " is not supported");
+    const Tensor xp = plain_float_input(x, ctx, "LRN");
     const int64_t n = x.dim(0), c = x.dim(1), inner = n * c != 0 ? x.numel() / (n * c) : 0;
     const int64_t lo = (size_ - 1) / 2, hi = size_ - 1 - lo;
     const double scale = static_cast<double>(alpha_) / static_cast<double>(size_);
@@ -256,11 +269,7 @@ class LrnKernel final : public Kernel {
         }
       }
     };
-    if (xp.dtype() == DType::kF32) {
-      run(y.data<float>(), xp.data<float>());
-    } else {
-      run(y.data<double>(), xp.data<double>());
-    }
+    run_f32_or_f64(y, xp, run);
     ctx.output(0) = std::move(y);
   }
 
