@@ -17,6 +17,22 @@ dnnl::memory::data_type dnnl_dtype(DType t) {
   }
 }
 
+bool dnnl_bf16_supported() {
+  static const bool supported = [] {
+    try {
+      dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+      const dnnl::memory::dims d{4, 4};
+      const dnnl::memory::desc md(d, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::ab);
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(md, md, md), eng);
+      (void)pd;
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return supported;
+}
+
 dnnl::memory::dims to_dims(const Shape& s) {
   if (s.empty()) return {1};
   return dnnl::memory::dims(s.begin(), s.end());

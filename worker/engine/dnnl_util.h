@@ -27,6 +27,13 @@ struct DnnlEnv {
 
 // oneDNN data type for a float dtype (f32, bf16); throws Unsupported otherwise.
 dnnl::memory::data_type dnnl_dtype(DType t);
+
+// True when this CPU runs oneDNN's bf16 primitives (oneDNN 2.6 needs
+// AVX512-core or newer). Probed once by creating a small bf16 matmul. On
+// CPUs without it the session feeds "bf16" kernels f32 inputs (bf16 → f32 is
+// exact) and rounds their outputs to bf16: the same numbers as the native
+// kernels (f32 accumulation, one rounding of the result).
+bool dnnl_bf16_supported();
 dnnl::memory::dims to_dims(const Shape& s);
 // Row-major descriptor of `shape` with data type `t` (rank 0 becomes {1}).
 dnnl::memory::desc plain_md(const Shape& shape, DType t);

@@ -277,7 +277,7 @@ void Session::Impl::execute(Node& n, std::vector<Tensor>& values, bool folding, 
     bool any_bf16 = false;
     for (const Tensor* t : raw_in)
       if (t && t->dtype() == DType::kBF16) any_bf16 = true;
-    const bool native_bf16 = n.kernel->handles_bf16();
+    const bool native_bf16 = n.kernel->handles_bf16() && dnnl_bf16_supported();
     const bool blocked_ok = n.kernel->accepts_blocked_inputs();
     std::vector<Tensor> conv(n.in.size());
     std::vector<const Tensor*> in(n.in.size(), nullptr);
