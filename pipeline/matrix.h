@@ -1,0 +1,233 @@
+// Model-matrix specs (DESIGN.md §8, tt-xla style): which tests exist (models
+// × variants × targets × modes), what each is expected to do (per-test config
+// spread over YAML files), which to run (-k / -m / presets), and how a run's
+// result becomes an outcome (passed, failed, skipped, xfailed, xpassed).
+// Pure logic: no sockets, no tensors, no jobs. Every malformed input is a
+// PipelineError "file:line:col: message" (with a "did you mean" hint where a
+// name was misspelt).
+//
+// Spec file (paths relative to the spec's directory):
+//
+//   models:                       # paths or globs (sorted, deduplicated)
+//     - models/*.onnx
+//     - {path: ../shared/models/resnet18.onnx, name: resnet18}   # name: ID part
+//   variants: [fp32, bf16]        # or maps: {name: bf16-b2, dtype: bf16, batch: 2,
+//                                 #           inputs: activations|random, seed: 0}
+//   executors: [nss, css, host]
+//   targets:                      # default: {sim: {}}
+//     sim: {}                     # the built-in sim profile set
+//     sim-strict: {profiles: {nss: targets/nss-strict.yaml}}   # a sim profile set
+//     astra: {board: astra}       # a board class: served by workers --target astra
+//   modes: [discover]             # discover | run | subgraph
+//   test_config: [test_config/nightly.yaml]   # per-test config files
+//   presets:
+//     push: {k: "squeezenet or demo", m: "push"}
+//     nightly: {m: "not slow"}
+//   options: {dedup: false, skip_mode: false, timing_runs: 1, job_timeout_ms: 120000}
+//
+// Per-test config file:
+//
+//   test_config:
+//     squeezenet1.0-bf16-sim-discover:          # a test ID, or a glob (* ?)
+//       status: EXPECTED_PASSING
+//       bringup_status: PASSED
+//       required_pcc: 0.99
+//       assert_pcc: true
+//       assert_allclose: false
+//       allclose_rtol: 0.01
+//       allclose_atol: 0.01
+//       markers: [push, nightly]
+//       supported_targets: [sim]
+//       target_overrides: {astra: {status: KNOWN_FAILURE_XFAIL, reason: "..."}}
+//       reason: "..."
+//   placeholders:                               # models not yet added
+//     yolov8n-fp32-sim-discover: {reason: "not yet exported", markers: [nightly]}
+//
+// An exact ID beats a glob; two globs matching one test is an error naming
+// both locations. Keys matching no collected test are errors.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipeline/types.h"
+
+namespace torq::pipeline::matrix {
+
+enum class TestStatus { kExpectedPassing, kKnownFailureXfail, kNotSupportedSkip, kUnspecified, kExcludeModel };
+enum class Bringup {
+  kPassed, kIncorrectResult, kFailedFeCompilation, kFailedCompilation, kFailedRuntime, kNotStarted, kUnknown
+};
+enum class Outcome { kPassed, kFailed, kSkipped, kXfailed, kXpassed };
+enum class Mode { kDiscover, kRun, kSubgraph };
+
+const char* test_status_name(TestStatus s);   // "EXPECTED_PASSING", ...
+const char* bringup_name(Bringup b);          // "PASSED", ...
+const char* outcome_name(Outcome o);          // "passed", "failed", "skipped", "xfailed", "xpassed"
+const char* mode_name(Mode m);                // "discover", "run", "subgraph"
+
+struct Variant {
+  std::string name = "fp32";   // the ID part
+  bool bf16 = false;           // dtype bf16: the pipeline's auto-conversion
+  int batch = 1;
+  bool random_inputs = false;  // inputs: random (seeded) instead of activations
+  uint64_t seed = 0;
+};
+
+struct Target {
+  std::string name = "sim";
+  std::string board;                             // board class; empty: a sim profile set
+  std::map<Executor, std::string> profiles;      // sim: profile files overriding built-ins (absolute paths)
+};
+
+struct ModelEntry {
+  std::string name;   // ID part: the file's stem unless given
+  std::string path;   // absolute
+};
+
+struct SpecOptions {
+  bool dedup = false;
+  bool skip_mode = false;
+  uint32_t timing_runs = 1;
+  uint32_t job_timeout_ms = 120000;
+};
+
+struct Preset {
+  std::string k, m;  // expressions; empty: no filter
+};
+
+struct Spec {
+  std::string path;                     // the spec file
+  std::vector<ModelEntry> models;
+  std::vector<Variant> variants;        // default: [fp32]
+  std::vector<Executor> executors;      // default: nss, css, host
+  std::vector<Target> targets;          // default: [sim]
+  std::vector<Mode> modes;              // default: [discover]
+  std::vector<std::string> config_files;  // absolute
+  std::map<std::string, Preset> presets;
+  SpecOptions options;
+};
+
+// Parses and validates a spec (globs are expanded now; a glob matching no
+// file is an error at its location).
+Spec parse_spec(const std::string& text, const std::string& path);
+Spec load_spec(const std::string& path);
+
+// The comparators and expectations of one test, after target_overrides.
+struct TestConfig {
+  TestStatus status = TestStatus::kUnspecified;
+  std::optional<Bringup> bringup;       // fixed by the config; else from the run
+  double required_pcc = 0.99;
+  bool assert_pcc = true;
+  bool assert_allclose = false;
+  double allclose_rtol = 1e-2, allclose_atol = 1e-2;
+  std::vector<std::string> markers;
+  std::vector<std::string> supported_targets;  // empty: every target
+  std::string reason;
+  std::string source;                   // "file:line:col" of the entry; empty: defaults
+  std::string key;                      // the config key that matched (ID or glob)
+};
+
+struct TestCase {
+  std::string id;                       // <model>-<variant>-<target>-<mode>
+  const ModelEntry* model = nullptr;    // null for placeholders
+  Variant variant;
+  Target target;
+  Mode mode = Mode::kDiscover;
+  TestConfig config;
+  bool placeholder = false;             // declared in placeholders: reported NOT_STARTED
+};
+
+// One config entry as read (before resolution), for suggest and errors.
+struct ConfigEntry {
+  std::string key;                      // ID or glob
+  std::string file;
+  int line = 0, col = 0;                // 1-based
+  bool placeholder = false;
+  TestConfig base;                      // fields as given (defaults elsewhere)
+  std::map<std::string, TestConfig> target_overrides;  // resolved per target (base + override)
+  std::map<std::string, std::string> override_sources;  // target → "file:line:col" of its override key
+};
+
+struct ConfigSet {
+  std::vector<ConfigEntry> entries;     // in file order
+};
+
+// Reads config files; strict: unknown keys, duplicate keys (in one file and
+// across files), bad enums and types → PipelineError "file:line:col: ...".
+ConfigSet load_configs(const std::vector<std::string>& files);
+
+// Every test of the spec (model × variant × target × mode, in that order)
+// with its resolved config, plus placeholders; EXCLUDE_MODEL tests are left
+// out. Throws PipelineError for config keys matching no test (with a
+// did-you-mean of the nearest ID) and for ambiguous globs.
+std::vector<TestCase> collect(const Spec& spec, const ConfigSet& configs);
+
+// -k: and / or / not / parentheses over case-insensitive substrings of the
+// ID; -m: the same over marker names (a word is true when the test has that
+// marker). Empty expression: true. Throws PipelineError
+// "-k 'expr': col N: message" on a syntax error.
+class Expr {
+ public:
+  static Expr parse(const std::string& text, const std::string& flag /* "-k" or "-m" */);
+  bool match_id(const std::string& id) const;                      // -k semantics
+  bool match_markers(const std::vector<std::string>& markers) const;  // -m semantics
+  const std::string& text() const { return text_; }
+  struct Node;
+ private:
+  std::string text_;
+  std::shared_ptr<const Node> root_;
+};
+
+// What a run of one test produced (filled by the coordinator).
+struct TestRun {
+  bool ran = false;                     // false: skipped before running (no result)
+  std::string skip_reason;              // when !ran
+  // The step that failed, if any: import | compile | runtime | result.
+  std::string failed_step;
+  std::string message;                  // first error / failure line
+  double pcc = -1;                      // lowest PCC over the recommended results (-1 unknown)
+  double max_abs = -1, max_rel = -1;    // worst over the recommended results
+  int layers = 0;
+  int critical_failures = 0;
+  std::map<std::string, int> executor_distribution;  // recommended executor -> layers
+  double wall_s = 0;
+  std::string report_file;              // the model report JSON, if written
+};
+
+struct TestResult {
+  const TestCase* test = nullptr;
+  Outcome outcome = Outcome::kSkipped;
+  Bringup bringup = Bringup::kUnknown;
+  std::string message;                  // why (for failed, skipped, xfailed, xpassed)
+  TestRun run;
+};
+
+// The outcome rules of DESIGN §8 / issue #5:
+//  - placeholder → skipped, NOT_STARTED; NOT_SUPPORTED_SKIP or a target not in
+//    supported_targets or !run.ran → skipped;
+//  - "passed" raw result: ran, no critical failure, no failed step, and the
+//    comparators hold (assert_pcc: pcc >= required_pcc; assert_allclose:
+//    max_abs <= atol + rtol (relative term on max_rel));
+//  - KNOWN_FAILURE_XFAIL: raw pass → xpassed (failed with strict_xfail),
+//    raw fail → xfailed; otherwise raw pass → passed, raw fail → failed;
+//  - bringup: the config's when given; else PASSED on a raw pass, else from
+//    failed_step (import → FAILED_FE_COMPILATION, compile → FAILED_COMPILATION,
+//    runtime → FAILED_RUNTIME, result → INCORRECT_RESULT).
+TestResult judge(const TestCase& test, const TestRun& run, bool strict_xfail);
+
+// True for an unexpected outcome (failed, or xpassed): exit code 1.
+bool unexpected(const TestResult& r);
+
+// suggest: a YAML patch (comments say why) of config edits from a run:
+// promote xpassed tests to EXPECTED_PASSING, raise required_pcc that is met
+// with margin (to the PCC rounded down to 3 decimals, when that is ≥ 0.001
+// above), add EXPECTED_PASSING / KNOWN_FAILURE_XFAIL entries for tests with
+// no config entry (by their outcome). Empty string: nothing to suggest.
+std::string suggest(const std::vector<TestResult>& results);
+
+}  // namespace torq::pipeline::matrix

@@ -1,0 +1,224 @@
+// Matrix spec parsing (pipeline/matrix.h): fields, defaults, path and glob
+// resolution, and the exact file:line:col errors of malformed specs.
+#include <gtest/gtest.h>
+
+#include "pipeline/matrix.h"
+#include "tests/unit/matrix_fixture.h"
+
+namespace torq::pipeline::matrix {
+namespace {
+
+using matrix_test::error_of;
+using matrix_test::TempDir;
+
+TEST(MatrixSpec, ParsesEveryField) {
+  TempDir d;
+  d.write("models/b.onnx", "");
+  d.write("models/a.onnx", "");
+  d.write("models/notes.txt", "");
+  d.write("shared/resnet18/model.onnx", "");
+  d.write("targets/nss-strict.yaml", "");
+  d.write("test_config/nightly.yaml", "");
+  const std::string spec = d.write("spec/../spec.yaml", R"(models:
+  - models/*.onnx
+  - {path: shared/resnet18/model.onnx, name: resnet18}
+variants:
+  - fp32
+  - {name: bf16-b2, dtype: bf16, batch: 2, inputs: random, seed: 7}
+executors: [host, nss]
+targets:
+  sim: {}
+  sim-strict: {profiles: {nss: targets/nss-strict.yaml}}
+  astra: {board: astra}
+modes: [discover, run]
+test_config: [test_config/nightly.yaml]
+presets:
+  push: {k: "squeezenet or demo", m: "push"}
+  nightly: {m: "not slow"}
+options: {dedup: true, skip_mode: true, timing_runs: 3, job_timeout_ms: 5000}
+)");
+  const Spec s = load_spec(spec);
+  EXPECT_EQ(s.path, d.path("spec.yaml"));
+  ASSERT_EQ(s.models.size(), 3u);
+  EXPECT_EQ(s.models[0].name, "a");
+  EXPECT_EQ(s.models[0].path, d.path("models/a.onnx"));
+  EXPECT_EQ(s.models[1].name, "b");
+  EXPECT_EQ(s.models[2].name, "resnet18");
+  EXPECT_EQ(s.models[2].path, d.path("shared/resnet18/model.onnx"));
+  ASSERT_EQ(s.variants.size(), 2u);
+  EXPECT_EQ(s.variants[0].name, "fp32");
+  EXPECT_FALSE(s.variants[0].bf16);
+  EXPECT_EQ(s.variants[0].batch, 1);
+  EXPECT_EQ(s.variants[1].name, "bf16-b2");
+  EXPECT_TRUE(s.variants[1].bf16);
+  EXPECT_EQ(s.variants[1].batch, 2);
+  EXPECT_TRUE(s.variants[1].random_inputs);
+  EXPECT_EQ(s.variants[1].seed, 7u);
+  EXPECT_EQ(s.executors, (std::vector<Executor>{Executor::kHost, Executor::kNss}));
+  ASSERT_EQ(s.targets.size(), 3u);
+  EXPECT_EQ(s.targets[0].name, "sim");
+  EXPECT_EQ(s.targets[0].board, "");
+  EXPECT_TRUE(s.targets[0].profiles.empty());
+  EXPECT_EQ(s.targets[1].name, "sim-strict");
+  EXPECT_EQ(s.targets[1].profiles,
+            (std::map<Executor, std::string>{{Executor::kNss, d.path("targets/nss-strict.yaml")}}));
+  EXPECT_EQ(s.targets[2].name, "astra");
+  EXPECT_EQ(s.targets[2].board, "astra");
+  EXPECT_EQ(s.modes, (std::vector<Mode>{Mode::kDiscover, Mode::kRun}));
+  EXPECT_EQ(s.config_files, (std::vector<std::string>{d.path("test_config/nightly.yaml")}));
+  ASSERT_EQ(s.presets.size(), 2u);
+  EXPECT_EQ(s.presets.at("push").k, "squeezenet or demo");
+  EXPECT_EQ(s.presets.at("push").m, "push");
+  EXPECT_EQ(s.presets.at("nightly").k, "");
+  EXPECT_EQ(s.presets.at("nightly").m, "not slow");
+  EXPECT_TRUE(s.options.dedup);
+  EXPECT_TRUE(s.options.skip_mode);
+  EXPECT_EQ(s.options.timing_runs, 3u);
+  EXPECT_EQ(s.options.job_timeout_ms, 5000u);
+}
+
+TEST(MatrixSpec, DefaultsWhenOnlyModelsAreGiven) {
+  TempDir d;
+  d.write("m.onnx", "");
+  const Spec s = load_spec(d.write("spec.yaml", "models: [m.onnx]\n"));
+  ASSERT_EQ(s.models.size(), 1u);
+  EXPECT_EQ(s.models[0].name, "m");
+  ASSERT_EQ(s.variants.size(), 1u);
+  EXPECT_EQ(s.variants[0].name, "fp32");
+  EXPECT_EQ(s.executors, (std::vector<Executor>{Executor::kNss, Executor::kCss, Executor::kHost}));
+  ASSERT_EQ(s.targets.size(), 1u);
+  EXPECT_EQ(s.targets[0].name, "sim");
+  EXPECT_EQ(s.modes, (std::vector<Mode>{Mode::kDiscover}));
+  EXPECT_TRUE(s.config_files.empty());
+  EXPECT_TRUE(s.presets.empty());
+  EXPECT_FALSE(s.options.dedup);
+  EXPECT_EQ(s.options.timing_runs, 1u);
+  EXPECT_EQ(s.options.job_timeout_ms, 120000u);
+}
+
+TEST(MatrixSpec, OverlappingGlobsAreDeduplicated) {
+  TempDir d;
+  d.write("m/x.onnx", "");
+  d.write("m/y.onnx", "");
+  const Spec s = load_spec(d.write("spec.yaml", "models: [m/y.onnx, m/*.onnx]\n"));
+  ASSERT_EQ(s.models.size(), 2u);
+  EXPECT_EQ(s.models[0].name, "y");
+  EXPECT_EQ(s.models[1].name, "x");
+}
+
+TEST(MatrixSpec, GlobMatchingNothingIsAnErrorAtItsLocation) {
+  TempDir d;
+  d.write("models/a.onnx", "");
+  const std::string spec = d.write("spec.yaml", "models:\n  - models/a.onnx\n  - other/*.onnx\n");
+  EXPECT_EQ(error_of([&] { load_spec(spec); }), spec + ":3:5: model glob 'other/*.onnx' matches no file");
+}
+
+TEST(MatrixSpec, MissingModelFileIsAnError) {
+  TempDir d;
+  const std::string spec = d.write("spec.yaml", "models:\n  - {path: gone.onnx, name: g}\n");
+  EXPECT_EQ(error_of([&] { load_spec(spec); }),
+            spec + ":2:12: model file 'gone.onnx' not found (looked for " + d.path("gone.onnx") + ")");
+}
+
+TEST(MatrixSpec, DuplicateModelNameNamesTheFirst) {
+  TempDir d;
+  d.write("a/model.onnx", "");
+  d.write("b/model.onnx", "");
+  const std::string spec = d.write("spec.yaml", "models:\n  - a/model.onnx\n  - b/model.onnx\n");
+  EXPECT_EQ(error_of([&] { load_spec(spec); }),
+            spec + ":3:5: duplicate model name 'model' (first at " + spec + ":2:5); give one of them a 'name'");
+}
+
+TEST(MatrixSpec, UnknownKeyHasADidYouMean) {
+  TempDir d;
+  const std::string spec = d.write("spec.yaml", "models: []\nmodse: [run]\n");
+  EXPECT_EQ(error_of([&] { load_spec(spec); }),
+            spec +
+                ":2:1: unknown key 'modse' in spec (did you mean 'modes'?); allowed: executors, models, modes, "
+                "options, presets, targets, test_config, variants");
+}
+
+TEST(MatrixSpec, DuplicateKeyIsAnError) {
+  TempDir d;
+  const std::string spec = d.write("spec.yaml", "models: []\nmodes: [run]\nmodes: [discover]\n");
+  EXPECT_EQ(error_of([&] { load_spec(spec); }), spec + ":3:1: duplicate key 'modes' in spec");
+}
+
+TEST(MatrixSpec, MissingModelsIsAnError) {
+  TempDir d;
+  const std::string spec = d.write("spec.yaml", "modes: [run]\n");
+  EXPECT_EQ(error_of([&] { load_spec(spec); }), spec + ":1:1: spec: missing required key 'models'");
+}
+
+TEST(MatrixSpec, BadVariants) {
+  EXPECT_EQ(error_of([] { parse_spec("models: []\nvariants: [fp16]\n", "s.yaml"); }),
+            "s.yaml:2:12: bad value 'fp16' for variant (did you mean 'fp32'?); expected one of: fp32, bf16");
+  EXPECT_EQ(error_of([] { parse_spec("models: []\nvariants: [{name: b, batch: 0}]\n", "s.yaml"); }),
+            "s.yaml:2:29: batch must be >= 1, got 0");
+  EXPECT_EQ(error_of([] { parse_spec("models: []\nvariants: [{name: b, batch: two}]\n", "s.yaml"); }),
+            "s.yaml:2:29: batch must be an integer, got 'two'");
+  EXPECT_EQ(error_of([] { parse_spec("models: []\nvariants: [{name: b, inputs: zeros}]\n", "s.yaml"); }),
+            "s.yaml:2:30: bad value 'zeros' for inputs; expected one of: activations, random");
+  EXPECT_EQ(error_of([] { parse_spec("models: []\nvariants: [fp32, {dtype: fp32}]\n", "s.yaml"); }),
+            "s.yaml:2:18: duplicate variant name 'fp32' (first at s.yaml:2:12)");
+  EXPECT_EQ(error_of([] { parse_spec("models: []\nvariants: [{name: 'a b'}]\n", "s.yaml"); }),
+            "s.yaml:2:19: variant name 'a b' must not contain whitespace");
+}
+
+TEST(MatrixSpec, BadExecutorsAndModes) {
+  EXPECT_EQ(error_of([] { parse_spec("models: []\nexecutors: [nss, npu]\n", "s.yaml"); }),
+            "s.yaml:2:18: bad value 'npu' for executor (did you mean 'nss'?); expected one of: nss, css, host");
+  EXPECT_EQ(error_of([] { parse_spec("models: []\nexecutors: [nss, nss]\n", "s.yaml"); }),
+            "s.yaml:2:18: duplicate executor 'nss'");
+  EXPECT_EQ(error_of([] { parse_spec("models: []\nmodes: [discovr]\n", "s.yaml"); }),
+            "s.yaml:2:9: bad value 'discovr' for mode (did you mean 'discover'?); expected one of: discover, run, "
+            "subgraph");
+  EXPECT_EQ(error_of([] { parse_spec("models: []\nmodes: []\n", "s.yaml"); }), "s.yaml:2:8: modes must not be empty");
+}
+
+TEST(MatrixSpec, BadTargets) {
+  TempDir d;
+  EXPECT_EQ(error_of([] { parse_spec("models: []\ntargets:\n  x: {board: a, profiles: {}}\n", "s.yaml"); }),
+            "s.yaml:3:27: target 'x' is either a board class (board) or a sim profile set (profiles), not both");
+  EXPECT_EQ(error_of([] { parse_spec("models: []\ntargets:\n  x: {bord: a}\n", "s.yaml"); }),
+            "s.yaml:3:7: unknown key 'bord' in target 'x' (did you mean 'board'?); allowed: board, profiles");
+  EXPECT_EQ(error_of([] { parse_spec("models: []\ntargets:\n  x: {profiles: {npu: p.yaml}}\n", "s.yaml"); }),
+            "s.yaml:3:18: unknown key 'npu' in target 'x' profiles (did you mean 'nss'?); allowed: css, host, nss");
+  const std::string spec = d.write("spec.yaml", "models: []\ntargets:\n  x: {profiles: {nss: p.yaml}}\n");
+  EXPECT_EQ(error_of([&] { load_spec(spec); }),
+            spec + ":3:23: profile file 'p.yaml' not found (looked for " + d.path("p.yaml") + ")");
+}
+
+TEST(MatrixSpec, MissingTestConfigFileIsAnError) {
+  TempDir d;
+  const std::string spec = d.write("spec.yaml", "models: []\ntest_config:\n  - cfg/a.yaml\n");
+  EXPECT_EQ(error_of([&] { load_spec(spec); }),
+            spec + ":3:5: test_config file 'cfg/a.yaml' not found (looked for " + d.path("cfg/a.yaml") + ")");
+}
+
+TEST(MatrixSpec, PresetExpressionsAreValidated) {
+  EXPECT_EQ(error_of([] { parse_spec("models: []\npresets:\n  push: {k: a and}\n", "s.yaml"); }),
+            "s.yaml:3:13: preset 'push': -k 'a and': col 6: expected a word or '(' after 'and'");
+  EXPECT_EQ(error_of([] { parse_spec("models: []\npresets:\n  push: {m: \"(x\"}\n", "s.yaml"); }),
+            "s.yaml:3:13: preset 'push': -m '(x': col 3: expected ')' to close '(' at col 1");
+  EXPECT_EQ(error_of([] { parse_spec("models: []\npresets:\n  push: {n: x}\n", "s.yaml"); }),
+            "s.yaml:3:10: unknown key 'n' in preset 'push' (did you mean 'k'?); allowed: k, m");
+}
+
+TEST(MatrixSpec, OptionTypesAreChecked) {
+  EXPECT_EQ(error_of([] { parse_spec("models: []\noptions: {timing_runs: many}\n", "s.yaml"); }),
+            "s.yaml:2:24: timing_runs must be an integer, got 'many'");
+  EXPECT_EQ(error_of([] { parse_spec("models: []\noptions: {timing_runs: 0}\n", "s.yaml"); }),
+            "s.yaml:2:24: timing_runs must be between 1 and 4294967295, got 0");
+  EXPECT_EQ(error_of([] { parse_spec("models: []\noptions: {dedup: maybe}\n", "s.yaml"); }),
+            "s.yaml:2:18: dedup must be true or false, got 'maybe'");
+}
+
+TEST(MatrixSpec, SyntaxErrorAndUnreadableFile) {
+  EXPECT_EQ(error_of([] { parse_spec("models: [a\n", "s.yaml"); }),
+            "s.yaml:2:1: YAML syntax error: end of sequence flow not found");
+  EXPECT_EQ(error_of([] { load_spec("/nonexistent/spec.yaml"); }), "/nonexistent/spec.yaml: cannot open");
+}
+
+}  // namespace
+}  // namespace torq::pipeline::matrix
