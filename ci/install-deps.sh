@@ -13,6 +13,7 @@ PKGS=(
   ocl-icd-opencl-dev
   libonnx-testdata
   python3-torch python3-torchvision python3-onnx
+  chromium
 )
 if [ "${1:-}" = "--bench" ]; then
   # PyTorch is the peer of tests/bench; OpenBLAS gives it Debian's fastest

@@ -1,10 +1,14 @@
-// torq-coordinator: serves a discovery run to a fleet of torq-workers over
-// ZeroMQ and exports the reports (DESIGN.md §6); `keygen` writes a CURVE
-// key pair.
+// torq-coordinator: serves executor discovery to a fleet of torq-workers
+// over ZeroMQ (DESIGN.md §6) and runs model-matrix specs (§8).
 //
-//   torq-coordinator --model M [--model M2 ...] | --spec FILE
-//       --bind tcp://127.0.0.1:5555 --db DIR [--export DIR] [--insecure]
-//       [--max-attempts N] [--heartbeat-ms MS] [--key PREFIX --allow FILE]
+//   torq-coordinator --model M [--model M2 ...] --db DIR [--export DIR] ...
+//   torq-coordinator --spec FILE [-k EXPR] [-m EXPR] [--preset NAME]
+//       [--collect-only] [--strict-xfail] [--export DIR] [--db DIR]
+//       [--local-workers N] ...
+//   common: --bind tcp://127.0.0.1:5555 [--insecure] [--max-attempts N]
+//       [--heartbeat-ms MS] [--key PREFIX --allow FILE]
+//   torq-coordinator validate FILE...       spec and/or test_config files
+//   torq-coordinator suggest --spec FILE --summary summary.json [-o OUT]
 //   torq-coordinator keygen OUT_PREFIX      -> OUT_PREFIX.key, OUT_PREFIX.pub
 #include <fcntl.h>
 #include <signal.h>
@@ -22,7 +26,7 @@
 #include <CLI/CLI.hpp>
 
 #include "coordinator/fleet_run.h"
-#include "coordinator/fleet_spec.h"
+#include "coordinator/matrix_run.h"
 
 using namespace torq;
 
@@ -86,22 +90,33 @@ std::set<std::string> read_allow_list(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"torq-coordinator: serves executor discovery to a fleet of torq-workers"};
+  CLI::App app{"torq-coordinator: serves executor discovery to a fleet of torq-workers and runs model-matrix specs"};
   app.require_subcommand(0, 1);
   std::string prefix;
   auto* kg = app.add_subcommand("keygen", "Write a CURVE key pair: PREFIX.key (secret) and PREFIX.pub");
   kg->add_option("OUT_PREFIX", prefix, "Output path prefix")->required();
+  std::vector<std::string> validate_args;
+  auto* va = app.add_subcommand("validate", "Validate a matrix spec and/or test_config files (file:line:col errors)");
+  va->add_option("FILES", validate_args, "Spec (has `models`) and test_config YAML files")->required();
+  std::string sg_spec, sg_summary, sg_out;
+  auto* sg = app.add_subcommand("suggest", "Suggest config edits (YAML patch) from a run's summary.json");
+  sg->add_option("--spec", sg_spec, "The matrix spec of the run")->required();
+  sg->add_option("--summary", sg_summary, "summary.json of the run (in its --export directory)")->required();
+  sg->add_option("-o,--output", sg_out, "Write the patch here (default: stdout)");
 
   coordinator::FleetRunOptions o;
+  coordinator::MatrixRunOptions mo;
   std::vector<std::string> models;
   std::string spec_file, key_prefix, allow_file;
   int grace_s = 30;
-  auto* om = app.add_option("--model", models, "ONNX model (repeatable)");
-  auto* os = app.add_option("--spec", spec_file, "Fleet spec YAML (models, executors, target, options)");
+  auto* om = app.add_option("--model", models, "ONNX model (repeatable): a plain discovery run");
+  auto* os = app.add_option("--spec", spec_file, "Matrix spec YAML (models, variants, targets, test_config, presets)");
   om->excludes(os);
-  app.add_option("--bind", o.broker.bind, "ROUTER endpoint")->capture_default_str();
-  app.add_option("--db", o.db, "Store directory (RocksDB); the same --db resumes a run");
-  app.add_option("--export", o.export_dir, "Directory for report and compiler JSON per model");
+  auto* ob = app.add_option("--bind", o.broker.bind, "ROUTER endpoint")->capture_default_str();
+  app.add_option("--db", o.db, "Store directory (RocksDB); the same --db resumes a run "
+                               "(default with --spec: EXPORT/.torq-store)");
+  app.add_option("--export", o.export_dir, "Output directory: report and compiler JSON per model; with --spec also "
+                                           "junit.xml, summary.json, report.html (default with --spec: torq-results)");
   app.add_flag("--insecure", o.broker.insecure, "Allow a non-loopback bind without CURVE");
   app.add_option("--max-attempts", o.broker.max_attempts, "Workers a job may outlive before error/crash")
       ->capture_default_str()->check(CLI::Range(1, 100));
@@ -112,34 +127,48 @@ int main(int argc, char** argv) {
                  "Start dispatching once this many workers have registered (benchmarks)")
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));
-  app.add_option("--job-timeout-ms", o.job_timeout_ms, "Per-job executor timeout")->capture_default_str();
+  app.add_option("--job-timeout-ms", o.job_timeout_ms, "Per-job executor timeout (without --spec; a spec sets "
+                                                       "options.job_timeout_ms)")->capture_default_str();
   app.add_option("--key", key_prefix, "CURVE: this coordinator's key pair PREFIX.key / PREFIX.pub");
   app.add_option("--allow", allow_file, "CURVE: allow-list of worker public keys, one per line");
+  // Matrix runs.
+  app.add_option("-k", mo.k, "With --spec: select tests whose ID matches (and/or/not/parentheses over substrings)");
+  app.add_option("-m", mo.m, "With --spec: select tests by markers (and/or/not/parentheses over marker names)");
+  app.add_option("--preset", mo.preset, "With --spec: a named -k/-m selection from the spec's presets");
+  app.add_flag("--collect-only", mo.collect_only, "With --spec: list the selected test IDs and exit");
+  app.add_flag("--strict-xfail", mo.strict_xfail, "With --spec: an xpassed test fails the run");
+  app.add_option("--local-workers", mo.local_workers,
+                 "Start N torq-worker processes on this machine (target sim) on a private endpoint "
+                 "(or on --bind when given)")
+      ->check(CLI::Range(0, 256));
   // Spec-less runs: the spec's fields as flags.
   std::string executors = "nss,css,host";
-  app.add_option("--executors", executors, "Executors to test, priority order (without --spec)")
+  app.add_option("--executors", executors, "Executors to test, priority order (with --model)")
       ->capture_default_str();
-  app.add_option("--target", o.spec.target, "Target the workers must serve (without --spec)")->capture_default_str();
-  app.add_flag("--auto-convert-bf16", o.spec.auto_convert_bf16, "Convert models to bf16 (without --spec)");
-  app.add_flag("--dedup", o.spec.dedup, "Deduplicate layers by signature (without --spec)");
-  app.add_flag("--skip-mode", o.spec.skip_mode, "Stop at the first successful executor (without --spec)");
-  app.add_option("--timing-runs", o.spec.timing_runs, "Executor runs per job (without --spec)")
+  app.add_option("--target", o.spec.target, "Target the workers must serve (with --model)")->capture_default_str();
+  app.add_flag("--auto-convert-bf16", o.spec.auto_convert_bf16, "Convert models to bf16 (with --model)");
+  app.add_flag("--dedup", o.spec.dedup, "Deduplicate layers by signature (with --model)");
+  app.add_flag("--skip-mode", o.spec.skip_mode, "Stop at the first successful executor (with --model)");
+  app.add_option("--timing-runs", o.spec.timing_runs, "Executor runs per job (with --model)")
       ->capture_default_str()->check(CLI::Range(1, 1000));
   CLI11_PARSE(app, argc, argv);
   if (kg->parsed()) return keygen(prefix);
+  if (va->parsed()) return coordinator::validate_files(validate_args, std::cout, std::cerr);
+  if (sg->parsed()) return coordinator::suggest_from_summary(sg_spec, sg_summary, sg_out, std::cout, std::cerr);
 
   try {
     if (!spec_file.empty()) {
       for (const char* flag : {"--executors", "--target", "--auto-convert-bf16", "--dedup", "--skip-mode",
-                               "--timing-runs"})
+                               "--timing-runs", "--job-timeout-ms"})
         if (app.count(flag)) throw pipeline::PipelineError(std::string(flag) + " conflicts with --spec (set it in the spec)");
-      o.spec = coordinator::load_fleet_spec(spec_file);
     } else {
-      if (models.empty()) throw pipeline::PipelineError("give --model M (repeatable) or --spec FILE");
+      for (const char* flag : {"-k", "-m", "--preset", "--collect-only", "--strict-xfail", "--local-workers"})
+        if (app.count(flag)) throw pipeline::PipelineError(std::string(flag) + " needs --spec");
+      if (models.empty()) throw pipeline::PipelineError("give --model M (repeatable) or --spec FILE (see --help)");
       o.spec.models = models;
       o.spec.executors = pipeline::parse_executor_list(executors);
+      if (o.db.empty()) throw pipeline::PipelineError("--db DIR is required (the run's durable store)");
     }
-    if (o.db.empty()) throw pipeline::PipelineError("--db DIR is required (the run's durable store)");
     if (key_prefix.empty() != allow_file.empty())
       throw pipeline::PipelineError("CURVE needs both --key PREFIX and --allow FILE");
     if (!key_prefix.empty()) {
@@ -158,5 +187,15 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
-  return coordinator::run_fleet(o, std::cout, std::cerr);
+  if (spec_file.empty()) return coordinator::run_fleet(o, std::cout, std::cerr);
+
+  mo.spec_file = spec_file;
+  mo.db = o.db;
+  if (!o.export_dir.empty()) mo.export_dir = o.export_dir;
+  mo.broker = o.broker;
+  // Local workers without --bind: a private ipc:// endpoint.
+  if (mo.local_workers > 0 && ob->count() == 0) mo.broker.bind.clear();
+  mo.stop = &g_stop;
+  mo.tolerance = o.tolerance;
+  return coordinator::run_matrix(mo, std::cout, std::cerr);
 }

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -11,7 +12,8 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "worker/runner/local_pool.h"
+#include "coordinator/fleet_broker.h"
+#include "coordinator/local_fleet.h"
 #include "pipeline/edit.h"
 #include "pipeline/mlir.h"
 #include "pipeline/model_import.h"
@@ -57,6 +59,10 @@ class Log {
       std::fprintf(stderr, "\r\033[K");
       shown_ = false;
     }
+  }
+  // Only to the log file (broker chatter).
+  void file_line(const std::string& s) {
+    if (file_) file_ << s << "\n" << std::flush;
   }
   bool tty() const { return tty_; }
 
@@ -131,8 +137,13 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
   const auto t_start = Clock::now();
   std::unique_ptr<ImportedModel> model;
   std::unique_ptr<Store> store;
-  std::unique_ptr<runner::LocalPool> pool;
+  std::unique_ptr<LocalWorkers> workers;
   std::string store_dir, cache_dir;
+  const std::string endpoint = LocalWorkers::private_endpoint();
+  struct EndpointFile {
+    std::string ep;
+    ~EndpointFile() { LocalWorkers::remove_endpoint_file(ep); }
+  } endpoint_file{endpoint};
   try {
     if (o.executors.empty()) throw PipelineError("no executor left to test (all skipped)");
     if (!fs::exists(o.model)) throw PipelineError(o.model + ": cannot open model");
@@ -140,13 +151,19 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
     store_dir = o.output_dir + "/.torq-store";
     cache_dir = store_dir + "/models";
     fs::create_directories(cache_dir);
-    // Workers start (process launch, library and engine initialisation)
-    // while the model is imported.
-    runner::LocalPoolOptions lo;
+    // The same scheduling path as the fleet: an embedded FleetBroker on a
+    // private ipc:// endpoint, served by local `torq-worker --connect`
+    // processes. They start (process launch, library and engine
+    // initialisation) while the model is imported, and connect once the
+    // broker binds.
+    LocalWorkersOptions lo;
     lo.workers = std::max(1, o.workers);
+    lo.endpoint = endpoint;
     lo.cache_dir = cache_dir;
-    lo.threads_per_worker = std::max(1, o.threads_per_worker);
-    pool = std::make_unique<runner::LocalPool>(lo);
+    lo.threads_per_job = std::max(1, o.threads_per_worker);
+    lo.log_file = store_dir + "/workers.log";
+    lo.target = "local";
+    workers = std::make_unique<LocalWorkers>(lo);
     ImportOptions io;
     io.convert_bf16 = o.convert_bf16;
     io.rounding = o.rounding;
@@ -322,27 +339,38 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
       return j;
     }
   };
-  // Results that arrive together are committed in one synced batch, then
-  // counted (a result is recorded only once it is durable).
-  std::vector<Store::Commit> pending;
-  std::vector<std::pair<JobSpec, ExecResult>> pending_jobs;
-  auto done = [&](const JobSpec& j, ExecResult r) {
-    pending.push_back({static_cast<int>(j.first_node), r, j.id, encode_job(j)});
-    pending_jobs.emplace_back(j, std::move(r));
+  // The broker commits the results that arrive together in one synced
+  // batch before reporting them (a result is recorded only once durable);
+  // their cache entries follow in one unsynced batch.
+  std::vector<std::pair<std::string, ExecResult>> to_cache;
+  auto done = [&](const JobSpec& j, const ExecResult& r) {
+    if (r.status != Status::kError || r.error_class == "unsupported" || r.error_class == "compile")
+      to_cache.emplace_back(cache_key(j, digests[j.executor], engine_id), r);
+    record(j, r, true);
   };
-  auto commit = [&] {
-    store->commit_results(run, model->hash(), pending);
-    for (auto& [j, r] : pending_jobs) {
-      if (r.status != Status::kError || r.error_class == "unsupported" || r.error_class == "compile")
-        store->put_cache(cache_key(j, digests[j.executor], engine_id), r);
-      record(j, r, true);
-    }
-    pending.clear();
-    pending_jobs.clear();
+  auto commit_cache = [&] {
+    store->put_caches(to_cache);
+    to_cache.clear();
   };
+  std::atomic<bool> workers_gone{false};
   try {
-    pool->run(next, done, commit);
-    pool.reset();
+    BrokerOptions bo;
+    bo.bind = endpoint;
+    bo.any_target = true;
+    bo.recovered_hold_ms = 0;
+    bo.grace_ms = 1000;
+    bo.persist_leases = false;  // leases outlive only a coordinator whose workers outlive it
+    bo.stop_flag = &workers_gone;
+    bo.log = [&log](const std::string& s) { log->file_line("[coordinator] " + s); };
+    FleetBroker broker(*store, run, bo);
+    workers->watch(&workers_gone);
+    const bool complete = broker.run(next, done, commit_cache);
+    commit_cache();
+    if (!complete)
+      throw PipelineError("every local worker exited before the run completed (" +
+                          std::to_string(broker.pending()) + " jobs unfinished; the store keeps the rest)" +
+                          "; worker log " + store_dir + "/workers.log:\n" + workers->log_tail());
+    workers.reset();
   } catch (const std::exception& e) {
     log->progress_clear();
     err << "torq-gen-config: error: " << e.what() << "\n";

@@ -154,21 +154,25 @@ struct FleetBroker::Impl {
   }
 
   // ---- queue ----
+  // Jobs queue by the worker target that serves them (serving_target: a
+  // sim profile file is served by sim workers); embedded runs match any.
+  std::string queue_target(const std::string& worker_target) const { return opt.any_target ? "*" : worker_target; }
+  std::string queue_target(const JobSpec& spec) const { return opt.any_target ? "*" : serving_target(spec); }
   void enqueue(Job& j) {
     j.state = Job::State::kQueued;
     j.worker.clear();
-    queues[{j.spec.target, j.spec.executor}].emplace(j.seq, j.spec.id);
+    queues[{queue_target(j.spec), j.spec.executor}].emplace(j.seq, j.spec.id);
     ++queued;
   }
   void unqueue(Job& j) {
-    queues[{j.spec.target, j.spec.executor}].erase({j.seq, j.spec.id});
+    queues[{queue_target(j.spec), j.spec.executor}].erase({j.seq, j.spec.id});
     --queued;
   }
   // The oldest queued job this worker can run, or nullptr.
   Job* next_for(const Worker& w) {
     const std::pair<uint64_t, std::string>* best = nullptr;
     for (Executor e : w.info.executors) {
-      auto q = queues.find({w.info.target, e});
+      auto q = queues.find({queue_target(w.info.target), e});
       if (q == queues.end() || q->second.empty()) continue;
       if (!best || q->second.begin()->first < best->first) best = &*q->second.begin();
     }
@@ -254,7 +258,7 @@ struct FleetBroker::Impl {
       std::map<std::string, std::vector<Store::Commit>> by_model;
       for (const auto& [id, r] : committing) {
         const Job& j = jobs.at(id);
-        by_model[j.spec.model_hash].push_back(
+        by_model[result_key_of(j.spec)].push_back(
             Store::Commit{static_cast<int>(j.spec.first_node), r, id, j.encoded});
       }
       for (const auto& [hash, commits] : by_model) {
@@ -302,13 +306,13 @@ struct FleetBroker::Impl {
         j.wanted = true;
         return;
       }
-      for (const auto& r : store.layer_results(run, spec.model_hash, static_cast<int>(spec.first_node)))
-        if (r.executor == spec.executor) {
+      for (const auto& r : store.layer_results(run, result_key_of(spec), static_cast<int>(spec.first_node)))
+        if (r.executor == spec.executor && r.tolerance_used == spec.tolerance) {
           ++stats.reported_from_store;
           (*done)(spec, r);
           return;
         }
-      log("job " + spec.id + " is marked done but has no stored result; running it again");
+      log("job " + spec.id + " is marked done but has no stored result for its tolerance; running it again");
       jobs.erase(it);
     }
     Job j;
@@ -578,7 +582,9 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
   m.batch_done = &batch_done;
   const milliseconds hb(m.opt.heartbeat_ms);
   std::optional<Clock::time_point> stop_by;
-  if (!m.release_at) m.release_at = Clock::now() + hb * m.opt.liveness;
+  if (!m.release_at)
+    m.release_at = Clock::now() + (m.opt.recovered_hold_ms >= 0 ? milliseconds(m.opt.recovered_hold_ms)
+                                                                : hb * m.opt.liveness);
   for (;;) {
     auto now = Clock::now();
     // Recovered jobs nobody claimed go back to the queue.

@@ -67,6 +67,14 @@ struct BrokerOptions {
   // Hold dispatch until this many workers have registered (once; later
   // departures do not stop it). For benchmarks: all workers start together.
   int min_workers = 0;
+  // Embedded use with local workers: every worker serves every target (the
+  // jobs' targets name profile files on this machine), so dispatch matches
+  // on executor only.
+  bool any_target = false;
+  // How long jobs found leased in the store at start wait for their old
+  // workers to claim them; -1: one liveness interval. Embedded runs use 0
+  // (their old workers died with the old process).
+  int recovered_hold_ms = -1;
   // CURVE: the server's secret key (z85, 40 chars) turns encryption on; then
   // only clients whose public key (z85) is in allowed_client_keys connect.
   std::string curve_secret_key;

@@ -113,11 +113,16 @@ ExecResult get_result(const fb::Result* r) {
 
 }  // namespace
 
+std::string serving_target(const JobSpec& j) {
+  return j.target.find('/') != std::string::npos ? std::string("sim") : j.target;
+}
+
 std::string encode_job(const JobSpec& j) {
   flatbuffers::FlatBufferBuilder b(256);
   auto id = b.CreateString(j.id);
   auto hash = b.CreateString(j.model_hash);
   auto target = b.CreateString(j.target);
+  auto rkey = j.result_key.empty() ? flatbuffers::Offset<flatbuffers::String>() : b.CreateString(j.result_key);
   auto tol = put_tol(b, j.tolerance);
   fb::JobBuilder jb(b);
   jb.add_id(id);
@@ -134,6 +139,7 @@ std::string encode_job(const JobSpec& j) {
   jb.add_input_lo(j.input_lo);
   jb.add_input_hi(j.input_hi);
   jb.add_bf16_rounding_rne(j.bf16_rne);
+  if (!j.result_key.empty()) jb.add_result_key(rkey);
   b.Finish(jb.Finish());
   return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
 }
@@ -157,6 +163,8 @@ JobSpec decode_job(const void* data, size_t size) {
   out.input_lo = j->input_lo();
   out.input_hi = j->input_hi();
   out.bf16_rne = j->bf16_rounding_rne();
+  out.result_key = str(j->result_key());
+  if (out.result_key.find('/') != std::string::npos) throw PipelineError("job result key contains '/'");
   if (out.model_hash.empty()) throw PipelineError("job has no model hash");
   if (out.last_node < out.first_node) throw PipelineError("job has an empty node range");
   return out;

@@ -26,7 +26,19 @@ struct JobSpec {
   uint64_t seed = 0;
   float input_lo = -40, input_hi = 40;
   bool bf16_rne = false;
+  // Store key of this job's results: empty means model_hash. A matrix run
+  // that tests one model several ways (two targets, two input modes) gives
+  // each way its own key so their results do not merge.
+  std::string result_key;
 };
+
+// The key a job's results are stored under (result_key, else model_hash).
+inline const std::string& result_key_of(const JobSpec& j) { return j.result_key.empty() ? j.model_hash : j.result_key; }
+
+// The worker target that serves a job: a job whose target names a profile
+// file (a sim profile set: it contains '/') is served by `sim` workers;
+// otherwise the target itself (sim, astra, a board class).
+std::string serving_target(const JobSpec& j);
 
 // Largest message accepted by decode (64 MiB).
 inline constexpr size_t kMaxMessageBytes = size_t{64} << 20;

@@ -85,7 +85,7 @@ struct Target {
 };
 
 struct ModelEntry {
-  std::string name;   // ID part: the file's stem unless given
+  std::string name;   // ID part: given, else the file stem ("model.onnx": its directory name)
   std::string path;   // absolute
 };
 

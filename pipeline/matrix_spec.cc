@@ -22,6 +22,16 @@ namespace {
 namespace fs = std::filesystem;
 using engine::YamlReader;
 
+// As ImportedModel names models: the file stem; "model.onnx" files (one
+// model per directory, as in ../shared/models) take their directory's name.
+std::string default_model_name(const std::string& file) {
+  const fs::path p(file);
+  const std::string stem = p.stem().string();
+  if (stem == "model" && p.has_parent_path() && !p.parent_path().filename().empty())
+    return p.parent_path().filename().string();
+  return stem;
+}
+
 class SpecParser {
  public:
   SpecParser(const std::string& path) : r_(path), dir_(fs::absolute(path).parent_path()) {}
@@ -123,7 +133,7 @@ class SpecParser {
       const std::string pattern = r_.str(path_node, "model path");
       if (pattern.empty()) r_.fail(path_node, "model path must not be empty");
       for (const std::string& file : expand(path_node, pattern)) {
-        ModelEntry m{name.empty() ? fs::path(file).stem().string() : name, file};
+        ModelEntry m{name.empty() ? default_model_name(file) : name, file};
         if (name.empty()) check_name(path_node, m.name, "model name (the file stem of " + file + ")");
         bool same = false;
         for (const ModelEntry& e : out) same = same || (e.name == m.name && e.path == m.path);

@@ -151,7 +151,9 @@ std::unique_ptr<ImportedModel> ImportedModel::from_bytes(const std::string& byte
     auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
     if (shape->dim_size() == 0) continue;
     auto* d0 = shape->mutable_dim(0);
-    if (!d0->has_dim_value()) {
+    if (opts.batch > 0) {
+      d0->set_dim_value(opts.batch);
+    } else if (!d0->has_dim_value()) {
       m->warnings_.push_back("input '" + in.name() + "': batch dimension " +
                              (d0->has_dim_param() ? "'" + d0->dim_param() + "'" : std::string("(unset)")) +
                              " fixed to 1");
@@ -162,10 +164,25 @@ std::unique_ptr<ImportedModel> ImportedModel::from_bytes(const std::string& byte
         m->warnings_.push_back("input '" + in.name() + "': dimension " + std::to_string(i) +
                                " is symbolic; layers that depend on it take their shape from the run");
   }
+  if (opts.batch > 0)
+    for (auto& out : *model.mutable_graph()->mutable_output()) {
+      if (!out.type().has_tensor_type() || !out.type().tensor_type().has_shape()) continue;
+      auto* shape = out.mutable_type()->mutable_tensor_type()->mutable_shape();
+      if (shape->dim_size() > 0) shape->mutable_dim(0)->clear_dim_value();
+    }
   try {
     model.mutable_graph()->clear_value_info();
-    onnx::shape_inference::InferShapes(model);
+    if (opts.batch > 0) {
+      onnx::ShapeInferenceOptions so;
+      so.check_type = true;
+      so.error_mode = 1;  // a batch the graph cannot take is an import error
+      onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), so);
+    } else {
+      onnx::shape_inference::InferShapes(model);
+    }
   } catch (const std::exception& e) {
+    if (opts.batch > 0)
+      throw PipelineError("batch " + std::to_string(opts.batch) + ": shape inference failed: " + e.what());
     m->warnings_.push_back(std::string("shape inference failed: ") + e.what());
   }
   if (opts.convert_bf16) m->conversion_ = convert_to_bf16(&model, opts.rounding);

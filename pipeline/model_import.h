@@ -19,6 +19,12 @@ namespace torq::pipeline {
 struct ImportOptions {
   bool convert_bf16 = false;
   engine::Rounding rounding = engine::Rounding::kTruncate;  // of the conversion
+  // Batch size: 0 keeps fixed batch dimensions (symbolic ones become 1); N
+  // sets the first dimension of every data input to N and re-infers shapes
+  // (graph outputs' batch dimensions are reset). A model whose graph
+  // hard-codes its batch (a Reshape to [1, ...]) then fails shape inference:
+  // a PipelineError naming the batch.
+  int batch = 0;
 };
 
 // Error the conversion introduced in one fp32 tensor.

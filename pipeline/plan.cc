@@ -75,8 +75,12 @@ std::string layer_signature(const onnx::ModelProto& model, const std::vector<int
   return os.str();
 }
 
-std::string Planner::job_id(const std::string& model_hash, int layer, Executor e) {
-  return model_hash.substr(0, 16) + "/" + std::to_string(layer) + "/" + executor_name(e);
+std::string Planner::job_id(const std::string& key, int layer, Executor e) {
+  // A model hash: its first 16 hex digits; a result key "<hash>-<suffix>":
+  // the same with the suffix kept.
+  const size_t dash = key.find('-');
+  const std::string prefix = dash == std::string::npos ? key.substr(0, 16) : key.substr(0, 16) + key.substr(dash);
+  return prefix + "/" + std::to_string(layer) + "/" + executor_name(e);
 }
 
 Planner::Planner(const std::string& model_hash, const std::vector<LayerInfo>& layers,
@@ -124,7 +128,8 @@ std::optional<JobSpec> Planner::next() {
     j.model_hash = hash_;
     j.first_node = j.last_node = static_cast<uint32_t>(i);
     j.executor = e;
-    j.id = job_id(hash_, static_cast<int>(i), e);
+    if (auto tt = opts_.executor_targets.find(e); tt != opts_.executor_targets.end()) j.target = tt->second;
+    j.id = job_id(j.result_key.empty() ? hash_ : j.result_key, static_cast<int>(i), e);
     auto t = tolerances_.find(static_cast<int>(i));
     if (t != tolerances_.end()) j.tolerance = t->second;
     return j;

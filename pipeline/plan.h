@@ -32,6 +32,9 @@ struct PlanOptions {
   std::string filter;              // -k: substring of "<layer id>_<executor>"
   DedupMode dedup = DedupMode::kOff;
   JobSpec job_template;            // tolerance, timing, inputs, timeout...
+  // Per-executor job target replacing job_template.target (a sim profile
+  // set: that executor's profile file).
+  std::map<Executor, std::string> executor_targets;
 };
 
 // Tracks which jobs a discovery still needs. Jobs for a layer are issued in
@@ -55,7 +58,8 @@ class Planner {
   const std::map<int, int>& dedup_of() const { return dedup_of_; }
   size_t jobs_total_estimate() const { return estimate_; }
   size_t jobs_saved_by_dedup() const { return saved_; }
-  static std::string job_id(const std::string& model_hash, int layer, Executor e);
+  // "<first 16 hex of the model hash>[-<result key suffix>]/<layer>/<executor>".
+  static std::string job_id(const std::string& result_key, int layer, Executor e);
 
  private:
   struct LayerState {

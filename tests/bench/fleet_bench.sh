@@ -57,12 +57,11 @@ gen_model() {
     echo "  output { name: \"t$n\" type { tensor_type { elem_type: 1 shape { dim { dim_value: 1 } dim { dim_value: 8 } } } } }"
     echo "}"
   } | protoc --encode=onnx.ModelProto -I/usr/include /usr/include/onnx/onnx.proto >"$tmp/$name.onnx"
-  printf 'models: [%s.onnx]\nexecutors: [nss, css, host]\n' "$name" >"$tmp/$name.yaml"
 }
 
 now() { date +%s.%N; }
 
-# fleet NAME WORKERS CAPACITY EXECUTOR DB [COORDINATOR ARGS...]: one run;
+# fleet NAME WORKERS CAPACITY EXECUTOR DB MODEL [COORDINATOR ARGS...]: one run;
 # the coordinator's summary goes to $tmp/NAME.out, its wall time to $tmp/NAME.wall.
 fleet() {
   local name=$1 nw=$2 cap=$3 exe=$4 db=$5 spec=$6
@@ -76,7 +75,7 @@ fleet() {
     pids+=($!)
   done
   t0=$(now)
-  /usr/bin/time -f "%U %S" -o "$tmp/$name.cpu" "$coord" --spec "$spec" --db "$db" --bind "tcp://127.0.0.1:$port" --min-workers "$nw" "$@" \
+  /usr/bin/time -f "%U %S" -o "$tmp/$name.cpu" "$coord" --model "$spec" --db "$db" --bind "tcp://127.0.0.1:$port" --min-workers "$nw" "$@" \
     >"$tmp/$name.out" 2>"$tmp/$name.err" || rc=$?
   t1=$(now)
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -98,7 +97,7 @@ echo "== fleet bench, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(d
 
 # (a) dispatch throughput
 gen_model "$layers_a" chain_a
-fleet a 4 256 noop "$tmp/db-a" "$tmp/chain_a.yaml"
+fleet a 4 256 noop "$tmp/db-a" "$tmp/chain_a.onnx"
 read -r p50 p99 win rate rc lc <<<"$(dispatch_fields a)"
 read -r fsec frate <<<"$(fleet_rate a)"
 jobs_a=$((3 * layers_a))
@@ -118,7 +117,7 @@ jobs_b=$((3 * layers_b))
 echo "(b) scaling, sleep:20 executor, capacity 1 per worker, $jobs_b jobs (ideal 1 worker: $((jobs_b * 20)) ms):"
 base=""
 for w in 1 4 16; do
-  fleet "b$w" "$w" 1 sleep:20 "$tmp/db-b$w" "$tmp/chain_b.yaml"
+  fleet "b$w" "$w" 1 sleep:20 "$tmp/db-b$w" "$tmp/chain_b.onnx"
   read -r p50 p99 win rate rc lc <<<"$(dispatch_fields "b$w")"
   [ -n "$base" ] || base="$win"
   speed=$(awk -v a="$base" -v b="$win" 'BEGIN{printf "%.2f", a/b}')
@@ -130,9 +129,9 @@ done
 # (c) a second run of an unchanged spec
 gen_model "$layers_c" chain_c
 jobs_c=$((3 * layers_c))
-fleet c1st 4 1 sleep:20 "$tmp/db-c" "$tmp/chain_c.yaml"
-fleet c2nd 0 1 noop "$tmp/db-c" "$tmp/chain_c.yaml"
-fleet c3rd 0 1 noop "$tmp/db-c" "$tmp/chain_c.yaml" --job-timeout-ms 120001
+fleet c1st 4 1 sleep:20 "$tmp/db-c" "$tmp/chain_c.onnx"
+fleet c2nd 0 1 noop "$tmp/db-c" "$tmp/chain_c.onnx"
+fleet c3rd 0 1 noop "$tmp/db-c" "$tmp/chain_c.onnx" --job-timeout-ms 120001
 first=$(cat "$tmp/c1st.wall"); second=$(cat "$tmp/c2nd.wall"); third=$(cat "$tmp/c3rd.wall")
 r2=$(awk -v a="$first" -v b="$second" 'BEGIN{printf "%.1f", a/b}')
 r3=$(awk -v a="$first" -v b="$third" 'BEGIN{printf "%.1f", a/b}')

@@ -346,7 +346,7 @@ TEST(FleetProcesses, CurveWorkerWithUnknownKeyGetsNoJobAndTheAllowedOneWorks) {
   }
 }
 
-TEST(FleetProcesses, SpecFileRunsAndBadSpecsAreRejectedWithAPosition) {
+TEST(FleetProcesses, MatrixSpecRunsOnTheFleetAndBadSpecsAreRejectedWithAPosition) {
   Fleet f("spec");
   const std::string model = demo_model(f.dir);
   {
@@ -372,7 +372,8 @@ TEST(FleetProcesses, SpecFileRunsAndBadSpecsAreRejectedWithAPosition) {
   auto code = coord.wait(120000);
   ASSERT_TRUE(code) << coord.output();
   EXPECT_EQ(*code, 0) << coord.output();
-  const json rep = read_json(f.dir + "/out/torq_gen_config_demo.json");
+  EXPECT_NE(coord.output().find("passed   demo-fp32-sim-discover"), std::string::npos) << coord.output();
+  const json rep = read_json(f.dir + "/out/reports/demo-fp32-sim-discover/torq_gen_config_demo.json");
   for (auto& [id, op] : rep["ops"].items()) {
     EXPECT_FALSE(op["executors"].contains("nss")) << id;
     // Skip mode: host only where css did not succeed.

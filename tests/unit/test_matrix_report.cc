@@ -147,6 +147,7 @@ TEST(MatrixReport, SummaryTestFields) {
   s.results[0].bringup = Bringup::kPassed;
   s.results[0].run.ran = true;
   s.results[0].run.pcc = 0.999;
+  s.results[0].run.max_abs = 0.25;
   s.results[0].run.layers = 3;
   s.results[0].run.executor_distribution = {{"nss", 2}, {"host", 1}};
   s.results[0].run.wall_s = 2.5;
@@ -168,8 +169,11 @@ TEST(MatrixReport, SummaryTestFields) {
                                            {"bringup_status", "PASSED"},
                                            {"status", "EXPECTED_PASSING"},
                                            {"message", ""},
+                                           {"ran", true},
                                            {"failed_step", ""},
                                            {"pcc", 0.999},
+                                           {"max_abs", 0.25},
+                                           {"max_rel", nullptr},
                                            {"required_pcc", 0.99},
                                            {"layers", 3},
                                            {"critical_failures", 0},

@@ -122,11 +122,21 @@ TEST(MatrixSpec, MissingModelFileIsAnError) {
 
 TEST(MatrixSpec, DuplicateModelNameNamesTheFirst) {
   TempDir d;
-  d.write("a/model.onnx", "");
-  d.write("b/model.onnx", "");
-  const std::string spec = d.write("spec.yaml", "models:\n  - a/model.onnx\n  - b/model.onnx\n");
+  d.write("a/net.onnx", "");
+  d.write("b/net.onnx", "");
+  const std::string spec = d.write("spec.yaml", "models:\n  - a/net.onnx\n  - b/net.onnx\n");
   EXPECT_EQ(error_of([&] { load_spec(spec); }),
-            spec + ":3:5: duplicate model name 'model' (first at " + spec + ":2:5); give one of them a 'name'");
+            spec + ":3:5: duplicate model name 'net' (first at " + spec + ":2:5); give one of them a 'name'");
+}
+
+TEST(MatrixSpec, ModelOnnxFilesTakeTheirDirectoryName) {
+  TempDir d;
+  d.write("resnet18/model.onnx", "");
+  d.write("squeezenet1.0/model.onnx", "");
+  const Spec s = load_spec(d.write("spec.yaml", "models: [\"*/model.onnx\"]\n"));
+  ASSERT_EQ(s.models.size(), 2u);
+  EXPECT_EQ(s.models[0].name, "resnet18");
+  EXPECT_EQ(s.models[1].name, "squeezenet1.0");
 }
 
 TEST(MatrixSpec, UnknownKeyHasADidYouMean) {

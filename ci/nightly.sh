@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Nightly matrix run on one machine: starts a torq-coordinator on a loopback
+# port and WORKERS torq-worker processes (target sim), runs SPEC and leaves
+# everything in OUT_DIR: junit.xml, summary.json, report.html,
+# suggested.yaml (when the config could be tightened), reports/<test-id>/
+# (report JSON, compiler JSON, torch-mlir import) and the process logs.
+#
+# Usage: ci/nightly.sh [OUT_DIR] [SPEC] [-- extra torq-coordinator args, e.g. -k resnet]
+#   env: WORKERS (default 2), BUILD_DIR (default build), PRESET (default nightly)
+# Exit: the coordinator's (0 all outcomes expected, 1 unexpected outcomes, 2 bad input).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-nightly-out}
+SPEC=${2:-configs/nightly.yaml}
+shift $(( $# >= 2 ? 2 : $# ))
+[ "${1:-}" = "--" ] && shift
+BIN=${BUILD_DIR:-build}/bin
+WORKERS=${WORKERS:-2}
+PRESET=${PRESET:-nightly}
+for b in torq-coordinator torq-worker; do
+  [ -x "$BIN/$b" ] || { echo "nightly: $BIN/$b missing: run ci/build.sh first" >&2; exit 2; }
+done
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+# A free loopback port chosen by the kernel.
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+EP="tcp://127.0.0.1:$PORT"
+
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+echo "nightly: $SPEC (preset $PRESET) on $EP with $WORKERS workers -> $OUT"
+"$BIN/torq-coordinator" --spec "$SPEC" --preset "$PRESET" --bind "$EP" --db "$OUT/.torq-store" --export "$OUT" "$@" \
+  2> "$OUT/coordinator.log" &
+coord=$!
+for ((i = 0; i < WORKERS; i++)); do
+  "$BIN/torq-worker" --connect "$EP" --target sim --id "nightly-w$i" --cache "$OUT/.worker-cache" \
+    2> "$OUT/worker$i.log" &
+  pids+=($!)
+done
+rc=0
+wait "$coord" || rc=$?
+echo "nightly: coordinator exit $rc; outputs in $OUT (junit.xml, summary.json, report.html, reports/)"
+exit "$rc"

@@ -1,0 +1,163 @@
+// Local worker processes for an embedded coordinator (see local_fleet.h).
+#include "coordinator/local_fleet.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "pipeline/types.h"
+
+namespace torq::coordinator {
+
+namespace {
+std::atomic<int> g_endpoint_counter{0};
+std::mutex g_reap_mutex;
+
+// $TORQ_WORKER_BIN, else torq-worker beside this executable, else PATH's.
+std::string default_worker_binary() {
+  if (const char* env = std::getenv("TORQ_WORKER_BIN")) return env;
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto candidate = self.parent_path() / "torq-worker";
+    if (std::filesystem::exists(candidate)) return candidate.string();
+  }
+  return "/usr/bin/torq-worker";
+}
+}  // namespace
+
+LocalWorkers::LocalWorkers(LocalWorkersOptions o) : opts_(std::move(o)) {
+  if (opts_.worker_binary.empty()) opts_.worker_binary = default_worker_binary();
+  if (access(opts_.worker_binary.c_str(), X_OK) != 0)
+    throw pipeline::PipelineError("worker binary " + opts_.worker_binary + " is not executable");
+  const pid_t parent = getpid();
+  for (int i = 0; i < std::max(1, opts_.workers); ++i) {
+    std::vector<std::string> args{opts_.worker_binary, "--connect", opts_.endpoint,
+                                  "--target", opts_.target,
+                                  "--executors", opts_.executors,
+                                  "--capacity", "1",
+                                  "--cache", opts_.cache_dir,
+                                  "--threads", std::to_string(std::max(1, opts_.threads_per_job)),
+                                  "--heartbeat-ms", std::to_string(opts_.heartbeat_ms),
+                                  "--id", opts_.id_prefix + "-" + std::to_string(i)};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const std::string log = opts_.log_file.empty() ? "/dev/null" : opts_.log_file;
+    const pid_t pid = fork();
+    if (pid < 0) {
+      stop_all();
+      throw pipeline::PipelineError("cannot start a local worker: fork failed");
+    }
+    if (pid == 0) {
+      // Child: own process group (a terminal's Ctrl-C reaches the parent,
+      // which winds the run down), dies with the parent, stderr to the log.
+      setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() != parent) _exit(0);
+      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) {
+        dup2(fd, STDERR_FILENO);
+        close(fd);
+      }
+      const int null = open("/dev/null", O_RDWR);
+      if (null >= 0) {
+        dup2(null, STDIN_FILENO);
+        dup2(null, STDOUT_FILENO);
+        close(null);
+      }
+      execv(argv[0], argv.data());
+      std::fprintf(stderr, "cannot execute %s\n", argv[0]);
+      _exit(127);
+    }
+    setpgid(pid, pid);
+    pids_.push_back(pid);
+  }
+}
+
+LocalWorkers::~LocalWorkers() {
+  stopping_.store(true);
+  if (watcher_.joinable()) watcher_.join();
+  stop_all();
+}
+
+void LocalWorkers::stop_all() {
+  std::lock_guard<std::mutex> lock(g_reap_mutex);
+  for (pid_t p : pids_)
+    if (p > 0) kill(p, SIGTERM);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (pid_t& p : pids_) {
+    while (p > 0) {
+      const pid_t r = waitpid(p, nullptr, WNOHANG);
+      if (r == p || (r < 0 && errno == ECHILD)) {
+        p = -1;
+        break;
+      }
+      if (std::chrono::steady_clock::now() >= until) {
+        kill(-p, SIGKILL);
+        kill(p, SIGKILL);
+        waitpid(p, nullptr, 0);
+        p = -1;
+        break;
+      }
+      usleep(10000);
+    }
+  }
+}
+
+int LocalWorkers::alive() {
+  std::lock_guard<std::mutex> lock(g_reap_mutex);
+  int n = 0;
+  for (pid_t& p : pids_) {
+    if (p <= 0) continue;
+    const pid_t r = waitpid(p, nullptr, WNOHANG);
+    if (r == p || (r < 0 && errno == ECHILD)) p = -1;
+    else ++n;
+  }
+  return n;
+}
+
+void LocalWorkers::watch(std::atomic<bool>* flag) {
+  watcher_ = std::thread([this, flag] {
+    while (!stopping_.load()) {
+      if (alive() == 0) {
+        flag->store(true);
+        return;
+      }
+      usleep(100000);
+    }
+  });
+}
+
+std::string LocalWorkers::log_tail(size_t max_bytes) const {
+  std::ifstream f(opts_.log_file, std::ios::binary);
+  if (!f) return "";
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string s = ss.str();
+  return s.size() > max_bytes ? s.substr(s.size() - max_bytes) : s;
+}
+
+std::string LocalWorkers::private_endpoint() {
+  return "ipc:///tmp/torq-" + std::to_string(getpid()) + "-" + std::to_string(g_endpoint_counter++) + ".sock";
+}
+
+void LocalWorkers::remove_endpoint_file(const std::string& endpoint) {
+  const std::string prefix = "ipc://";
+  if (endpoint.rfind(prefix, 0) != 0) return;
+  std::error_code ec;
+  std::filesystem::remove(endpoint.substr(prefix.size()), ec);
+}
+
+}  // namespace torq::coordinator

@@ -1,0 +1,66 @@
+// Local workers for an embedded coordinator (torq-gen-config discover and
+// `torq-coordinator --local-workers N`): N `torq-worker --connect ENDPOINT`
+// processes on this machine, so single-machine runs take the same scheduling
+// path as the fleet (FleetBroker), only over a private ipc:// endpoint.
+//
+// Contracts:
+//  - Each worker runs with PR_SET_PDEATHSIG=SIGTERM: if this process dies
+//    (even by kill -9) its workers finish their current job and leave.
+//  - Worker stderr goes to `log_file` (appended), never to our terminal.
+//  - The destructor sends SIGTERM, waits up to 5 s, then SIGKILLs the
+//    process groups of the remaining ones.
+//  - alive() reaps exited workers without blocking; watch() runs a thread
+//    that sets `*flag` when every worker has exited (the broker then stops).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace torq::coordinator {
+
+struct LocalWorkersOptions {
+  int workers = 2;
+  std::string endpoint;        // ipc:// or tcp:// of the embedded broker
+  std::string cache_dir;       // model cache (<hash>.onnx), shared by all
+  int threads_per_job = 1;
+  int heartbeat_ms = 1000;
+  std::string target = "sim";
+  std::string executors = "nss,css,host";
+  std::string log_file;        // worker stderr; empty: /dev/null
+  std::string worker_binary;   // default: $TORQ_WORKER_BIN, else torq-worker beside this executable
+  std::string id_prefix = "local";
+};
+
+class LocalWorkers {
+ public:
+  // Starts the workers; throws pipeline::PipelineError when one cannot be
+  // started (fork/exec failure is reported by the child's exit status).
+  explicit LocalWorkers(LocalWorkersOptions opts);
+  ~LocalWorkers();
+  LocalWorkers(const LocalWorkers&) = delete;
+  LocalWorkers& operator=(const LocalWorkers&) = delete;
+
+  // Workers still running.
+  int alive();
+  // Starts a thread that sets *flag once no worker is alive.
+  void watch(std::atomic<bool>* flag);
+  // The last `max_bytes` of the worker log (for error messages).
+  std::string log_tail(size_t max_bytes = 2000) const;
+  // A fresh private endpoint: ipc:///tmp/torq-<pid>-<n>.sock (removed by
+  // remove_endpoint_file()).
+  static std::string private_endpoint();
+  static void remove_endpoint_file(const std::string& endpoint);
+
+ private:
+  void stop_all();
+  LocalWorkersOptions opts_;
+  std::vector<pid_t> pids_;
+  std::atomic<bool> stopping_{false};
+  std::thread watcher_;
+};
+
+}  // namespace torq::coordinator

@@ -1,0 +1,485 @@
+// A model-matrix run (see matrix_run.h): spec → tests → units → fleet →
+// outcomes → JUnit, JSON, HTML and per-test report files.
+#include "coordinator/matrix_run.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "coordinator/fleet_run.h"
+#include "coordinator/local_fleet.h"
+#include "coordinator/unit_run.h"
+#include "pipeline/matrix.h"
+#include "pipeline/matrix_report.h"
+#include "pipeline/model_import.h"
+#include "pipeline/report.h"
+
+namespace torq::coordinator {
+
+namespace fs = std::filesystem;
+using namespace pipeline;
+using namespace pipeline::matrix;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char b[32];
+  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return b;
+}
+
+std::string fmt(double v, int prec) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", prec, v);
+  return b;
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << text;
+    f.flush();
+    if (!f) throw PipelineError(path + ": cannot write");
+  }
+  fs::rename(tmp, path);
+}
+
+// Why a collected test is not run at all (empty: it runs).
+std::string not_run_reason(const TestCase& t) {
+  if (t.placeholder || t.config.status == TestStatus::kNotSupportedSkip ||
+      t.config.status == TestStatus::kExcludeModel)
+    return "-";  // judge() says why
+  if (!t.config.supported_targets.empty()) {
+    bool in = false;
+    for (const auto& s : t.config.supported_targets) in = in || s == t.target.name;
+    if (!in) return "-";
+  }
+  if (t.mode != Mode::kDiscover)
+    return std::string("mode '") + mode_name(t.mode) + "' is not implemented yet (NOT_SUPPORTED)";
+  return "";
+}
+
+// The selection of -k, -m and a preset, all combined with "and".
+struct Selection {
+  Expr k, m, pk, pm;
+  bool selected(const TestCase& t) const {
+    return k.match_id(t.id) && pk.match_id(t.id) && m.match_markers(t.config.markers) &&
+           pm.match_markers(t.config.markers);
+  }
+};
+
+Selection make_selection(const Spec& spec, const MatrixRunOptions& o) {
+  Selection s{Expr::parse(o.k, "-k"), Expr::parse(o.m, "-m"), Expr::parse("", "-k"), Expr::parse("", "-m")};
+  if (!o.preset.empty()) {
+    auto it = spec.presets.find(o.preset);
+    if (it == spec.presets.end()) {
+      std::string names;
+      for (const auto& [n, p] : spec.presets) names += (names.empty() ? "" : ", ") + n;
+      throw PipelineError("--preset '" + o.preset + "': no such preset in " + spec.path +
+                          (names.empty() ? " (it defines none)" : " (it defines: " + names + ")"));
+    }
+    s.pk = Expr::parse(it->second.k, "preset " + o.preset + " k");
+    s.pm = Expr::parse(it->second.m, "preset " + o.preset + " m");
+  }
+  return s;
+}
+
+// A matrix test's run from its model report. The failed step of a critical
+// failure comes from the error class of the first critical layer's first
+// executor: unsupported/compile/target → compile, anything else → runtime.
+TestRun run_from_report(const ModelReport& rep) {
+  TestRun run;
+  run.ran = true;
+  run.layers = static_cast<int>(rep.layers.size());
+  const ReportSummary sum = summarize(rep);
+  run.critical_failures = static_cast<int>(sum.critical_failures.size());
+  double pcc = 2, max_abs = -1, max_rel = -1;
+  bool any = false;
+  for (const auto& l : rep.layers) {
+    if (!l.recommended) {
+      ++run.executor_distribution["none"];
+      continue;
+    }
+    ++run.executor_distribution[executor_name(*l.recommended)];
+    const ExecResult& r = l.results.at(*l.recommended);
+    if (std::isfinite(r.pcc)) pcc = std::min(pcc, r.pcc), any = true;
+    if (std::isfinite(r.max_abs)) max_abs = std::max(max_abs, r.max_abs);
+    if (std::isfinite(r.max_rel)) max_rel = std::max(max_rel, r.max_rel);
+  }
+  run.pcc = any ? pcc : -1;
+  run.max_abs = max_abs;
+  run.max_rel = max_rel;
+  if (!sum.critical_failures.empty()) {
+    for (const auto& l : rep.layers) {
+      if (l.info.id != sum.critical_failures.front() || l.results.empty()) continue;
+      const ExecResult& r = l.results.begin()->second;
+      const std::string& c = r.error_class;
+      run.failed_step = (c == "unsupported" || c == "compile" || c == "target") ? "compile" : "runtime";
+      run.message = "layer " + l.info.id + " fails on every executor (" + executor_name(r.executor) + ": " + c +
+                    ": " + r.error_message + ")";
+      break;
+    }
+  }
+  return run;
+}
+
+std::string safe_dir_name(const std::string& id) {
+  std::string s;
+  for (char c : id) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
+  return s;
+}
+
+void print_results(const std::vector<TestResult>& results, std::ostream& out) {
+  std::map<Outcome, int> counts;
+  for (const TestResult& r : results) {
+    ++counts[r.outcome];
+    std::string line = std::string(outcome_name(r.outcome));
+    line.resize(8, ' ');
+    out << line << " " << r.test->id << "  [" << bringup_name(r.bringup) << "]";
+    if (r.run.ran && r.run.pcc >= 0) out << " pcc " << fmt(r.run.pcc, 6);
+    if (r.run.ran) out << ", " << r.run.layers << " layers";
+    if (!r.message.empty()) out << ": " << r.message;
+    out << "\n";
+  }
+  out << "matrix: " << counts[Outcome::kPassed] << " passed, " << counts[Outcome::kFailed] << " failed, "
+      << counts[Outcome::kSkipped] << " skipped, " << counts[Outcome::kXfailed] << " xfailed, "
+      << counts[Outcome::kXpassed] << " xpassed\n";
+}
+
+}  // namespace
+
+int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) {
+  auto log = [&err](const std::string& s) { err << "[coordinator] " << s << "\n" << std::flush; };
+  const auto t_start = Clock::now();
+  const std::string started = utc_now();
+  Spec spec;
+  std::vector<TestCase> tests;
+  std::vector<const TestCase*> selected;
+  size_t deselected = 0;
+  try {
+    spec = load_spec(o.spec_file);
+    const ConfigSet configs = load_configs(spec.config_files);
+    tests = collect(spec, configs);
+    const Selection sel = make_selection(spec, o);
+    for (const TestCase& t : tests) {
+      if (sel.selected(t)) selected.push_back(&t);
+      else ++deselected;
+    }
+  } catch (const std::exception& e) {
+    err << "torq-coordinator: error: " << e.what() << "\n";
+    return 2;
+  }
+  if (o.collect_only) {
+    for (const TestCase* t : selected) {
+      std::string markers;
+      for (const auto& m : t->config.markers) markers += (markers.empty() ? "" : ",") + m;
+      out << t->id << "  " << test_status_name(t->config.status)
+          << (t->placeholder ? " placeholder" : "") << (markers.empty() ? "" : "  [" + markers + "]") << "\n";
+    }
+    out << selected.size() << " tests collected, " << deselected << " deselected\n";
+    return 0;
+  }
+
+  // Import the runnable tests' models; an import failure is that test's result.
+  const std::string export_dir = o.export_dir.empty() ? std::string("torq-results") : o.export_dir;
+  const std::string db = o.db.empty() ? export_dir + "/.torq-store" : o.db;
+  std::unique_ptr<Store> store;
+  std::vector<RunUnit> units;
+  std::map<std::string, TestRun> runs;           // test ID -> run (ran or not)
+  std::map<std::string, size_t> unit_of;         // test ID -> units index
+  try {
+    fs::create_directories(export_dir);
+    if (!fs::is_directory(export_dir)) throw PipelineError(export_dir + ": cannot create the export directory");
+    std::error_code ec;
+    const fs::path parent = fs::path(db).parent_path();
+    if (!parent.empty()) fs::create_directories(parent, ec);
+    store = Store::open(db);
+  } catch (const std::exception& e) {
+    err << "torq-coordinator: error: " << e.what() << "\n";
+    return 2;
+  }
+  for (const TestCase* t : selected) {
+    const std::string why = not_run_reason(*t);
+    if (!why.empty()) {
+      TestRun r;
+      r.skip_reason = why == "-" ? "" : why;
+      runs[t->id] = r;
+      continue;
+    }
+    const auto t0 = Clock::now();
+    try {
+      ImportOptions io;
+      io.convert_bf16 = t->variant.bf16;
+      io.batch = t->variant.batch == 1 ? 0 : t->variant.batch;
+      RunUnit u;
+      u.label = t->id;
+      u.model = ImportedModel::from_file(t->model->path, io);
+      for (const auto& w : u.model->warnings()) log(t->id + ": warning: " + w);
+      store->put_model(u.model->hash(), u.model->bytes());
+      u.plan.executors = spec.executors;
+      u.plan.skip_mode = spec.options.skip_mode;
+      u.plan.dedup = spec.options.dedup ? DedupMode::kSignature : DedupMode::kOff;
+      JobSpec& jt = u.plan.job_template;
+      jt.target = t->target.board.empty() ? "sim" : t->target.board;
+      for (const auto& [e, path] : t->target.profiles) u.plan.executor_targets[e] = path;
+      jt.tolerance = o.tolerance;
+      jt.timing_runs = spec.options.timing_runs;
+      jt.timeout_ms = spec.options.job_timeout_ms;
+      jt.random_inputs = t->variant.random_inputs;
+      jt.seed = t->variant.seed;
+      // One store key per (model, variant, target): a model tested two ways
+      // keeps two sets of results.
+      jt.result_key = u.model->hash() + "-" + sha256_hex(t->target.name + "|" + t->variant.name).substr(0, 8);
+      unit_of[t->id] = units.size();
+      units.push_back(std::move(u));
+    } catch (const std::exception& e) {
+      TestRun r;
+      r.ran = true;
+      r.failed_step = "import";
+      r.message = e.what();
+      r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+      runs[t->id] = r;
+      log(t->id + ": import failed: " + e.what());
+    }
+  }
+
+  // Serve every unit in one broker run (local workers when asked).
+  ServeTotals totals;
+  std::string run_id;
+  if (!units.empty()) {
+    try {
+      run_id = units_run_id("matrix", units);
+      nlohmann::json meta = {{"kind", "matrix"}, {"spec", spec.path}, {"tests", nlohmann::json::array()}};
+      for (const auto& u : units) meta["tests"].push_back({{"id", u.label}, {"key", u.key()}});
+      store->put_run_meta(run_id, meta.dump());
+      BrokerOptions bo = o.broker;
+      bo.stop_flag = o.stop;
+      std::unique_ptr<LocalWorkers> workers;
+      struct RemoveEndpoint {
+        std::string ep;
+        ~RemoveEndpoint() { LocalWorkers::remove_endpoint_file(ep); }
+      } remove_endpoint;
+      if (o.local_workers > 0) {
+        if (bo.bind.empty()) bo.bind = remove_endpoint.ep = LocalWorkers::private_endpoint();
+        LocalWorkersOptions lo;
+        lo.workers = o.local_workers;
+        lo.endpoint = bo.bind;
+        lo.cache_dir = db + "/worker-cache";
+        lo.log_file = export_dir + "/workers.log";
+        lo.target = "sim";
+        lo.heartbeat_ms = bo.heartbeat_ms;
+        fs::create_directories(lo.cache_dir);
+        workers = std::make_unique<LocalWorkers>(lo);
+        if (o.stop) workers->watch(o.stop);
+        log("started " + std::to_string(o.local_workers) + " local workers (log " + lo.log_file + ")");
+      }
+      totals = serve_units(units, *store, run_id, bo, log);
+      workers.reset();
+    } catch (const std::exception& e) {
+      err << "torq-coordinator: error: " << e.what() << "\n";
+      return 2;
+    }
+    if (!totals.complete) {
+      log("stopped early with " + std::to_string(totals.pending) +
+          " jobs unfinished; run the same spec with the same --db to resume");
+      out << "== torq-coordinator matrix " << spec.path << ": STOPPED EARLY (resumable), no outcomes ==\n";
+      print_serve_totals(totals, std::chrono::duration<double>(Clock::now() - t_start).count(), out);
+      return 0;
+    }
+  }
+
+  // Reports and outcomes.
+  std::map<std::string, ModelReport> reports;
+  std::map<std::string, double> job_seconds;
+  try {
+    for (const auto& [id, idx] : unit_of) {
+      const RunUnit& u = units[idx];
+      const std::string dir = export_dir + "/reports/" + safe_dir_name(id);
+      fs::create_directories(dir);
+      ModelReport rep = unit_report(u, *store, run_id, o.tolerance, dir, log);
+      write_report_files(rep, dir);
+      TestRun r = run_from_report(rep);
+      double secs = 0;
+      for (const auto& l : rep.layers)
+        for (const auto& [e, res] : l.results) secs += res.host_ms / 1000.0;
+      r.wall_s = secs;
+      r.report_file = report_path(dir, rep.model_name);
+      runs[id] = r;
+      reports.emplace(id, std::move(rep));
+    }
+  } catch (const std::exception& e) {
+    err << "torq-coordinator: error: " << e.what() << "\n";
+    return 2;
+  }
+  std::vector<TestResult> results;
+  for (const TestCase* t : selected) results.push_back(judge(*t, runs[t->id], o.strict_xfail));
+
+  const double wall_s = std::chrono::duration<double>(Clock::now() - t_start).count();
+  RunInfo info;
+  info.spec = spec.path;
+  info.run_id = run_id;
+  info.started_utc = started;
+  info.wall_s = wall_s;
+  info.jobs = totals.done_jobs;
+  info.fleet_jobs = totals.fleet_jobs;
+  info.cache_hits = totals.cache_hits;
+  info.jobs_per_s = totals.run_s > 0 ? static_cast<double>(totals.fleet_jobs) / totals.run_s : 0;
+  info.k = o.k;
+  info.m = o.m;
+  info.preset = o.preset;
+  info.strict_xfail = o.strict_xfail;
+  info.deselected = deselected;
+  int code = 0;
+  for (const TestResult& r : results)
+    if (unexpected(r)) code = 1;
+  const std::string suggestions = suggest(results);
+  try {
+    write_text(export_dir + "/junit.xml", junit_xml(results, info));
+    write_json_atomic(export_dir + "/summary.json", nlohmann::ordered_json::parse(summary_json(results, info).dump()));
+    write_text(export_dir + "/report.html", html_report(results, reports, info));
+    std::error_code ec;
+    if (suggestions.empty()) fs::remove(export_dir + "/suggested.yaml", ec);
+    else write_text(export_dir + "/suggested.yaml", suggestions);
+  } catch (const std::exception& e) {
+    err << "torq-coordinator: error: " << e.what() << "\n";
+    return 2;
+  }
+
+  out << "== torq-coordinator matrix " << spec.path << " (run " << (run_id.empty() ? "-" : run_id) << ") ==\n";
+  print_results(results, out);
+  if (!units.empty()) print_serve_totals(totals, wall_s, out);
+  out << "export    " << export_dir << "/{junit.xml,summary.json,report.html"
+      << (suggestions.empty() ? "" : ",suggested.yaml") << "}, reports/<test-id>/\n";
+  if (!suggestions.empty())
+    out << "suggest   config edits in " << export_dir << "/suggested.yaml (xpasses, pcc margins, unlisted tests)\n";
+  out << "exit      " << code << (code ? " (unexpected outcomes: failed or xpassed)" : "") << "\n" << std::flush;
+  return code;
+}
+
+int validate_files(const std::vector<std::string>& files, std::ostream& out, std::ostream& err) {
+  if (files.empty()) {
+    err << "torq-coordinator validate: give a spec and/or test_config files\n";
+    return 2;
+  }
+  std::vector<std::string> specs, configs;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    if (!in) {
+      err << f << ": cannot open\n";
+      return 2;
+    }
+    bool is_spec = false;
+    try {
+      const YAML::Node root = YAML::LoadFile(f);
+      is_spec = root.IsMap() && root["models"].IsDefined();
+    } catch (const YAML::Exception&) {
+      // Parse errors are reported with their location by the loaders below.
+    }
+    (is_spec ? specs : configs).push_back(fs::absolute(f).lexically_normal().string());
+  }
+  try {
+    if (specs.empty()) {
+      const ConfigSet set = load_configs(configs);
+      out << "ok: " << configs.size() << " config file" << (configs.size() == 1 ? "" : "s") << ", "
+          << set.entries.size() << " entries (IDs not checked: give the spec too)\n";
+      return 0;
+    }
+    for (const auto& s : specs) {
+      Spec spec = load_spec(s);
+      std::vector<std::string> all = spec.config_files;
+      for (const auto& c : configs)
+        if (std::find(all.begin(), all.end(), c) == all.end()) all.push_back(c);
+      const ConfigSet set = load_configs(all);
+      const std::vector<TestCase> tests = collect(spec, set);
+      size_t placeholders = 0;
+      for (const auto& t : tests) placeholders += t.placeholder ? 1 : 0;
+      out << "ok: " << s << ": " << tests.size() << " tests (" << placeholders << " placeholders), "
+          << set.entries.size() << " config entries in " << all.size() << " files, " << spec.presets.size()
+          << " presets\n";
+    }
+  } catch (const std::exception& e) {
+    err << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+int suggest_from_summary(const std::string& spec_file, const std::string& summary_file, const std::string& out_file,
+                         std::ostream& out, std::ostream& err) {
+  try {
+    const Spec spec = load_spec(spec_file);
+    const std::vector<TestCase> tests = collect(spec, load_configs(spec.config_files));
+    std::ifstream in(summary_file);
+    if (!in) throw PipelineError(summary_file + ": cannot open");
+    nlohmann::json sum;
+    try {
+      sum = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw PipelineError(summary_file + ": not a summary.json: " + e.what());
+    }
+    if (!sum.is_object() || !sum.contains("tests") || !sum["tests"].is_array())
+      throw PipelineError(summary_file + ": not a summary.json (no \"tests\" array)");
+    std::map<std::string, const TestCase*> by_id;
+    for (const auto& t : tests) by_id[t.id] = &t;
+    auto num = [](const nlohmann::json& j, const char* k) {
+      return j.contains(k) && j[k].is_number() ? j[k].get<double>() : -1.0;
+    };
+    std::vector<TestResult> results;
+    size_t unknown = 0;
+    for (const auto& t : sum["tests"]) {
+      if (!t.is_object() || !t.contains("id") || !t["id"].is_string())
+        throw PipelineError(summary_file + ": a test entry without a string \"id\"");
+      auto it = by_id.find(t["id"].get<std::string>());
+      if (it == by_id.end()) {
+        ++unknown;
+        continue;
+      }
+      TestRun r;
+      r.ran = t.value("ran", false);
+      r.failed_step = t.value("failed_step", "");
+      r.message = t.value("message", "");
+      r.pcc = num(t, "pcc");
+      r.max_abs = num(t, "max_abs");
+      r.max_rel = num(t, "max_rel");
+      r.layers = t.value("layers", 0);
+      r.critical_failures = t.value("critical_failures", 0);
+      results.push_back(judge(*it->second, r, false));
+    }
+    if (unknown) err << "torq-coordinator suggest: " << unknown << " tests of the summary are no longer collected\n";
+    const std::string text = suggest(results);
+    if (text.empty()) {
+      out << "nothing to suggest: the config matches the run\n";
+      return 0;
+    }
+    if (out_file.empty()) {
+      out << text;
+    } else {
+      write_text(out_file, text);
+      out << "wrote " << out_file << "\n";
+    }
+  } catch (const std::exception& e) {
+    err << "torq-coordinator: error: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace torq::coordinator

@@ -1,0 +1,208 @@
+// Units → plan → fleet → store (see unit_run.h).
+#include "coordinator/unit_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include <onnx/onnx_pb.h>
+
+#include "pipeline/mlir.h"
+#include "pipeline/recommend.h"
+#include "pipeline/report.h"
+#include "worker/engine/profile.h"
+
+namespace torq::coordinator {
+
+using namespace pipeline;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Identity of the executor backend in cache keys (as torq-gen-config discover).
+constexpr const char* kEngineIdentity = "torq-sim-0.1";
+
+std::string fmt(double v, int prec = 1) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", prec, v);
+  return b;
+}
+
+std::string file_digest(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return sha256_hex(ss.str()).substr(0, 16);
+}
+
+// The profile a job runs under: its target's file for a sim profile set,
+// else the built-in profile of its executor.
+std::string profile_digest(const JobSpec& j, std::map<std::string, std::string>& memo) {
+  const std::string path = j.target.find('/') != std::string::npos
+                               ? j.target
+                               : engine::ExecutorProfile::targets_dir() + "/" + executor_name(j.executor) + ".yaml";
+  auto it = memo.find(path);
+  if (it == memo.end()) it = memo.emplace(path, file_digest(path)).first;
+  return it->second;
+}
+
+std::string plan_text(const PlanOptions& p) {
+  const JobSpec& t = p.job_template;
+  std::string s = t.target + "|";
+  for (Executor e : p.executors) s += std::string(executor_name(e)) + ",";
+  s += (p.dedup == DedupMode::kOff ? "|nodedup" : "|dedup") + std::string(p.skip_mode ? "|skip" : "") + "|t" +
+       std::to_string(t.timing_runs) + "|to" + std::to_string(t.timeout_ms) + "|tol" +
+       fmt(t.tolerance.fp_avg_tol, 6) + "," + fmt(t.tolerance.fp_max_tol, 6) + "," + fmt(t.tolerance.allowed_wrong, 6) +
+       (t.random_inputs ? "|random," + std::to_string(t.seed) : "|activations") + (t.bf16_rne ? "|rne" : "");
+  return s;
+}
+
+}  // namespace
+
+std::string units_run_id(const std::string& kind, const std::vector<RunUnit>& units) {
+  std::vector<std::string> parts;
+  for (const auto& u : units) parts.push_back(u.key() + "|" + u.model->hash() + "|" + plan_text(u.plan));
+  std::sort(parts.begin(), parts.end());
+  std::string key = kind;
+  for (const auto& p : parts) key += "\n" + p;
+  return sha256_hex(key).substr(0, 16);
+}
+
+ServeTotals serve_units(std::vector<RunUnit>& units, Store& store, const std::string& run, BrokerOptions bo,
+                        const LogFn& log) {
+  ServeTotals t;
+  std::map<std::string, size_t> by_key;
+  for (size_t i = 0; i < units.size(); ++i) {
+    RunUnit& u = units[i];
+    if (!by_key.emplace(u.key(), i).second)
+      throw PipelineError(u.label + ": tests the same model the same way as " + units[by_key[u.key()]].label);
+    std::vector<std::string> signatures;
+    if (u.plan.dedup != DedupMode::kOff)
+      for (const auto& l : u.model->layers())
+        signatures.push_back(layer_signature(u.model->proto(), u.model->node_positions(), l.index, u.plan.dedup));
+    u.plan.job_template.model_hash = u.model->hash();
+    u.planner = std::make_unique<Planner>(u.model->hash(), u.model->layers(), signatures, u.plan,
+                                          std::map<int, Tolerance>{});
+    t.total_layers += u.model->layers().size();
+    t.estimate += u.planner->jobs_total_estimate();
+    t.saved_by_dedup += u.planner->jobs_saved_by_dedup();
+  }
+  std::map<std::string, std::string> digests;
+  const auto t_run = Clock::now();
+  auto record = [&](RunUnit& u, const JobSpec& j, const ExecResult& r) {
+    u.planner->finished(j, r);
+    ++u.jobs_done;
+    ++t.done_jobs;
+    ++t.by_status[r.status];
+    if (r.status == Status::kError) ++t.by_class[r.error_class.empty() ? "unknown" : r.error_class];
+    if (t.done_jobs % 25 == 0) {
+      const double secs = std::chrono::duration<double>(Clock::now() - t_run).count();
+      log("jobs " + std::to_string(t.done_jobs) + "/" + std::to_string(std::max(t.estimate, t.done_jobs)) + " | " +
+          fmt(secs > 0 ? static_cast<double>(t.fleet_jobs) / secs : 0) + " jobs/s");
+    }
+  };
+  // Cache hits are committed in one batch per unit each time next() returns
+  // (nothing is acknowledged for them: a crash before that just serves them
+  // from the cache again).
+  std::map<std::string, std::vector<Store::Commit>> cached_commits;
+  auto commit_cached = [&] {
+    for (const auto& [key, commits] : cached_commits) store.commit_results(run, key, commits);
+    cached_commits.clear();
+  };
+  size_t rr = 0;
+  auto next = [&]() -> std::optional<JobSpec> {
+    for (size_t k = 0; k < units.size(); ++k) {
+      RunUnit& u = units[(rr + k) % units.size()];
+      while (auto j = u.planner->next()) {
+        const int layer = static_cast<int>(j->first_node);
+        bool known = false;
+        for (const auto& r : store.layer_results(run, u.key(), layer))
+          if (r.executor == j->executor && r.tolerance_used == j->tolerance) {
+            ++t.resumed;
+            record(u, *j, r);
+            known = true;
+            break;
+          }
+        if (known) continue;
+        if (auto c = store.get_cache(cache_key(*j, profile_digest(*j, digests), kEngineIdentity))) {
+          c->cached = true;
+          c->job_id = j->id;
+          cached_commits[u.key()].push_back(Store::Commit{layer, *c, j->id, encode_job(*j)});
+          ++t.cache_hits;
+          record(u, *j, *c);
+          continue;
+        }
+        // Stay on this unit until it runs dry: workers keep a few models'
+        // activations in memory, so interleaving many models would make
+        // them recompute a full-model run for nearly every job.
+        rr = (rr + k) % units.size();
+        commit_cached();
+        return j;
+      }
+    }
+    commit_cached();
+    return std::nullopt;
+  };
+  std::vector<std::pair<std::string, ExecResult>> to_cache;  // written once per group commit
+  auto done = [&](const JobSpec& j, const ExecResult& r) {
+    if (r.status != Status::kError || r.error_class == "unsupported" || r.error_class == "compile")
+      to_cache.emplace_back(cache_key(j, profile_digest(j, digests), kEngineIdentity), r);
+    ++t.fleet_jobs;
+    record(units[by_key.at(result_key_of(j))], j, r);
+  };
+  if (!bo.log) bo.log = log;
+  FleetBroker broker(store, run, bo);
+  t.endpoint = broker.endpoint();
+  log("run " + run + ": " + std::to_string(units.size()) + " units, " + std::to_string(t.total_layers) +
+      " layers, ~" + std::to_string(t.estimate) + " jobs; listening on " + t.endpoint);
+  t.complete = broker.run(next, done, [&] {
+    store.put_caches(to_cache);
+    to_cache.clear();
+  });
+  store.put_caches(to_cache);  // any reported outside a group commit
+  t.fleet = broker.stats();
+  t.pending = broker.pending();
+  t.run_s = std::chrono::duration<double>(Clock::now() - t_run).count();
+  return t;
+}
+
+ModelReport unit_report(const RunUnit& u, const Store& store, const std::string& run, const Tolerance& tol,
+                        const std::string& mlir_dir, const LogFn& log) {
+  ModelReport rep;
+  rep.model_name = u.model->name();
+  rep.default_tolerance = tol;
+  auto all = store.model_results(run, u.key());
+  for (const auto& info : u.model->layers()) {
+    LayerReport lr;
+    lr.info = info;
+    auto it = all.find(info.index);
+    if (it != all.end())
+      for (const auto& r : it->second) lr.results[r.executor] = r;
+    rep.layers.push_back(lr);
+  }
+  for (const auto& [dup, src] : u.planner->dedup_of()) {
+    auto& d = rep.layers[static_cast<size_t>(dup)];
+    d.dedup_of = rep.layers[static_cast<size_t>(src)].info.id;
+    for (auto [e, r] : rep.layers[static_cast<size_t>(src)].results) {
+      r.dedup_of = d.dedup_of;
+      d.results[e] = r;
+    }
+  }
+  for (auto& l : rep.layers) l.recommended = recommend(l, false);
+  const std::string mlir = emit_torch_mlir(u.model->proto());
+  if (!mlir_dir.empty()) {
+    std::ofstream f(mlir_dir + "/" + rep.model_name + ".torch.mlir");
+    f << mlir;
+  }
+  MlirMapping mm = map_mlir_locations(mlir, non_constant_op_types(u.model->proto()));
+  for (const auto& p : mm.problems) log(u.label + " MLIR: " + p);
+  for (size_t i = 0; i < rep.layers.size() && i < mm.locations.size(); ++i)
+    rep.layers[i].info.mlir_location = mm.locations[i];
+  return rep;
+}
+
+}  // namespace torq::coordinator

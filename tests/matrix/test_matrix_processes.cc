@@ -1,0 +1,313 @@
+// Matrix specs end to end (issue #5): torq-coordinator --spec with real
+// worker processes, real ONNX files (the demo CNN the build makes, a
+// single-op model from Debian's libonnx-testdata that no executor runs, a
+// corrupt file), a real RocksDB store; outcomes, exit codes, JUnit read back
+// by an independent XML parser (Python's ElementTree), summary.json,
+// suggest, validate, collect-only with -k / -m / presets.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "tests/fleet/fleet_harness.h"
+
+using namespace torq::fleet_test;
+using nlohmann::json;
+
+namespace {
+
+const std::string kAcos = "/usr/share/libonnx-testdata/data/node/test_acos/model.onnx";
+
+void write(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream f(path);
+  f << text;
+}
+
+json read_json(const std::string& path) { return json::parse(slurp(path)); }
+
+// Runs a command to completion; returns {exit code, output}.
+std::pair<int, std::string> run(const std::vector<std::string>& args, const std::string& log, int timeout_ms = 300000) {
+  std::filesystem::remove(log);
+  Proc p(args, log);
+  auto code = p.wait(timeout_ms);
+  return {code ? *code : -1, p.output()};
+}
+
+std::map<std::string, json> tests_by_id(const json& summary) {
+  std::map<std::string, json> out;
+  for (const auto& t : summary["tests"]) out[t["id"].get<std::string>()] = t;
+  return out;
+}
+
+// JUnit read by Python's ElementTree: "<tests> <failures> <skipped>" of the
+// suite, then per testcase "name|child tag|outcome property|bringup property".
+std::string junit_via_python(const std::string& path) {
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  write(dir + "/read_junit.py",
+        "import sys, xml.etree.ElementTree as E\n"
+        "r = E.parse(sys.argv[1]).getroot()\n"
+        "s = r if r.tag == 'testsuite' else r.find('testsuite')\n"
+        "print(s.get('tests'), s.get('failures'), s.get('skipped'))\n"
+        "for c in s.findall('testcase'):\n"
+        "    p = {x.get('name'): x.get('value') for x in c.iter('property')}\n"
+        "    kids = [k.tag for k in c if k.tag != 'properties']\n"
+        "    print(c.get('name'), ','.join(kids) or '-', p.get('outcome'), p.get('bringup_status'), sep='|')\n");
+  auto [code, out] = run({"/usr/bin/python3", dir + "/read_junit.py", path}, dir + "/junit-read.log");
+  EXPECT_EQ(code, 0) << out;
+  return out;
+}
+
+class MatrixRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fresh_dir(std::string("matrix-") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    auto [code, out] = run({bin("torq-sim"), "demo", "--save", dir_ + "/models/demo.onnx"}, dir_ + "/demo.log");
+    ASSERT_EQ(code, 0) << out;
+    ASSERT_TRUE(std::filesystem::exists(kAcos)) << "Debian package libonnx-testdata (ci/install-deps.sh)";
+    std::filesystem::create_directories(dir_ + "/models/test_acos");
+    std::filesystem::copy_file(kAcos, dir_ + "/models/test_acos/model.onnx");
+    write(dir_ + "/models/broken.onnx", "this is not a protobuf, and not an ONNX model\n");
+    write(dir_ + "/spec.yaml",
+          "models:\n"
+          "  - models/demo.onnx\n"
+          "  - models/test_acos/model.onnx\n"
+          "  - {path: models/broken.onnx, name: broken}\n"
+          "variants: [fp32, bf16]\n"
+          "modes: [discover, run]\n"
+          "test_config: [cfg/a.yaml, cfg/b.yaml]\n"
+          "presets:\n"
+          "  push: {m: push, k: \"not broken\"}\n");
+    write(dir_ + "/cfg/a.yaml",
+          "test_config:\n"
+          "  demo-fp32-sim-discover: {status: EXPECTED_PASSING, markers: [push]}\n"
+          "  demo-bf16-sim-discover:\n"
+          "    status: KNOWN_FAILURE_XFAIL\n"
+          "    reason: \"stale: MaxPool used to have no bf16 executor\"\n"
+          "    markers: [push]\n"
+          "  test_acos-*-sim-discover: {status: KNOWN_FAILURE_XFAIL, reason: no Acos kernel, markers: [push]}\n"
+          "  \"*-sim-run\": {status: NOT_SUPPORTED_SKIP, reason: run mode later}\n");
+    write(dir_ + "/cfg/b.yaml",
+          "test_config:\n"
+          "  broken-fp32-sim-discover: {status: KNOWN_FAILURE_XFAIL, bringup_status: FAILED_FE_COMPILATION}\n"
+          "placeholders:\n"
+          "  yolov8n-fp32-sim-discover: {reason: not exported yet, markers: [nightly]}\n");
+  }
+  std::vector<std::string> coordinator(const std::string& out, std::vector<std::string> extra = {}) const {
+    std::vector<std::string> a = {bin("torq-coordinator"), "--spec", dir_ + "/spec.yaml", "--export", dir_ + "/" + out,
+                                  "--local-workers", "2", "--heartbeat-ms", "200"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+  std::string dir_;
+};
+
+}  // namespace
+
+TEST_F(MatrixRun, EveryOutcomeAndTheExitCodeComeFromTheRun) {
+  auto [code, out] = run(coordinator("out"), dir_ + "/run.log");
+  // broken-bf16 (UNSPECIFIED, import fails) failed and demo-bf16 xpassed:
+  // both unexpected.
+  EXPECT_EQ(code, 1) << out;
+  const json sum = read_json(dir_ + "/out/summary.json");
+  EXPECT_EQ(sum["counts"], json({{"passed", 1}, {"failed", 1}, {"skipped", 7}, {"xfailed", 3}, {"xpassed", 1}}))
+      << sum.dump(2);
+  EXPECT_EQ(sum["exit_code"], 1);
+  auto t = tests_by_id(sum);
+  ASSERT_EQ(t.size(), 13u);  // 3 models x 2 variants x 2 modes + 1 placeholder
+  EXPECT_EQ(t["demo-fp32-sim-discover"]["outcome"], "passed");
+  EXPECT_EQ(t["demo-fp32-sim-discover"]["bringup_status"], "PASSED");
+  EXPECT_EQ(t["demo-fp32-sim-discover"]["layers"], 14);
+  EXPECT_EQ(t["demo-fp32-sim-discover"]["executor_distribution"], json({{"css", 14}}));
+  EXPECT_GE(t["demo-fp32-sim-discover"]["pcc"].get<double>(), 0.999);
+  EXPECT_EQ(t["demo-bf16-sim-discover"]["outcome"], "xpassed");
+  // bf16: nss runs most layers, MaxPool goes to css.
+  EXPECT_GT(t["demo-bf16-sim-discover"]["executor_distribution"]["nss"].get<int>(), 0);
+  EXPECT_EQ(t["demo-bf16-sim-discover"]["executor_distribution"]["css"], 1);
+  // No executor runs Acos: a critical failure at compile time.
+  for (const char* id : {"test_acos-fp32-sim-discover", "test_acos-bf16-sim-discover"}) {
+    EXPECT_EQ(t[id]["outcome"], "xfailed") << id;
+    EXPECT_EQ(t[id]["bringup_status"], "FAILED_COMPILATION") << id;
+    EXPECT_EQ(t[id]["critical_failures"], 1) << id;
+    EXPECT_NE(t[id]["message"].get<std::string>().find("Acos"), std::string::npos) << t[id].dump();
+  }
+  EXPECT_EQ(t["broken-fp32-sim-discover"]["outcome"], "xfailed");
+  EXPECT_EQ(t["broken-bf16-sim-discover"]["outcome"], "failed");
+  EXPECT_EQ(t["broken-bf16-sim-discover"]["bringup_status"], "FAILED_FE_COMPILATION");
+  EXPECT_EQ(t["broken-bf16-sim-discover"]["failed_step"], "import");
+  EXPECT_EQ(t["demo-fp32-sim-run"]["outcome"], "skipped");
+  EXPECT_EQ(t["yolov8n-fp32-sim-discover"]["outcome"], "skipped");
+  EXPECT_EQ(t["yolov8n-fp32-sim-discover"]["bringup_status"], "NOT_STARTED");
+  // Per-test report JSONs for view/edit, readable as reports.
+  const json rep = read_json(dir_ + "/out/reports/demo-bf16-sim-discover/torq_gen_config_demo.json");
+  EXPECT_EQ(rep["ops"].size(), 14u);
+  EXPECT_EQ(rep["ops"]["MaxPool_pool1"]["recommended_executor"], "css");
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/out/reports/demo-bf16-sim-discover/torq_gen_config_demo_compiler.json"));
+  // JUnit, read back by an independent parser.
+  const std::string junit = junit_via_python(dir_ + "/out/junit.xml");
+  EXPECT_EQ(junit.substr(0, junit.find('\n')), "13 1 10") << junit;  // failures: failed; skipped: skipped + xfailed
+  EXPECT_NE(junit.find("demo-fp32-sim-discover|-|passed|PASSED"), std::string::npos) << junit;
+  EXPECT_NE(junit.find("broken-bf16-sim-discover|failure|failed|FAILED_FE_COMPILATION"), std::string::npos) << junit;
+  EXPECT_NE(junit.find("test_acos-bf16-sim-discover|skipped|xfailed|FAILED_COMPILATION"), std::string::npos) << junit;
+  EXPECT_NE(junit.find("demo-bf16-sim-discover|-|xpassed|PASSED"), std::string::npos) << junit;
+  // The HTML report is one file with no external reference.
+  const std::string html = slurp(dir_ + "/out/report.html");
+  EXPECT_NE(html.find("demo-bf16-sim-discover"), std::string::npos);
+  EXPECT_EQ(html.find("http://"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  // The suggested edits: promote the xpass; the unlisted failing test added as xfail.
+  const std::string patch = slurp(dir_ + "/out/suggested.yaml");
+  EXPECT_NE(patch.find("  demo-bf16-sim-discover:\n    status: EXPECTED_PASSING\n"), std::string::npos) << patch;
+  EXPECT_NE(patch.find("  broken-bf16-sim-discover:\n    status: KNOWN_FAILURE_XFAIL\n    bringup_status: "
+                       "FAILED_FE_COMPILATION\n"),
+            std::string::npos)
+      << patch;
+}
+
+TEST_F(MatrixRun, StrictXfailPresetsAndResumeFromTheStore) {
+  // The push preset (markers push, not broken): demo and test_acos only.
+  auto [code, out] = run(coordinator("push", {"--preset", "push"}), dir_ + "/push.log");
+  EXPECT_EQ(code, 1) << out;  // the demo-bf16 xpass
+  json sum = read_json(dir_ + "/push/summary.json");
+  EXPECT_EQ(sum["counts"], json({{"passed", 1}, {"failed", 0}, {"skipped", 0}, {"xfailed", 2}, {"xpassed", 1}}));
+  EXPECT_EQ(sum["run"]["deselected"], 9);
+  // -k excluding the xpass: every outcome expected, exit 0; the same store
+  // serves every job again (nothing recomputed).
+  auto [code2, out2] = run(coordinator("push", {"--preset", "push", "-k", "not (demo and bf16)", "--db",
+                                                dir_ + "/push/.torq-store"}),
+                           dir_ + "/push2.log");
+  EXPECT_EQ(code2, 0) << out2;
+  EXPECT_NE(out2.find(" 0 run on the fleet"), std::string::npos) << out2;
+  // --strict-xfail: the xpass is a failure.
+  auto [code3, out3] = run(coordinator("strict", {"-k", "demo-bf16-sim-discover", "--strict-xfail"}),
+                           dir_ + "/strict.log");
+  EXPECT_EQ(code3, 1) << out3;
+  sum = read_json(dir_ + "/strict/summary.json");
+  EXPECT_EQ(sum["counts"]["failed"], 1);
+  EXPECT_EQ(sum["counts"]["xpassed"], 0);
+  EXPECT_EQ(sum["tests"][0]["outcome"], "failed");
+  EXPECT_NE(sum["tests"][0]["message"].get<std::string>().find("xpassed (strict)"), std::string::npos);
+}
+
+TEST_F(MatrixRun, CollectOnlyListsTheSelectedIds) {
+  auto [code, out] = run({bin("torq-coordinator"), "--spec", dir_ + "/spec.yaml", "--collect-only", "-k",
+                          "(demo or acos) and not run", "-m", "push and not nightly"},
+                         dir_ + "/collect.log");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(out,
+            "demo-fp32-sim-discover  EXPECTED_PASSING  [push]\n"
+            "demo-bf16-sim-discover  KNOWN_FAILURE_XFAIL  [push]\n"
+            "test_acos-fp32-sim-discover  KNOWN_FAILURE_XFAIL  [push]\n"
+            "test_acos-bf16-sim-discover  KNOWN_FAILURE_XFAIL  [push]\n"
+            "4 tests collected, 9 deselected\n");
+  auto [bad, bout] = run({bin("torq-coordinator"), "--spec", dir_ + "/spec.yaml", "--collect-only", "-k", "demo and ("},
+                         dir_ + "/collect-bad.log");
+  EXPECT_EQ(bad, 2);
+  EXPECT_NE(bout.find("-k 'demo and (': col"), std::string::npos) << bout;
+  auto [np, nout] = run({bin("torq-coordinator"), "--spec", dir_ + "/spec.yaml", "--preset", "nightyl"},
+                        dir_ + "/preset-bad.log");
+  EXPECT_EQ(np, 2);
+  EXPECT_NE(nout.find("--preset 'nightyl': no such preset"), std::string::npos) << nout;
+  EXPECT_NE(nout.find("(it defines: push)"), std::string::npos) << nout;
+}
+
+TEST_F(MatrixRun, ValidateAndSuggestCommands) {
+  auto [ok, okout] = run({bin("torq-coordinator"), "validate", dir_ + "/spec.yaml"}, dir_ + "/v1.log");
+  EXPECT_EQ(ok, 0) << okout;
+  EXPECT_NE(okout.find("13 tests (1 placeholders), 6 config entries in 2 files, 1 presets"), std::string::npos)
+      << okout;
+  // A typo in a third file given on the command line: its exact place.
+  write(dir_ + "/cfg/c.yaml", "test_config:\n  demo-fp32-sim-run:\n    stauts: EXPECTED_PASSING\n");
+  auto [bad, badout] = run({bin("torq-coordinator"), "validate", dir_ + "/spec.yaml", dir_ + "/cfg/c.yaml"},
+                           dir_ + "/v2.log");
+  EXPECT_EQ(bad, 1);
+  EXPECT_NE(badout.find(dir_ + "/cfg/c.yaml:3:5: unknown key 'stauts'"), std::string::npos) << badout;
+  EXPECT_NE(badout.find("did you mean 'status'"), std::string::npos) << badout;
+  // An ID matching no test, and the same ID in two files.
+  write(dir_ + "/cfg/c.yaml", "test_config:\n  demo-fp16-sim-discover: {status: EXPECTED_PASSING}\n");
+  auto [nomatch, nmout] = run({bin("torq-coordinator"), "validate", dir_ + "/spec.yaml", dir_ + "/cfg/c.yaml"},
+                              dir_ + "/v3.log");
+  EXPECT_EQ(nomatch, 1);
+  EXPECT_NE(nmout.find(dir_ + "/cfg/c.yaml:2:3:"), std::string::npos) << nmout;
+  EXPECT_NE(nmout.find("did you mean 'demo-fp32-sim-discover'"), std::string::npos) << nmout;
+  write(dir_ + "/cfg/c.yaml", "test_config:\n  broken-fp32-sim-discover: {status: EXPECTED_PASSING}\n");
+  auto [dup, dupout] = run({bin("torq-coordinator"), "validate", dir_ + "/spec.yaml", dir_ + "/cfg/c.yaml"},
+                           dir_ + "/v4.log");
+  EXPECT_EQ(dup, 1);
+  EXPECT_NE(dupout.find(dir_ + "/cfg/c.yaml:2:3: duplicate test ID 'broken-fp32-sim-discover' (first at " + dir_ +
+                        "/cfg/b.yaml:2:3)"),
+            std::string::npos)
+      << dupout;
+
+  // suggest from a run's summary: the patch a human applies, itself a valid config file.
+  auto [code, out] = run(coordinator("out", {"-k", "demo and discover"}), dir_ + "/run.log");
+  EXPECT_EQ(code, 1) << out;
+  auto [sg, sgout] = run({bin("torq-coordinator"), "suggest", "--spec", dir_ + "/spec.yaml", "--summary",
+                          dir_ + "/out/summary.json", "-o", dir_ + "/patch.yaml"},
+                         dir_ + "/suggest.log");
+  EXPECT_EQ(sg, 0) << sgout;
+  const std::string patch = slurp(dir_ + "/patch.yaml");
+  EXPECT_NE(patch.find("# xpassed: KNOWN_FAILURE_XFAIL but passed; promote to EXPECTED_PASSING"), std::string::npos)
+      << patch;
+  EXPECT_NE(patch.find("  demo-bf16-sim-discover:\n    status: EXPECTED_PASSING\n"), std::string::npos) << patch;
+  EXPECT_EQ(patch.find("reason:"), std::string::npos) << patch;  // the stale reason is dropped
+  auto [pv, pvout] = run({bin("torq-coordinator"), "validate", dir_ + "/patch.yaml"}, dir_ + "/v5.log");
+  EXPECT_EQ(pv, 0) << pvout;
+  // Applied (replacing the xfail entry), the config matches the run.
+  write(dir_ + "/cfg/a.yaml",
+        "test_config:\n" + patch.substr(patch.find("test_config:\n") + 13) +
+            "  test_acos-*-sim-discover: {status: KNOWN_FAILURE_XFAIL, reason: no Acos kernel, markers: [push]}\n"
+            "  \"*-sim-run\": {status: NOT_SUPPORTED_SKIP, reason: run mode later}\n");
+  auto [code2, out2] = run(coordinator("out2", {"-k", "demo and discover"}), dir_ + "/run2.log");
+  EXPECT_EQ(code2, 0) << slurp(dir_ + "/cfg/a.yaml") << out2;
+}
+
+TEST(MatrixConfigs, QuickstartRunsOnTheBuiltDemoModel) {
+  const std::string dir = fresh_dir("matrix-quickstart");
+  const std::string spec = std::string(TORQ_SOURCE_DIR) + "/configs/quickstart.yaml";
+  auto [code, out] = run({bin("torq-coordinator"), "--spec", spec, "--local-workers", "2", "--export", dir + "/out"},
+                         dir + "/run.log");
+  // The spec names ../build/models/demo.onnx (the build of ci/build.sh).
+  ASSERT_EQ(code, 0) << out;
+  const json sum = read_json(dir + "/out/summary.json");
+  EXPECT_EQ(sum["counts"], json({{"passed", 2}, {"failed", 0}, {"skipped", 0}, {"xfailed", 0}, {"xpassed", 0}}));
+  EXPECT_EQ(junit_via_python(dir + "/out/junit.xml").substr(0, 6), "2 0 0\n");
+}
+
+#ifdef TORQ_SHARED_MODELS
+// The nightly as CI runs it: ci/nightly.sh starts a coordinator and two
+// torq-worker processes on loopback and runs configs/nightly.yaml over the
+// four shared CNNs x {fp32, bf16}.
+TEST(MatrixConfigs, NightlyOverTheSharedModelsThroughCiNightlySh) {
+  const std::string dir = fresh_dir("matrix-nightly");
+  const std::string build = std::filesystem::path(TORQ_BIN_DIR).parent_path().string();
+  Proc p({"/usr/bin/env", "BUILD_DIR=" + build, "WORKERS=2", "bash", std::string(TORQ_SOURCE_DIR) + "/ci/nightly.sh",
+          dir + "/out"},
+         dir + "/nightly.log");
+  auto code = p.wait(900000);
+  ASSERT_TRUE(code) << p.output();
+  ASSERT_EQ(*code, 0) << p.output() << slurp(dir + "/out/coordinator.log");
+  const json sum = read_json(dir + "/out/summary.json");
+  EXPECT_EQ(sum["counts"], json({{"passed", 8}, {"failed", 0}, {"skipped", 2}, {"xfailed", 0}, {"xpassed", 0}}));
+  auto t = tests_by_id(sum);
+  for (const char* m : {"squeezenet1.0", "mobilenetv2", "resnet18", "efficientnet_b1"})
+    for (const char* v : {"fp32", "bf16"}) {
+      const std::string id = std::string(m) + "-" + v + "-sim-discover";
+      ASSERT_TRUE(t.count(id)) << id;
+      EXPECT_EQ(t[id]["outcome"], "passed") << id;
+      EXPECT_GT(t[id]["layers"].get<int>(), 40) << id;
+      // fp32: the bf16-only NSS runs nothing; bf16: it runs most layers.
+      const json& dist = t[id]["executor_distribution"];
+      if (std::string(v) == "fp32") EXPECT_FALSE(dist.contains("nss")) << id << dist;
+      else EXPECT_GT(dist["nss"].get<int>(), t[id]["layers"].get<int>() / 2) << id << dist;
+      const json rep = read_json(dir + "/out/reports/" + id + "/torq_gen_config_" + m + ".json");
+      EXPECT_EQ(rep["ops"].size(), t[id]["layers"].get<size_t>()) << id;
+    }
+  EXPECT_EQ(t["yolov8n-fp32-sim-discover"]["bringup_status"], "NOT_STARTED");
+  EXPECT_EQ(junit_via_python(dir + "/out/junit.xml").substr(0, 7), "10 0 2\n");
+  EXPECT_TRUE(std::filesystem::exists(dir + "/out/report.html"));
+}
+#endif
