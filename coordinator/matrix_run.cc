@@ -103,8 +103,10 @@ Selection make_selection(const Spec& spec, const MatrixRunOptions& o) {
 }
 
 // A matrix test's run from its model report. The failed step of a critical
-// failure comes from the error class of the first critical layer's first
-// executor: unsupported/compile/target → compile, anything else → runtime.
+// failure (a layer every executor errored on) is "compile" when an
+// executor could not take the layer at all (error class unsupported,
+// compile or target, or a reference that does not support the op), else
+// "runtime" (crash, timeout, runtime error).
 TestRun run_from_report(const ModelReport& rep) {
   TestRun run;
   run.ran = true;
@@ -130,11 +132,19 @@ TestRun run_from_report(const ModelReport& rep) {
   if (!sum.critical_failures.empty()) {
     for (const auto& l : rep.layers) {
       if (l.info.id != sum.critical_failures.front() || l.results.empty()) continue;
-      const ExecResult& r = l.results.begin()->second;
-      const std::string& c = r.error_class;
-      run.failed_step = (c == "unsupported" || c == "compile" || c == "target") ? "compile" : "runtime";
-      run.message = "layer " + l.info.id + " fails on every executor (" + executor_name(r.executor) + ": " + c +
-                    ": " + r.error_message + ")";
+      const ExecResult* first = &l.results.begin()->second;
+      run.failed_step = "runtime";
+      for (const auto& [e, r] : l.results) {
+        const std::string& c = r.error_class;
+        if (c == "unsupported" || c == "compile" || c == "target" ||
+            (c == "reference" && r.error_message.find("not supported") != std::string::npos)) {
+          run.failed_step = "compile";
+          first = &r;
+          break;
+        }
+      }
+      run.message = "layer " + l.info.id + " fails on every executor (" + executor_name(first->executor) + ": " +
+                    first->error_class + ": " + first->error_message + ")";
       break;
     }
   }
