@@ -282,7 +282,33 @@ TEST(MatrixConfigs, QuickstartRunsOnTheBuiltDemoModel) {
   EXPECT_EQ(junit_via_python(dir + "/out/junit.xml").substr(0, 6), "2 0 0\n");
 }
 
+TEST(MatrixConfigs, ShippedSpecsAndConfigsValidate) {
+  const std::string dir = fresh_dir("matrix-validate-configs");
+  const std::string c = std::string(TORQ_SOURCE_DIR) + "/configs/";
+  std::vector<std::string> args = {bin("torq-coordinator"), "validate", c + "quickstart.yaml"};
+#ifdef TORQ_SHARED_MODELS  // push and nightly read ../shared/models
+  args.insert(args.end(), {c + "push.yaml", c + "nightly.yaml"});
+#endif
+  auto [code, out] = run(args, dir + "/validate.log");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("quickstart.yaml: 2 tests (0 placeholders)"), std::string::npos) << out;
 #ifdef TORQ_SHARED_MODELS
+  EXPECT_NE(out.find("push.yaml: 6 tests (0 placeholders)"), std::string::npos) << out;
+  EXPECT_NE(out.find("nightly.yaml: 10 tests (2 placeholders)"), std::string::npos) << out;
+#endif
+}
+
+#ifdef TORQ_SHARED_MODELS
+TEST(MatrixConfigs, PushSpecPassesWithLocalWorkers) {
+  const std::string dir = fresh_dir("matrix-push");
+  auto [code, out] = run({bin("torq-coordinator"), "--spec", std::string(TORQ_SOURCE_DIR) + "/configs/push.yaml",
+                          "--local-workers", "2", "--export", dir + "/out"},
+                         dir + "/run.log");
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_EQ(read_json(dir + "/out/summary.json")["counts"],
+            json({{"passed", 6}, {"failed", 0}, {"skipped", 0}, {"xfailed", 0}, {"xpassed", 0}}));
+}
+
 // The nightly as CI runs it: ci/nightly.sh starts a coordinator and two
 // torq-worker processes on loopback and runs configs/nightly.yaml over the
 // four shared CNNs x {fp32, bf16}.
