@@ -282,6 +282,31 @@ TEST(MatrixConfigs, QuickstartRunsOnTheBuiltDemoModel) {
   EXPECT_EQ(junit_via_python(dir + "/out/junit.xml").substr(0, 6), "2 0 0\n");
 }
 
+// One model on two targets of one run: the sim profile set whose nss is the
+// css profile (fp32, general) keeps its own results, apart from sim's.
+TEST_F(MatrixRun, ASimProfileSetTargetRunsItsProfilesAndKeepsItsOwnResults) {
+  std::filesystem::copy_file(std::string(TORQ_SOURCE_DIR) + "/configs/targets/css.yaml",
+                             dir_ + "/css-as-nss.yaml");
+  write(dir_ + "/targets.yaml",
+        "models: [models/demo.onnx]\n"
+        "targets:\n"
+        "  sim: {}\n"
+        "  widenss: {profiles: {nss: css-as-nss.yaml}}\n");
+  auto [code, out] = run({bin("torq-coordinator"), "--spec", dir_ + "/targets.yaml", "--export", dir_ + "/out",
+                          "--local-workers", "2"},
+                         dir_ + "/run.log");
+  ASSERT_EQ(code, 0) << out;
+  auto t = tests_by_id(read_json(dir_ + "/out/summary.json"));
+  ASSERT_EQ(t.size(), 2u);
+  // sim: the bf16-only NSS takes no fp32 layer; widenss: its nss runs all 14.
+  EXPECT_EQ(t["demo-fp32-sim-discover"]["executor_distribution"], json({{"css", 14}}));
+  EXPECT_EQ(t["demo-fp32-widenss-discover"]["executor_distribution"], json({{"nss", 14}}));
+  const json sim = read_json(dir_ + "/out/reports/demo-fp32-sim-discover/torq_gen_config_demo.json");
+  const json wide = read_json(dir_ + "/out/reports/demo-fp32-widenss-discover/torq_gen_config_demo.json");
+  EXPECT_EQ(sim["ops"]["Conv_conv1"]["executors"]["nss"]["status"], "error");
+  EXPECT_EQ(wide["ops"]["Conv_conv1"]["executors"]["nss"]["status"], "success");
+}
+
 TEST(MatrixConfigs, ShippedSpecsAndConfigsValidate) {
   const std::string dir = fresh_dir("matrix-validate-configs");
   const std::string c = std::string(TORQ_SOURCE_DIR) + "/configs/";
