@@ -9,6 +9,7 @@
 #include <string>
 
 #include "pipeline/matrix_html_template.h"
+#include "pipeline/matrix_internal.h"
 #include "pipeline/matrix_report.h"
 #include "pipeline/report.h"
 
@@ -71,34 +72,6 @@ std::string fragment(const std::string& s) {
     }
   }
   return out;
-}
-
-std::string distribution_text(const std::map<std::string, int>& dist) {
-  std::string out;
-  auto add = [&out](const std::string& name, int n) {
-    if (!out.empty()) out += ", ";
-    out += name + ':' + std::to_string(n);
-  };
-  for (const Executor e : kExecutorPriority) {
-    const auto it = dist.find(executor_name(e));
-    if (it != dist.end()) add(it->first, it->second);
-  }
-  for (const auto& [name, n] : dist)
-    if (!executor_from_name(name)) add(name, n);
-  return out;
-}
-
-std::string model_name(const TestCase& t) {
-  if (t.model != nullptr) return t.model->name;
-  const std::string suffix = "-" + t.variant.name + "-" + t.target.name + "-" + mode_name(t.mode);
-  if (t.id.size() > suffix.size() && t.id.compare(t.id.size() - suffix.size(), suffix.size(), suffix) == 0)
-    return t.id.substr(0, t.id.size() - suffix.size());
-  return t.id;
-}
-
-const TestCase& test_of(const TestResult& r) {
-  if (r.test == nullptr) throw PipelineError("matrix report: a result without its test");
-  return *r.test;
 }
 
 // ------------------------------------------------------------ run header
@@ -164,7 +137,7 @@ std::string matrix_html(const std::vector<TestResult>& results, const std::map<s
     h += std::string("<th>") + col + "</th>";
   h += "</tr></thead>\n<tbody>\n";
   for (const TestResult& r : results) {
-    const TestCase& t = test_of(r);
+    const TestCase& t = detail::test_of(r);
     const std::string outcome = outcome_name(r.outcome);
     h += "<tr class=\"test outcome-" + outcome + "\" data-outcome=\"" + outcome + "\" data-id=\"" + esc(t.id) +
          "\" id=\"" + esc(element_id("test-", t.id)) + "\">";
@@ -172,14 +145,14 @@ std::string matrix_html(const std::vector<TestResult>& results, const std::map<s
       h += "<td class=\"id\"><a href=\"#" + esc(fragment(element_id("grid-", t.id))) + "\">" + esc(t.id) + "</a></td>";
     else
       h += td("id", t.id);
-    h += td("", model_name(t)) + td("", t.variant.name) + td("", t.target.name) + td("", mode_name(t.mode));
+    h += td("", detail::model_name(t)) + td("", t.variant.name) + td("", t.target.name) + td("", mode_name(t.mode));
     h += "<td><span class=\"badge\">" + outcome + "</span></td>";
     h += enum_td(bringup_name(r.bringup)) + enum_td(test_status_name(t.config.status));
     const bool below = r.run.pcc >= 0 && t.config.assert_pcc && r.run.pcc < t.config.required_pcc;
     h += td(below ? "num below" : "num", metric(r.run.pcc, true));
     h += td("num", metric(t.config.required_pcc, true));
     h += td("num", std::to_string(r.run.layers)) + td("num", std::to_string(r.run.critical_failures));
-    h += td("", distribution_text(r.run.executor_distribution));
+    h += td("", detail::distribution_text(r.run.executor_distribution, ", "));
     h += td("num", printf_str("%.2f", r.run.wall_s));
     std::string message = r.message;
     if (message.empty()) message = r.run.message;
@@ -277,7 +250,7 @@ std::string grid_html(const std::string& test_id, const ModelReport& r) {
 std::string grids_html(const std::vector<TestResult>& results, const std::map<std::string, ModelReport>& reports) {
   std::string h;
   for (const TestResult& r : results) {
-    const auto it = reports.find(test_of(r).id);
+    const auto it = reports.find(detail::test_of(r).id);
     if (it != reports.end()) h += grid_html(it->first, it->second);
   }
   if (h.empty()) return "";

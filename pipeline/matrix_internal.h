@@ -5,6 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,5 +40,14 @@ std::string read_text(const std::string& path);
 // raw result"): true on a pass; on a fail, `why` says what failed and
 // `bringup` the bring-up status it implies. Requires run.ran.
 bool raw_pass(const TestConfig& config, const TestRun& run, std::string* why, Bringup* bringup);
+
+// Shared by the reports (JUnit, JSON, HTML):
+// "nss:12<sep>css:3<sep>host:1": the priority order of DESIGN §1, then other names.
+std::string distribution_text(const std::map<std::string, int>& dist, const std::string& sep);
+// The model part of a test's ID: the model's name, or for a placeholder the
+// ID without its "-<variant>-<target>-<mode>" suffix.
+std::string model_name(const TestCase& t);
+// The result's test; PipelineError for a result without one.
+const TestCase& test_of(const TestResult& r);
 
 }  // namespace torq::pipeline::matrix::detail

@@ -4,19 +4,12 @@
 #include <cstdio>
 #include <string>
 
+#include "pipeline/matrix_internal.h"
 #include "pipeline/matrix_report.h"
 
 namespace torq::pipeline::matrix {
 namespace {
 
-const TestCase& test_of(const TestResult& r) {
-  if (r.test == nullptr) throw PipelineError("matrix report: a result without its test");
-  return *r.test;
-}
-
-// XML 1.0 text and attribute escaping. Control characters XML 1.0 cannot
-// carry at all (everything below 0x20 but tab, LF, CR) become U+FFFD; LF, CR
-// and tab are written as character references so attribute values keep them.
 std::string xml_escape(const std::string& s) {
   std::string out;
   out.reserve(s.size());
@@ -54,32 +47,6 @@ std::string metric(double v) {
   return buf;
 }
 
-// "nss:12,css:3,host:1": the priority order of DESIGN §1, then other names.
-std::string distribution_text(const std::map<std::string, int>& dist) {
-  std::string out;
-  auto add = [&out](const std::string& name, int n) {
-    if (!out.empty()) out += ',';
-    out += name + ':' + std::to_string(n);
-  };
-  for (const Executor e : kExecutorPriority) {
-    const auto it = dist.find(executor_name(e));
-    if (it != dist.end()) add(it->first, it->second);
-  }
-  for (const auto& [name, n] : dist)
-    if (!executor_from_name(name)) add(name, n);
-  return out;
-}
-
-// The model part of the ID: the model's name, or for a placeholder the ID
-// without its "-<variant>-<target>-<mode>" suffix.
-std::string model_name(const TestCase& t) {
-  if (t.model != nullptr) return t.model->name;
-  const std::string suffix = "-" + t.variant.name + "-" + t.target.name + "-" + mode_name(t.mode);
-  if (t.id.size() > suffix.size() && t.id.compare(t.id.size() - suffix.size(), suffix.size(), suffix) == 0)
-    return t.id.substr(0, t.id.size() - suffix.size());
-  return t.id;
-}
-
 std::string property(const std::string& name, const std::string& value) {
   return "      <property name=\"" + xml_escape(name) + "\" value=\"" + xml_escape(value) + "\"/>\n";
 }
@@ -94,8 +61,8 @@ std::string failure_text(const TestResult& r) {
 }
 
 std::string testcase_xml(const TestResult& r, const RunInfo& info) {
-  const TestCase& t = test_of(r);
-  std::string x = "  <testcase classname=\"" + xml_escape(model_name(t)) + "\" name=\"" + xml_escape(t.id) +
+  const TestCase& t = detail::test_of(r);
+  std::string x = "  <testcase classname=\"" + xml_escape(detail::model_name(t)) + "\" name=\"" + xml_escape(t.id) +
                   "\" time=\"" + fixed(r.run.wall_s, 3) + "\">\n";
   x += "    <properties>\n";
   x += property("outcome", outcome_name(r.outcome));
@@ -105,7 +72,7 @@ std::string testcase_xml(const TestResult& r, const RunInfo& info) {
   x += property("required_pcc", metric(t.config.required_pcc));
   x += property("layers", std::to_string(r.run.layers));
   x += property("critical_failures", std::to_string(r.run.critical_failures));
-  x += property("executor_distribution", distribution_text(r.run.executor_distribution));
+  x += property("executor_distribution", detail::distribution_text(r.run.executor_distribution, ","));
   x += property("wall_time", fixed(r.run.wall_s, 3));
   x += property("reason", r.message.empty() ? t.config.reason : r.message);
   x += "    </properties>\n";
@@ -179,13 +146,13 @@ nlohmann::json summary_json(const std::vector<TestResult>& results, const RunInf
   int exit_code = 0;
   nlohmann::json tests = nlohmann::json::array();
   for (const TestResult& r : results) {
-    const TestCase& t = test_of(r);
+    const TestCase& t = detail::test_of(r);
     counts[outcome_name(r.outcome)] = counts[outcome_name(r.outcome)].get<int>() + 1;
     if (unexpected(r)) exit_code = 1;
     nlohmann::json dist = nlohmann::json::object();
     for (const auto& [name, n] : r.run.executor_distribution) dist[name] = n;
     tests.push_back({{"id", t.id},
-                     {"model", model_name(t)},
+                     {"model", detail::model_name(t)},
                      {"variant", t.variant.name},
                      {"target", t.target.name},
                      {"mode", mode_name(t.mode)},

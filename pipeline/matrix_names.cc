@@ -116,5 +116,33 @@ std::string read_text(const std::string& path) {
   return text.str();
 }
 
+std::string distribution_text(const std::map<std::string, int>& dist, const std::string& sep) {
+  std::string out;
+  auto add = [&](const std::string& name, int n) {
+    if (!out.empty()) out += sep;
+    out += name + ':' + std::to_string(n);
+  };
+  for (const Executor e : kExecutorPriority) {
+    const auto it = dist.find(executor_name(e));
+    if (it != dist.end()) add(it->first, it->second);
+  }
+  for (const auto& [name, n] : dist)
+    if (!executor_from_name(name)) add(name, n);
+  return out;
+}
+
+std::string model_name(const TestCase& t) {
+  if (t.model != nullptr) return t.model->name;
+  const std::string suffix = "-" + t.variant.name + "-" + t.target.name + "-" + mode_name(t.mode);
+  if (t.id.size() > suffix.size() && t.id.compare(t.id.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return t.id.substr(0, t.id.size() - suffix.size());
+  return t.id;
+}
+
+const TestCase& test_of(const TestResult& r) {
+  if (r.test == nullptr) throw PipelineError("matrix report: a result without its test");
+  return *r.test;
+}
+
 }  // namespace detail
 }  // namespace torq::pipeline::matrix
