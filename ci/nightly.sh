@@ -7,7 +7,8 @@
 #
 # Usage: ci/nightly.sh [OUT_DIR] [SPEC] [-- extra torq-coordinator args, e.g. -k resnet]
 #   env: WORKERS (default 2), BUILD_DIR (default build), PRESET (default nightly)
-# Exit: the coordinator's (0 all outcomes expected, 1 unexpected outcomes, 2 bad input).
+# Exit: the coordinator's (0 all outcomes expected, 1 unexpected outcomes, 2 bad input),
+# 3 when it stopped early without outcomes (the store keeps the progress).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-nightly-out}
@@ -44,5 +45,9 @@ for ((i = 0; i < WORKERS; i++)); do
 done
 rc=0
 wait "$coord" || rc=$?
+if [ "$rc" = 0 ] && [ ! -f "$OUT/summary.json" ]; then
+  echo "nightly: the coordinator stopped early (signal?): no outcomes; rerun to resume from $OUT/.torq-store" >&2
+  rc=3
+fi
 echo "nightly: coordinator exit $rc; outputs in $OUT (junit.xml, summary.json, report.html, reports/)"
 exit "$rc"

@@ -594,7 +594,9 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
       m.held.clear();
     }
     // Winding down: no more dispatch; wait for the leased jobs, up to the grace period.
-    if ((stop_.load() || (m.opt.stop_flag && m.opt.stop_flag->load())) && !stop_by) {
+    if ((stop_.load() || (m.opt.stop_flag && m.opt.stop_flag->load()) ||
+         (m.opt.workers_gone && m.opt.workers_gone->load())) &&
+        !stop_by) {
       stop_by = now + milliseconds(m.opt.grace_ms);
       m.log("stop requested: dispatching stopped, waiting up to " + std::to_string(m.opt.grace_ms) + " ms for " +
             std::to_string(m.leased) + " leased jobs");

@@ -82,6 +82,9 @@ struct BrokerOptions {
   // Set from a signal handler (or another thread) to request a stop, like
   // request_stop(). May be null.
   const std::atomic<bool>* stop_flag = nullptr;
+  // A second stop flag, for embedded runs: set when every local worker has
+  // exited (the caller then reports the run as failed, not as stopped).
+  const std::atomic<bool>* workers_gone = nullptr;
   // Log lines (no trailing newline). Default: stderr.
   std::function<void(const std::string&)> log;
 };

@@ -4,6 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -218,6 +219,11 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
   try {
     fs::create_directories(export_dir);
     if (!fs::is_directory(export_dir)) throw PipelineError(export_dir + ": cannot create the export directory");
+    // Outputs of an earlier run must not pass for this one's if it stops early.
+    for (const char* f : {"junit.xml", "summary.json", "report.html", "suggested.yaml"}) {
+      std::error_code rm;
+      fs::remove(export_dir + "/" + f, rm);
+    }
     std::error_code ec;
     const fs::path parent = fs::path(db).parent_path();
     if (!parent.empty()) fs::create_directories(parent, ec);
@@ -274,6 +280,7 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
   // Serve every unit in one broker run (local workers when asked).
   ServeTotals totals;
   std::string run_id;
+  std::atomic<bool> workers_gone{false};
   if (!units.empty()) {
     try {
       run_id = units_run_id("matrix", units);
@@ -282,6 +289,7 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
       store->put_run_meta(run_id, meta.dump());
       BrokerOptions bo = o.broker;
       bo.stop_flag = o.stop;
+      bo.workers_gone = &workers_gone;
       std::unique_ptr<LocalWorkers> workers;
       struct RemoveEndpoint {
         std::string ep;
@@ -298,10 +306,14 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
         lo.heartbeat_ms = bo.heartbeat_ms;
         fs::create_directories(lo.cache_dir);
         workers = std::make_unique<LocalWorkers>(lo);
-        if (o.stop) workers->watch(o.stop);
+        workers->watch(&workers_gone);
         log("started " + std::to_string(o.local_workers) + " local workers (log " + lo.log_file + ")");
       }
       totals = serve_units(units, *store, run_id, bo, log);
+      if (!totals.complete && workers_gone.load())
+        throw PipelineError("every local worker exited before the run completed (" + std::to_string(totals.pending) +
+                            " jobs unfinished; the store keeps the rest); worker log " + export_dir +
+                            "/workers.log:\n" + workers->log_tail());
       workers.reset();
     } catch (const std::exception& e) {
       err << "torq-coordinator: error: " << e.what() << "\n";

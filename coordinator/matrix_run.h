@@ -15,9 +15,10 @@
 // and the comparators over the recommended executors' results.
 //
 // Exit codes: 0 every selected test has an expected outcome (or the run
-// stopped early on SIGTERM: the store keeps the progress), 1 an unexpected
-// outcome (failed, xpassed), 2 bad input (spec, config, flags) or a store or
-// bind error.
+// stopped early on SIGTERM: the store keeps the progress, and no
+// junit.xml / summary.json / report.html is left in the export directory),
+// 1 an unexpected outcome (failed, xpassed), 2 bad input (spec, config,
+// flags), a store or bind error, or every local worker exited early.
 #pragma once
 
 #include <atomic>
@@ -39,7 +40,7 @@ struct MatrixRunOptions {
   std::string export_dir = "torq-results";
   BrokerOptions broker;         // bind, heartbeats, CURVE, stop flag
   int local_workers = 0;        // >0: start this many torq-worker processes here
-  std::atomic<bool>* stop = nullptr;  // set by SIGTERM (and when every local worker exited)
+  const std::atomic<bool>* stop = nullptr;  // set by SIGTERM / SIGINT
   pipeline::Tolerance tolerance;
 };
 

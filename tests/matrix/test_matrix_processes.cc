@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 
 #include "tests/fleet/fleet_harness.h"
 
@@ -305,6 +306,54 @@ TEST_F(MatrixRun, ASimProfileSetTargetRunsItsProfilesAndKeepsItsOwnResults) {
   const json wide = read_json(dir_ + "/out/reports/demo-fp32-widenss-discover/torq_gen_config_demo.json");
   EXPECT_EQ(sim["ops"]["Conv_conv1"]["executors"]["nss"]["status"], "error");
   EXPECT_EQ(wide["ops"]["Conv_conv1"]["executors"]["nss"]["status"], "success");
+}
+
+TEST_F(MatrixRun, LocalWorkersThatAllExitAreAnErrorAndStaleOutputsAreGone) {
+  write(dir_ + "/out/summary.json", "{\"stale\": true}\n");
+  std::filesystem::remove(dir_ + "/gone.log");
+  Proc p(coordinator("out", {"-k", "demo and discover"}), dir_ + "/gone.log", {"TORQ_WORKER_BIN=/bin/false"});
+  auto code = p.wait(60000);
+  ASSERT_TRUE(code) << p.output();
+  EXPECT_EQ(*code, 2) << p.output();
+  EXPECT_NE(p.output().find("every local worker exited before the run completed"), std::string::npos) << p.output();
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/out/summary.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/out/junit.xml"));
+}
+
+// kill -9 of the coordinator in the middle of a matrix run: the restart
+// with the same store finishes it without recomputing a finished job.
+TEST_F(MatrixRun, CoordinatorKilledMidRunResumesWithoutRecomputing) {
+  write(dir_ + "/slow.yaml", "models: [models/demo.onnx]\nvariants: [fp32, bf16]\ntest_config: [slow-cfg.yaml]\n");
+  // The sleep executor compares nothing: these tests assert no pcc.
+  write(dir_ + "/slow-cfg.yaml", "test_config:\n  demo-*-sim-discover: {assert_pcc: false}\n");
+  const std::string ep = endpoint(free_port());
+  auto coord_args = [&] {
+    return std::vector<std::string>{bin("torq-coordinator"), "--spec", dir_ + "/slow.yaml", "--bind", ep,
+                                    "--export", dir_ + "/out", "--heartbeat-ms", "200"};
+  };
+  Proc worker({bin("torq-worker"), "--connect", ep, "--id", "w0", "--cache", dir_ + "/cache", "--heartbeat-ms", "200",
+               "--bench-executor", "sleep:40"},
+              dir_ + "/worker.log");
+  {
+    Proc first(coord_args(), dir_ + "/first.log");
+    ASSERT_TRUE(first.wait_for("jobs 25/84", 60000)) << first.output();
+    first.signal(SIGKILL);
+    EXPECT_EQ(first.wait(10000), 128 + SIGKILL);
+  }
+  Proc second(coord_args(), dir_ + "/second.log");
+  auto code = second.wait(120000);
+  ASSERT_TRUE(code) << second.output();
+  EXPECT_EQ(*code, 0) << second.output();
+  const std::string out = second.output();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("jobs +84 finished: (\\d+) run on the fleet, (\\d+) resumed")))
+      << out;
+  const int fleet = std::stoi(m[1]), resumed = std::stoi(m[2]);
+  EXPECT_GE(resumed, 25) << out;
+  EXPECT_EQ(fleet + resumed, 84) << out;
+  EXPECT_EQ(read_json(dir_ + "/out/summary.json")["counts"]["passed"], 2);
+  worker.signal(SIGTERM);
+  EXPECT_EQ(worker.wait(30000), 0) << worker.output();
 }
 
 TEST(MatrixConfigs, ShippedSpecsAndConfigsValidate) {
