@@ -11,6 +11,11 @@ by hand from that sample, not derived from the files under test.
                                              (else every grid is closed)
   check_report.py junit JUNIT_XML
   check_report.py summary SUMMARY_JSON
+  check_report.py real DOM_FILE SUMMARY_JSON N_EXECUTORS
+                                             the rendered DOM of a real run's
+                                             report.html against its own
+                                             summary.json (rows, outcomes,
+                                             grids, recommended cells)
 Exit 0 when every assertion holds; otherwise prints them and exits 1.
 """
 import json
@@ -184,9 +189,44 @@ def check_summary(path):
     check(s["tests"][4]["pcc"] is None and s["tests"][4]["bringup_status"] == "NOT_STARTED", "placeholder test")
 
 
+def check_real(path, summary_path, n_executors):
+    """A real run's report as Chromium rendered it, against summary.json."""
+    dom = Dom()
+    with open(path, encoding="utf-8") as f:
+        dom.feed(f.read())
+    with open(summary_path, encoding="utf-8") as f:
+        s = json.load(f)
+    tests = s["tests"]
+    body = dom.find("body")
+    check(len(body) == 1 and body[0][0].get("data-ready") == "1", "body data-ready=1 (the script ran)")
+    rows = dom.find("tr", "test")
+    check([a.get("data-id") for a, _ in rows] == [t["id"] for t in tests], "rows are the summary's tests in order")
+    check([a.get("data-outcome") for a, _ in rows] == [t["outcome"] for t in tests], "row outcomes")
+    check(all("hidden" not in a for a, _ in rows), "every row visible without a filter")
+    shown = [t for a, t in dom.find("span") if a.get("id") == "shown"]
+    check(shown == ["%d of %d tests shown" % (len(tests), len(tests))], "#shown text: %s" % shown)
+    ran = [t for t in tests if t["report"] is not None]
+    grids = dom.find("details", "grid")
+    check([a.get("data-id") for a, _ in grids] == [t["id"] for t in ran], "one grid per test with a report")
+    cells = dom.find("td", "cell")
+    for t in ran:
+        mine = [(a, text) for a, text in cells if a.get("data-test") == t["id"]]
+        check(len(mine) == t["layers"] * n_executors,
+              "%s: %d grid cells for %d layers" % (t["id"], len(mine), t["layers"]))
+        rec = [a for a, _ in mine if "recommended" in a["class"].split()]
+        want = sum(n for e, n in t["executor_distribution"].items() if e != "none")
+        check(len(rec) == want, "%s: %d recommended cells, summary says %d" % (t["id"], len(rec), want))
+        for e, n in t["executor_distribution"].items():
+            if e != "none":
+                got = sum(1 for a in rec if a.get("data-executor") == e)
+                check(got == n, "%s: %d cells recommend %s, summary says %d" % (t["id"], got, e, n))
+
+
 def main():
     kind, path = sys.argv[1], sys.argv[2]
-    if kind == "dom":
+    if kind == "real":
+        check_real(path, sys.argv[3], int(sys.argv[4]))
+    elif kind == "dom":
         check_dom(path, sys.argv[3], len(sys.argv) > 4 and sys.argv[4] == "open")
     elif kind == "junit":
         check_junit(path)
