@@ -307,6 +307,12 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
         fs::create_directories(lo.cache_dir);
         workers = std::make_unique<LocalWorkers>(lo);
         workers->watch(&workers_gone);
+        std::set<std::string> boards;
+        for (const auto& u : units)
+          if (serving_target(u.plan.job_template) != "sim") boards.insert(serving_target(u.plan.job_template));
+        for (const auto& b : boards)
+          log("warning: local workers serve target sim only; tests on board class '" + b +
+              "' wait for workers started with --target " + b);
         log("started " + std::to_string(o.local_workers) + " local workers (log " + lo.log_file + ")");
       }
       totals = serve_units(units, *store, run_id, bo, log);

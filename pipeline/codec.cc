@@ -2,6 +2,7 @@
 
 #include <flatbuffers/flatbuffers.h>
 
+#include "pipeline/aligned.h"
 #include "schema/torq_generated.h"
 
 namespace fb = torq::schema;
@@ -26,12 +27,15 @@ Tolerance get_tol(const fb::Tolerance* t) {
 
 std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
 
+// The verified root of `bytes` (an aligned view of the caller's buffer,
+// which must outlive the returned pointer).
 template <class T>
-const T* verified_root(const void* data, size_t size, const char* what) {
+const T* verified_root(const AlignedBytes& bytes, size_t size, const char* what) {
+  const uint8_t* data = bytes.data();
   if (!data || size == 0) throw PipelineError(std::string("empty ") + what + " message");
   if (size > kMaxMessageBytes)
     throw PipelineError(std::string(what) + " message of " + std::to_string(size) + " bytes exceeds the cap");
-  flatbuffers::Verifier v(static_cast<const uint8_t*>(data), size, 64, 1000000);
+  flatbuffers::Verifier v(data, size, 64, 1000000);
   if (!v.VerifyBuffer<T>(nullptr)) throw PipelineError(std::string("malformed ") + what + " message (verifier failed)");
   return flatbuffers::GetRoot<T>(data);
 }
@@ -145,7 +149,8 @@ std::string encode_job(const JobSpec& j) {
 }
 
 JobSpec decode_job(const void* data, size_t size) {
-  const auto* j = verified_root<fb::Job>(data, size, "job");
+  const AlignedBytes bytes(data, size);
+  const auto* j = verified_root<fb::Job>(bytes, size, "job");
   JobSpec out;
   out.id = str(j->id());
   out.model_hash = str(j->model_hash());
@@ -177,7 +182,8 @@ std::string encode_result(const ExecResult& r) {
 }
 
 ExecResult decode_result(const void* data, size_t size) {
-  return get_result(verified_root<fb::Result>(data, size, "result"));
+  const AlignedBytes bytes(data, size);
+  return get_result(verified_root<fb::Result>(bytes, size, "result"));
 }
 
 std::string encode_layer_record(const std::vector<ExecResult>& results) {
@@ -190,7 +196,8 @@ std::string encode_layer_record(const std::vector<ExecResult>& results) {
 }
 
 std::vector<ExecResult> decode_layer_record(const void* data, size_t size) {
-  const auto* rec = verified_root<fb::LayerRecord>(data, size, "layer record");
+  const AlignedBytes bytes(data, size);
+  const auto* rec = verified_root<fb::LayerRecord>(bytes, size, "layer record");
   std::vector<ExecResult> out;
   if (rec->results())
     for (const auto* r : *rec->results()) out.push_back(get_result(r));

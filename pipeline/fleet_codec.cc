@@ -3,6 +3,7 @@
 
 #include <flatbuffers/flatbuffers.h>
 
+#include "pipeline/aligned.h"
 #include "schema/fleet_generated.h"
 
 namespace fb = torq::schema;
@@ -124,7 +125,8 @@ FleetMessage decode_fleet_message(const void* data, size_t size, size_t max_byte
   if (size > max_bytes)
     throw PipelineError("fleet message of " + std::to_string(size) + " bytes exceeds the cap of " +
                         std::to_string(max_bytes));
-  const auto* bytes = static_cast<const uint8_t*>(data);
+  const AlignedBytes aligned(data, size);
+  const uint8_t* bytes = aligned.data();
   if (size < 8 || !flatbuffers::BufferHasIdentifier(bytes, fb::EnvelopeIdentifier()))
     throw PipelineError("not a fleet message (no TQFL identifier)");
   flatbuffers::Verifier v(bytes, size, 64, 100000);

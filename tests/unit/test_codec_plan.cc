@@ -38,6 +38,42 @@ TEST(Codec, JobAndResultRoundTrip) {
   EXPECT_EQ(rb.runtime_ms, 0.125);
 }
 
+// Frames from ZeroMQ and RocksDB slices come at any address: decoding one
+// at an odd offset reads an aligned copy (UBSan checks this in the
+// sanitizer build) and gives the same values.
+TEST(Codec, MisalignedBuffersDecodeTheSame) {
+  JobSpec j;
+  j.id = "abc/3/css";
+  j.model_hash = std::string(64, 'f');
+  j.first_node = j.last_node = 3;
+  j.executor = Executor::kCss;
+  j.result_key = j.model_hash + "-0123abcd";
+  ExecResult r;
+  r.job_id = j.id;
+  r.status = Status::kDifference;
+  r.outputs.push_back(OutputDiff{"y", 0.5, 0.25, 0.3, 0.125, 0.98, 7, 64, 0});
+  for (size_t offset = 1; offset < 8; ++offset) {
+    for (const std::string& enc : {encode_job(j), encode_result(r), encode_layer_record({r, r})}) {
+      std::string shifted(offset, '\0');
+      shifted += enc;
+      const char* p = shifted.data() + offset;
+      if (enc == encode_job(j)) {
+        const JobSpec back = decode_job(p, enc.size());
+        EXPECT_EQ(back.id, j.id);
+        EXPECT_EQ(back.result_key, j.result_key);
+        EXPECT_EQ(back.executor, Executor::kCss);
+      } else if (enc == encode_result(r)) {
+        const ExecResult back = decode_result(p, enc.size());
+        ASSERT_EQ(back.outputs.size(), 1u);
+        EXPECT_EQ(back.outputs[0].pcc, 0.98);
+        EXPECT_EQ(back.outputs[0].over_tol, 7);
+      } else {
+        EXPECT_EQ(decode_layer_record(p, enc.size()).size(), 2u);
+      }
+    }
+  }
+}
+
 TEST(Codec, RandomTruncatedAndOversizeBytesAreRejectedNotCrashed) {
   std::mt19937 rng(1);
   int rejected = 0;
