@@ -108,7 +108,7 @@ Selection make_selection(const Spec& spec, const MatrixRunOptions& o) {
 // executor could not take the layer at all (error class unsupported,
 // compile or target, or a reference that does not support the op), else
 // "runtime" (crash, timeout, runtime error).
-TestRun run_from_report(const ModelReport& rep) {
+TestRun run_from_report(const ModelReport& rep, const std::optional<ExecResult>& full) {
   TestRun run;
   run.ran = true;
   run.layers = static_cast<int>(rep.layers.size());
@@ -130,6 +130,21 @@ TestRun run_from_report(const ModelReport& rep) {
   run.pcc = any ? pcc : -1;
   run.max_abs = max_abs;
   run.max_rel = max_rel;
+  // The assigned full-model run, when there was one, is what the
+  // comparators judge: the model as the compiler would place it.
+  if (full) {
+    run.full_model = true;
+    if (full->status == Status::kError) {
+      const std::string& c = full->error_class;
+      run.failed_step = (c == "unsupported" || c == "compile" || c == "target") ? "compile" : "runtime";
+      run.message = "assigned full-model run: " + c + ": " + full->error_message;
+      run.pcc = run.max_abs = run.max_rel = -1;
+    } else {
+      run.pcc = std::isfinite(full->pcc) ? full->pcc : -1;
+      run.max_abs = std::isfinite(full->max_abs) ? full->max_abs : -1;
+      run.max_rel = std::isfinite(full->max_rel) ? full->max_rel : -1;
+    }
+  }
   if (!sum.critical_failures.empty()) {
     for (const auto& l : rep.layers) {
       if (l.info.id != sum.critical_failures.front() || l.results.empty()) continue;
@@ -264,6 +279,7 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
       // One store key per (model, variant, target): a model tested two ways
       // keeps two sets of results.
       jt.result_key = u.model->hash() + "-" + sha256_hex(t->target.name + "|" + t->variant.name).substr(0, 8);
+      u.full_model = true;
       unit_of[t->id] = units.size();
       units.push_back(std::move(u));
     } catch (const std::exception& e) {
@@ -344,7 +360,7 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
       fs::create_directories(dir);
       ModelReport rep = unit_report(u, *store, run_id, o.tolerance, dir, log);
       write_report_files(rep, dir);
-      TestRun r = run_from_report(rep);
+      TestRun r = run_from_report(rep, u.full_result);
       double secs = 0;
       for (const auto& l : rep.layers)
         for (const auto& [e, res] : l.results) secs += res.host_ms / 1000.0;

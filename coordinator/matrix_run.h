@@ -10,9 +10,11 @@
 //   reports/<test-id>/torq_gen_config_<model>.json, ..._compiler.json, <model>.torch.mlir
 //
 // Modes `run` and `subgraph` are collected but reported skipped as not
-// implemented (NOT_SUPPORTED). The sim target has no assigned-full-model run
-// yet, so a discover test passes on its layers alone: no critical failure
-// and the comparators over the recommended executors' results.
+// implemented (NOT_SUPPORTED). A discover test passes when no layer is a
+// critical failure and the assigned full-model run (every layer on its
+// recommended executor, each fed the previous layers' outputs from there,
+// the graph outputs compared with the fp32 host reference) meets the
+// test's comparators (required_pcc, allclose).
 //
 // Exit codes: 0 every selected test has an expected outcome (or the run
 // stopped early on SIGTERM: the store keeps the progress, and no

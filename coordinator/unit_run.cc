@@ -40,14 +40,28 @@ std::string file_digest(const std::string& path) {
 }
 
 // The profile a job runs under: its target's file for a sim profile set,
-// else the built-in profile of its executor.
-std::string profile_digest(const JobSpec& j, std::map<std::string, std::string>& memo) {
+// else the built-in profile of its executor; an assigned full-model run
+// runs under all three.
+std::string profile_digest(const JobSpec& j, std::map<std::string, std::string>& memo);
+std::string single_profile_digest(const JobSpec& j, std::map<std::string, std::string>& memo) {
   const std::string path = j.target.find('/') != std::string::npos
                                ? j.target
                                : engine::ExecutorProfile::targets_dir() + "/" + executor_name(j.executor) + ".yaml";
   auto it = memo.find(path);
   if (it == memo.end()) it = memo.emplace(path, file_digest(path)).first;
   return it->second;
+}
+std::string profile_digest(const JobSpec& j, std::map<std::string, std::string>& memo) {
+  if (j.assignment.empty()) return single_profile_digest(j, memo);
+  std::string all;
+  for (Executor e : kExecutorPriority) {
+    JobSpec one = j;
+    one.executor = e;
+    if (j.executor_targets.size() == 3 && !j.executor_targets[static_cast<size_t>(e)].empty())
+      one.target = j.executor_targets[static_cast<size_t>(e)];
+    all += single_profile_digest(one, memo) + ",";
+  }
+  return all;
 }
 
 std::string plan_text(const PlanOptions& p) {
@@ -80,6 +94,7 @@ ServeTotals serve_units(std::vector<RunUnit>& units, Store& store, const std::st
     RunUnit& u = units[i];
     if (!by_key.emplace(u.key(), i).second)
       throw PipelineError(u.label + ": tests the same model the same way as " + units[by_key[u.key()]].label);
+    if (u.full_model) by_key.emplace(u.full_key(), i);
     std::vector<std::string> signatures;
     if (u.plan.dedup != DedupMode::kOff)
       for (const auto& l : u.model->layers())
@@ -90,11 +105,13 @@ ServeTotals serve_units(std::vector<RunUnit>& units, Store& store, const std::st
     t.total_layers += u.model->layers().size();
     t.estimate += u.planner->jobs_total_estimate();
     t.saved_by_dedup += u.planner->jobs_saved_by_dedup();
+    if (u.full_model) ++t.estimate;
   }
   std::map<std::string, std::string> digests;
   const auto t_run = Clock::now();
   auto record = [&](RunUnit& u, const JobSpec& j, const ExecResult& r) {
-    u.planner->finished(j, r);
+    if (j.assignment.empty()) u.planner->finished(j, r);
+    else u.full_result = r;
     ++u.jobs_done;
     ++t.done_jobs;
     ++t.by_status[r.status];
@@ -112,6 +129,46 @@ ServeTotals serve_units(std::vector<RunUnit>& units, Store& store, const std::st
   auto commit_cached = [&] {
     for (const auto& [key, commits] : cached_commits) store.commit_results(run, key, commits);
     cached_commits.clear();
+  };
+  // The unit's assigned full-model job once its layers are done (nullopt:
+  // not yet, already issued, or impossible: a layer with no executor).
+  auto full_model_job = [&](RunUnit& u) -> std::optional<JobSpec> {
+    if (!u.full_model || u.full_issued || !u.planner->all_done()) return std::nullopt;
+    u.full_issued = true;
+    commit_cached();  // the recommendations read the store
+    JobSpec f = u.plan.job_template;
+    f.model_hash = u.model->hash();
+    const auto recs = unit_recommendations(u, store, run);
+    for (size_t i = 0; i < recs.size(); ++i) {
+      if (!recs[i]) {
+        log(u.label + ": no assigned full-model run: no executor ran layer " + u.model->layers()[i].id);
+        return std::nullopt;
+      }
+      f.assignment.push_back(*recs[i]);
+    }
+    if (f.assignment.empty()) return std::nullopt;
+    f.first_node = 0;
+    f.last_node = static_cast<uint32_t>(f.assignment.size() - 1);
+    f.executor = Executor::kHost;  // names the result; the layers run where assigned
+    f.executor_targets.assign(3, "");
+    for (const auto& [e, target] : u.plan.executor_targets) f.executor_targets[static_cast<size_t>(e)] = target;
+    f.result_key = u.full_key();
+    f.id = Planner::job_id(f.result_key, 0, f.executor);
+    for (const auto& r : store.layer_results(run, f.result_key, 0))
+      if (r.executor == f.executor && r.tolerance_used == f.tolerance) {
+        ++t.resumed;
+        record(u, f, r);
+        return std::nullopt;
+      }
+    if (auto c = store.get_cache(cache_key(f, profile_digest(f, digests), kEngineIdentity))) {
+      c->cached = true;
+      c->job_id = f.id;
+      store.commit_results(run, f.result_key, {Store::Commit{0, *c, f.id, encode_job(f)}});
+      ++t.cache_hits;
+      record(u, f, *c);
+      return std::nullopt;
+    }
+    return f;
   };
   size_t rr = 0;
   auto next = [&]() -> std::optional<JobSpec> {
@@ -143,6 +200,11 @@ ServeTotals serve_units(std::vector<RunUnit>& units, Store& store, const std::st
         commit_cached();
         return j;
       }
+      if (auto f = full_model_job(u)) {
+        rr = (rr + k) % units.size();
+        commit_cached();
+        return f;
+      }
     }
     commit_cached();
     return std::nullopt;
@@ -170,11 +232,11 @@ ServeTotals serve_units(std::vector<RunUnit>& units, Store& store, const std::st
   return t;
 }
 
-ModelReport unit_report(const RunUnit& u, const Store& store, const std::string& run, const Tolerance& tol,
-                        const std::string& mlir_dir, const LogFn& log) {
-  ModelReport rep;
-  rep.model_name = u.model->name();
-  rep.default_tolerance = tol;
+namespace {
+
+// The unit's layers with their stored results and dedup copies.
+std::vector<LayerReport> unit_layers(const RunUnit& u, const Store& store, const std::string& run) {
+  std::vector<LayerReport> layers;
   auto all = store.model_results(run, u.key());
   for (const auto& info : u.model->layers()) {
     LayerReport lr;
@@ -182,17 +244,35 @@ ModelReport unit_report(const RunUnit& u, const Store& store, const std::string&
     auto it = all.find(info.index);
     if (it != all.end())
       for (const auto& r : it->second) lr.results[r.executor] = r;
-    rep.layers.push_back(lr);
+    layers.push_back(lr);
   }
   for (const auto& [dup, src] : u.planner->dedup_of()) {
-    auto& d = rep.layers[static_cast<size_t>(dup)];
-    d.dedup_of = rep.layers[static_cast<size_t>(src)].info.id;
-    for (auto [e, r] : rep.layers[static_cast<size_t>(src)].results) {
+    auto& d = layers[static_cast<size_t>(dup)];
+    d.dedup_of = layers[static_cast<size_t>(src)].info.id;
+    for (auto [e, r] : layers[static_cast<size_t>(src)].results) {
       r.dedup_of = d.dedup_of;
       d.results[e] = r;
     }
   }
-  for (auto& l : rep.layers) l.recommended = recommend(l, false);
+  for (auto& l : layers) l.recommended = recommend(l, false);
+  return layers;
+}
+
+}  // namespace
+
+std::vector<std::optional<Executor>> unit_recommendations(const RunUnit& u, const Store& store,
+                                                          const std::string& run) {
+  std::vector<std::optional<Executor>> out;
+  for (const auto& l : unit_layers(u, store, run)) out.push_back(l.recommended);
+  return out;
+}
+
+ModelReport unit_report(const RunUnit& u, const Store& store, const std::string& run, const Tolerance& tol,
+                        const std::string& mlir_dir, const LogFn& log) {
+  ModelReport rep;
+  rep.model_name = u.model->name();
+  rep.default_tolerance = tol;
+  rep.layers = unit_layers(u, store, run);
   const std::string mlir = emit_torch_mlir(u.model->proto());
   if (!mlir_dir.empty()) {
     std::ofstream f(mlir_dir + "/" + rep.model_name + ".torch.mlir");

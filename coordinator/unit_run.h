@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,10 +36,17 @@ struct RunUnit {
   pipeline::PlanOptions plan;                      // job_template: target, tolerance, inputs, result_key
   std::unique_ptr<pipeline::Planner> planner;      // made by serve_units
   size_t jobs_done = 0;
+  // After its layers: one assigned full-model run (every layer on its
+  // recommended executor, chained), when every layer has a recommendation.
+  bool full_model = false;
+  bool full_issued = false;
+  std::optional<pipeline::ExecResult> full_result;  // its result, once known
   // The key this unit's results are stored under.
   const std::string& key() const {
     return plan.job_template.result_key.empty() ? model->hash() : plan.job_template.result_key;
   }
+  // The store key of the assigned full-model run's result.
+  std::string full_key() const { return key() + "-full"; }
 };
 
 struct ServeTotals {
@@ -64,6 +72,11 @@ std::string units_run_id(const std::string& kind, const std::vector<RunUnit>& un
 // Throws PipelineError on a refused bind or a store error.
 ServeTotals serve_units(std::vector<RunUnit>& units, pipeline::Store& store, const std::string& run,
                         BrokerOptions broker, const LogFn& log);
+
+// Each layer's recommended executor from the store (dedup copies follow
+// their source; nullopt: no executor produced an output).
+std::vector<std::optional<pipeline::Executor>> unit_recommendations(const RunUnit& unit, const pipeline::Store& store,
+                                                                    const std::string& run);
 
 // The unit's report from the store (DESIGN §5): every layer with its
 // results, dedup copies, recommendation and MLIR location. When `mlir_dir`

@@ -128,6 +128,14 @@ std::string encode_job(const JobSpec& j) {
   auto target = b.CreateString(j.target);
   auto rkey = j.result_key.empty() ? flatbuffers::Offset<flatbuffers::String>() : b.CreateString(j.result_key);
   auto tol = put_tol(b, j.tolerance);
+  flatbuffers::Offset<flatbuffers::Vector<fb::Executor>> assignment;
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> exec_targets;
+  if (!j.assignment.empty()) {
+    std::vector<fb::Executor> a;
+    for (Executor e : j.assignment) a.push_back(static_cast<fb::Executor>(e));
+    assignment = b.CreateVector(a);
+    exec_targets = b.CreateVectorOfStrings(j.executor_targets);
+  }
   fb::JobBuilder jb(b);
   jb.add_id(id);
   jb.add_model_hash(hash);
@@ -144,6 +152,10 @@ std::string encode_job(const JobSpec& j) {
   jb.add_input_hi(j.input_hi);
   jb.add_bf16_rounding_rne(j.bf16_rne);
   if (!j.result_key.empty()) jb.add_result_key(rkey);
+  if (!j.assignment.empty()) {
+    jb.add_assignment(assignment);
+    jb.add_executor_targets(exec_targets);
+  }
   b.Finish(jb.Finish());
   return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
 }
@@ -170,8 +182,22 @@ JobSpec decode_job(const void* data, size_t size) {
   out.bf16_rne = j->bf16_rounding_rne();
   out.result_key = str(j->result_key());
   if (out.result_key.find('/') != std::string::npos) throw PipelineError("job result key contains '/'");
+  if (j->assignment()) {
+    for (const auto e : *j->assignment()) {
+      const int v = static_cast<int>(e);
+      if (v < 0 || v > 2) throw PipelineError("job assignment has an unknown executor " + std::to_string(v));
+      out.assignment.push_back(static_cast<Executor>(v));
+    }
+  }
+  if (j->executor_targets())
+    for (const auto* t : *j->executor_targets()) out.executor_targets.push_back(str(t));
   if (out.model_hash.empty()) throw PipelineError("job has no model hash");
   if (out.last_node < out.first_node) throw PipelineError("job has an empty node range");
+  if (!out.assignment.empty() && out.assignment.size() != out.last_node - out.first_node + 1)
+    throw PipelineError("job assignment has " + std::to_string(out.assignment.size()) + " executors for " +
+                        std::to_string(out.last_node - out.first_node + 1) + " layers");
+  if (!out.executor_targets.empty() && out.executor_targets.size() != 3)
+    throw PipelineError("job executor_targets must name 0 or 3 targets");
   return out;
 }
 

@@ -30,6 +30,11 @@ struct JobSpec {
   // that tests one model several ways (two targets, two input modes) gives
   // each way its own key so their results do not merge.
   std::string result_key;
+  // An assigned full-model run: one executor per layer of [first_node,
+  // last_node]; executor_targets (indexed by Executor, size 0 or 3) names
+  // each executor's target, empty entries meaning `target`.
+  std::vector<Executor> assignment;
+  std::vector<std::string> executor_targets;
 };
 
 // The key a job's results are stored under (result_key, else model_hash).

@@ -190,8 +190,12 @@ struct TestRun {
   // The step that failed, if any: import | compile | runtime | result.
   std::string failed_step;
   std::string message;                  // first error / failure line
-  double pcc = -1;                      // lowest PCC over the recommended results (-1 unknown)
-  double max_abs = -1, max_rel = -1;    // worst over the recommended results
+  // The comparators' figures: of the assigned full-model run when there was
+  // one (full_model), else the lowest PCC / worst differences over the
+  // recommended executors' layer results. -1: unknown.
+  double pcc = -1;
+  double max_abs = -1, max_rel = -1;
+  bool full_model = false;              // pcc/max_* come from an assigned full-model run
   int layers = 0;
   int critical_failures = 0;
   std::map<std::string, int> executor_distribution;  // recommended executor -> layers

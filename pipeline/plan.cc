@@ -132,12 +132,21 @@ std::optional<JobSpec> Planner::next() {
     j.id = job_id(j.result_key.empty() ? hash_ : j.result_key, static_cast<int>(i), e);
     auto t = tolerances_.find(static_cast<int>(i));
     if (t != tolerances_.end()) j.tolerance = t->second;
+    ++issued_;
     return j;
   }
   return std::nullopt;
 }
 
+bool Planner::all_done() const {
+  if (finished_ < issued_) return false;
+  for (const auto& st : state_)
+    if (!st.done) return false;
+  return true;
+}
+
 void Planner::finished(const JobSpec& job, const ExecResult& r) {
+  ++finished_;
   auto& st = state_[job.first_node];
   st.in_flight = false;
   if (opts_.skip_mode) {
@@ -159,6 +168,11 @@ std::string cache_key(const JobSpec& j, const std::string& profile_digest, const
      << j.tolerance.allowed_wrong << "|" << j.timing_runs << "|" << (j.random_inputs ? "random" : "activations")
      << "," << j.seed << "," << j.input_lo << "," << j.input_hi << "|" << (j.bf16_rne ? "rne" : "trunc") << "|"
      << engine_identity;
+  if (!j.assignment.empty()) {  // an assigned full-model run: where each layer ran
+    os << "|assigned:";
+    for (Executor e : j.assignment) os << static_cast<int>(e);
+    for (const auto& t : j.executor_targets) os << "|" << t;
+  }
   return sha256_hex(os.str());
 }
 

@@ -54,6 +54,9 @@ class Planner {
   // Records a finished job; may make the layer's next executor ready.
   void finished(const JobSpec& job, const ExecResult& r);
 
+  // True once every layer has all the results it needs: nothing left to
+  // issue and every issued job finished.
+  bool all_done() const;
   // Layer index -> source layer index for deduplicated layers.
   const std::map<int, int>& dedup_of() const { return dedup_of_; }
   size_t jobs_total_estimate() const { return estimate_; }
@@ -75,11 +78,14 @@ class Planner {
   std::map<int, int> dedup_of_;
   size_t cursor_ = 0;
   size_t estimate_ = 0, saved_ = 0;
+  size_t issued_ = 0, finished_ = 0;  // jobs handed out by next() / reported to finished()
 };
 
 // Content key of a job's result in the cache: everything the result
 // depends on (model bytes hash, node range, executor, profile content,
-// tolerance, inputs, timing runs, rounding, engine identity).
+// tolerance, inputs, timing runs, rounding, engine identity; for an assigned
+// full-model run also the assignment and the executors' targets, with
+// `profile_digest` covering every executor's profile).
 std::string cache_key(const JobSpec& job, const std::string& profile_digest, const std::string& engine_identity);
 
 }  // namespace torq::pipeline

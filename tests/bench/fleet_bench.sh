@@ -132,7 +132,7 @@ done
 # (c) a second run of an unchanged matrix spec; c2's spec differs only in
 # an option outside the cache key (a new run id, served by the cache)
 gen_model "$layers_c" chain_c
-jobs_c=$((3 * layers_c))
+jobs_c=$((3 * layers_c + 1))  # + the assigned full-model run of the matrix test
 # (bench executors compare nothing: the test asserts no pcc)
 printf 'test_config:\n  chain_c-fp32-sim-discover: {assert_pcc: false}\n' >"$tmp/chain_c.config.yaml"
 spec_c='models: [chain_c.onnx]\nexecutors: [nss, css, host]\ntest_config: [chain_c.config.yaml]\n'

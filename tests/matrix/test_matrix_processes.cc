@@ -336,7 +336,7 @@ TEST_F(MatrixRun, CoordinatorKilledMidRunResumesWithoutRecomputing) {
               dir_ + "/worker.log");
   {
     Proc first(coord_args(), dir_ + "/first.log");
-    ASSERT_TRUE(first.wait_for("jobs 25/84", 60000)) << first.output();
+    ASSERT_TRUE(first.wait_for("jobs 25/86", 60000)) << first.output();
     first.signal(SIGKILL);
     EXPECT_EQ(first.wait(10000), 128 + SIGKILL);
   }
@@ -346,14 +346,57 @@ TEST_F(MatrixRun, CoordinatorKilledMidRunResumesWithoutRecomputing) {
   EXPECT_EQ(*code, 0) << second.output();
   const std::string out = second.output();
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(out, m, std::regex("jobs +84 finished: (\\d+) run on the fleet, (\\d+) resumed")))
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("jobs +86 finished: (\\d+) run on the fleet, (\\d+) resumed")))
       << out;
   const int fleet = std::stoi(m[1]), resumed = std::stoi(m[2]);
   EXPECT_GE(resumed, 25) << out;
-  EXPECT_EQ(fleet + resumed, 84) << out;
+  EXPECT_EQ(fleet + resumed, 86) << out;  // 84 layer jobs + 2 assigned full-model runs
   EXPECT_EQ(read_json(dir_ + "/out/summary.json")["counts"]["passed"], 2);
   worker.signal(SIGTERM);
   EXPECT_EQ(worker.wait(30000), 0) << worker.output();
+}
+
+// The comparators judge the assigned full-model run: every layer on its
+// recommended executor, chained, against the fp32 host reference. fp32 on
+// css reproduces the reference exactly; bf16 on nss does not (so a 1e-7
+// allclose fails it), and a crash of that run is a runtime failure.
+TEST_F(MatrixRun, TheAssignedFullModelRunIsWhatTheComparatorsJudge) {
+  write(dir_ + "/full.yaml", "models: [models/demo.onnx]\nvariants: [fp32, bf16]\ntest_config: [full-cfg.yaml]\n");
+  write(dir_ + "/full-cfg.yaml",
+        "test_config:\n"
+        "  demo-*-sim-discover: {assert_allclose: true, allclose_atol: 1.0e-7, allclose_rtol: 1.0e-7}\n");
+  auto args = [&](const std::string& out) {
+    return std::vector<std::string>{bin("torq-coordinator"), "--spec", dir_ + "/full.yaml", "--export", dir_ + "/" + out,
+                                    "--local-workers", "2"};
+  };
+  auto [code, out] = run(args("out"), dir_ + "/full.log");
+  EXPECT_EQ(code, 1) << out;
+  auto t = tests_by_id(read_json(dir_ + "/out/summary.json"));
+  const json& fp32 = t["demo-fp32-sim-discover"];
+  const json& bf16 = t["demo-bf16-sim-discover"];
+  EXPECT_EQ(fp32["full_model"], true);
+  EXPECT_EQ(fp32["outcome"], "passed") << fp32.dump();
+  EXPECT_EQ(fp32["max_abs"], 0.0);
+  EXPECT_EQ(bf16["full_model"], true);
+  EXPECT_EQ(bf16["outcome"], "failed") << bf16.dump();
+  EXPECT_EQ(bf16["bringup_status"], "INCORRECT_RESULT");
+  EXPECT_GT(bf16["max_abs"].get<double>(), 1e-7);
+  EXPECT_NE(bf16["message"].get<std::string>().find("not allclose"), std::string::npos) << bf16.dump();
+
+  // The assigned run crashes (fault injection on its job id): FAILED_RUNTIME.
+  std::filesystem::remove(dir_ + "/crash.log");
+  Proc p(args("crash"), dir_ + "/crash.log", {"TORQ_WORKER_FAULT=crash:-full/"});
+  auto c = p.wait(120000);
+  ASSERT_TRUE(c) << p.output();
+  EXPECT_EQ(*c, 1) << p.output();
+  t = tests_by_id(read_json(dir_ + "/crash/summary.json"));
+  for (const char* id : {"demo-fp32-sim-discover", "demo-bf16-sim-discover"}) {
+    EXPECT_EQ(t[id]["outcome"], "failed") << t[id].dump();
+    EXPECT_EQ(t[id]["bringup_status"], "FAILED_RUNTIME") << t[id].dump();
+    EXPECT_EQ(t[id]["critical_failures"], 0);
+    EXPECT_NE(t[id]["message"].get<std::string>().find("assigned full-model run: crash"), std::string::npos)
+        << t[id].dump();
+  }
 }
 
 TEST(MatrixConfigs, ShippedSpecsAndConfigsValidate) {

@@ -132,6 +132,25 @@ TEST(Planner, SkipModeIssuesTheNextExecutorOnlyAfterAFailure) {
   EXPECT_FALSE(p.next());  // host never needed
 }
 
+// all_done (the cue for the assigned full-model run) waits for every issued
+// job, whatever order they finish in.
+TEST(Planner, AllDoneOnlyWhenEveryIssuedJobFinished) {
+  PlanOptions po;
+  Planner p("hash", layers(1), {}, po, {});
+  std::vector<JobSpec> jobs;
+  while (auto j = p.next()) jobs.push_back(*j);
+  ASSERT_EQ(jobs.size(), 3u);
+  ExecResult ok;
+  ok.status = Status::kSuccess;
+  EXPECT_FALSE(p.all_done());
+  p.finished(jobs[2], ok);  // host first: nothing left to issue, two in flight
+  EXPECT_FALSE(p.all_done());
+  p.finished(jobs[0], ok);
+  EXPECT_FALSE(p.all_done());
+  p.finished(jobs[1], ok);
+  EXPECT_TRUE(p.all_done());
+}
+
 TEST(Planner, FilterSelectsLayerExecutorPairs) {
   PlanOptions po;
   po.filter = "Relu_1_css";

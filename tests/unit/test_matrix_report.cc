@@ -174,6 +174,7 @@ TEST(MatrixReport, SummaryTestFields) {
                                            {"pcc", 0.999},
                                            {"max_abs", 0.25},
                                            {"max_rel", nullptr},
+                                           {"full_model", false},
                                            {"required_pcc", 0.99},
                                            {"layers", 3},
                                            {"critical_failures", 0},

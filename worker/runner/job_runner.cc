@@ -92,6 +92,13 @@ struct JobRunner::ModelState {
   std::string activation_error;          // why `values` is incomplete, if it is
 };
 
+struct JobRunner::SubModel {
+  onnx::ModelProto proto;
+  std::vector<Tensor> feeds;
+  std::vector<std::string> outs;
+  std::string error;
+};
+
 JobRunner::JobRunner(FetchModel fetch, std::string worker_id, int threads)
     : fetch_(std::move(fetch)), worker_id_(std::move(worker_id)), threads_(threads) {}
 JobRunner::~JobRunner() = default;
@@ -139,6 +146,173 @@ JobRunner::ModelState& JobRunner::model(const JobSpec& job) {
   return ref;
 }
 
+bool JobRunner::materialise(ModelState& ms, const JobSpec& job, uint32_t first, uint32_t last,
+                            const std::map<std::string, Tensor>* assigned, SubModel* out) {
+  onnx::ModelProto& sub = out->proto;
+  sub.set_ir_version(ms.proto.ir_version());
+  *sub.mutable_opset_import() = ms.proto.opset_import();
+  auto* g = sub.mutable_graph();
+  g->set_name("layer");
+  std::set<std::string> produced, fed;
+  std::vector<Tensor>& feeds = out->feeds;
+  uint64_t input_no = 0;
+  for (uint32_t i = first; i <= last; ++i) {
+    const auto& node = ms.proto.graph().node(ms.node_pos[i]);
+    for (const auto& in : node.input()) {
+      if (in.empty() || produced.count(in) || fed.count(in)) continue;
+      fed.insert(in);
+      // An assigned run feeds the layers' own outputs (constants stay).
+      if (assigned && !ms.constants.count(in)) {
+        auto a = assigned->find(in);
+        if (a == assigned->end()) {
+          out->error = "no assigned value for input '" + in + "'";
+          return false;
+        }
+        ++input_no;
+        set_type(g->add_input(), in, &a->second, nullptr);
+        feeds.push_back(a->second);
+        continue;
+      }
+      auto v = ms.values.find(in);
+      if (v == ms.values.end()) {
+        // Past a node the full run could not execute: random inputs of the
+        // inferred type and shape stand in for the missing activations.
+        auto vi = ms.value_info.find(in);
+        std::optional<Tensor> stand_in;
+        if (vi != ms.value_info.end() && vi->second->type().has_tensor_type()) {
+          const auto& tt = vi->second->type().tensor_type();
+          const DType dt = engine::dtype_from_onnx(tt.elem_type());
+          engine::Shape shape;
+          bool known = dt != DType::kUndefined && tt.has_shape();
+          for (const auto& d : tt.shape().dim()) {
+            known = known && d.has_dim_value();
+            shape.push_back(d.dim_value());
+          }
+          if (known) stand_in = random_like(Tensor(dt, shape), -1.f, 1.f, job.seed * 7919 + i);
+        }
+        if (!stand_in) {
+          out->error = "no value for input '" + in + "' (the full-model run stopped: " + ms.activation_error +
+                       ") and no static shape to stand in";
+          return false;
+        }
+        v = ms.values.emplace(in, *stand_in).first;
+      }
+      if (ms.constants.count(in)) {
+        engine::tensor_to_proto(v->second, g->add_initializer(), in);
+        continue;
+      }
+      Tensor t = v->second;
+      if (job.random_inputs && engine::is_float(t.dtype()))
+        t = random_like(t, job.input_lo, job.input_hi, job.seed * 1000003 + i * 131 + input_no);
+      ++input_no;
+      set_type(g->add_input(), in, &t, nullptr);
+      feeds.push_back(t);
+    }
+    *g->add_node() = node;
+    for (const auto& o : node.output())
+      if (!o.empty()) produced.insert(o);
+  }
+  // Outputs: those used after the range or by the graph; else the first output.
+  std::set<std::string> used_later;
+  for (int i = 0; i < ms.proto.graph().node_size(); ++i) {
+    const bool inside = std::find(ms.node_pos.begin() + first, ms.node_pos.begin() + last + 1, i) !=
+                        ms.node_pos.begin() + last + 1;
+    if (!inside)
+      for (const auto& in : ms.proto.graph().node(i).input()) used_later.insert(in);
+  }
+  for (const auto& o : ms.proto.graph().output()) used_later.insert(o.name());
+  std::vector<std::string>& outs = out->outs;
+  for (uint32_t i = first; i <= last; ++i)
+    for (const auto& o : ms.proto.graph().node(ms.node_pos[i]).output())
+      if (!o.empty() && used_later.count(o)) outs.push_back(o);
+  if (outs.empty()) outs.push_back(ms.proto.graph().node(ms.node_pos[last]).output(0));
+  for (const auto& o : outs) {
+    auto v = ms.values.find(o);
+    auto vi = ms.value_info.find(o);
+    set_type(g->add_output(), o, v == ms.values.end() ? nullptr : &v->second,
+             vi == ms.value_info.end() ? nullptr : vi->second);
+  }
+  return true;
+}
+
+ExecResult JobRunner::run_assigned(const JobSpec& job, ModelState& ms, double started_ms) {
+  const auto t0 = Clock::now();
+  ExecResult r;
+  r.job_id = job.id;
+  r.executor = job.executor;
+  r.worker_id = worker_id_;
+  r.toolchain = toolchain_identity();
+  r.tolerance_used = job.tolerance;
+  auto fail = [&](const std::string& cls, const std::string& msg) {
+    r.status = pipeline::Status::kError;
+    r.error_class = cls;
+    r.error_message = msg;
+    r.host_ms = started_ms + std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    return r;
+  };
+  if (!ms.activation_error.empty())
+    return fail("reference", "the fp32 host reference run of the model failed: " + ms.activation_error);
+  // The run starts from the reference run's (seeded) graph inputs.
+  std::map<std::string, Tensor> assigned;
+  for (const auto& in : ms.proto.graph().input()) {
+    auto v = ms.values.find(in.name());
+    if (v != ms.values.end() && !ms.constants.count(in.name())) assigned.emplace(in.name(), v->second);
+  }
+  const engine::Rounding rounding = job.bf16_rne ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
+  double sim_ms = 0;
+  for (uint32_t i = job.first_node; i <= job.last_node; ++i) {
+    const pipeline::Executor e = job.assignment[i - job.first_node];
+    const auto& node = ms.proto.graph().node(ms.node_pos[i]);
+    const std::string where = "layer " + std::to_string(i) + " (" + node.op_type() + " '" +
+                              (node.name().empty() ? node.output(0) : node.name()) + "') on " +
+                              pipeline::executor_name(e) + ": ";
+    SubModel sm;
+    if (!materialise(ms, job, i, i, &assigned, &sm)) return fail("runtime", where + sm.error);
+    JobSpec layer_job = job;
+    layer_job.executor = e;
+    if (job.executor_targets.size() == 3 && !job.executor_targets[static_cast<size_t>(e)].empty())
+      layer_job.target = job.executor_targets[static_cast<size_t>(e)];
+    std::shared_ptr<const engine::ExecutorProfile> profile;
+    try {
+      profile = profile_for_job(layer_job);
+    } catch (const std::exception& ex) {
+      return fail("target", where + ex.what());
+    }
+    std::vector<Tensor> outs;
+    try {
+      engine::SessionOptions so;
+      so.threads = threads_;
+      so.rounding = rounding;
+      so.profile = profile;
+      std::unique_ptr<engine::Session> exe;
+      try {
+        exe = engine::Session::from_proto(sm.proto, so);
+      } catch (const EngineError& ex) {
+        return fail(class_of(ex, true), where + ex.what());
+      }
+      outs = exe->run(sm.feeds);
+      sim_ms += exe->last_stats().sim_ms;
+    } catch (const EngineError& ex) {
+      return fail(class_of(ex, false), where + ex.what());
+    } catch (const std::exception& ex) {
+      return fail("runtime", where + ex.what());
+    }
+    for (size_t k = 0; k < outs.size() && k < sm.outs.size(); ++k) assigned.insert_or_assign(sm.outs[k], outs[k]);
+  }
+  for (const auto& o : ms.proto.graph().output()) {
+    auto a = assigned.find(o.name());
+    auto x = ms.values.find(o.name());
+    if (a == assigned.end() || x == ms.values.end())
+      return fail("runtime", "graph output '" + o.name() + "' was not computed by the assigned run");
+    r.outputs.push_back(pipeline::diff_output(o.name(), a->second, x->second, job.tolerance));
+  }
+  r.runtime_ms = sim_ms;
+  r.timing_runs = 1;
+  pipeline::judge(&r, job.tolerance);
+  r.host_ms = started_ms + std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  return r;
+}
+
 ExecResult JobRunner::run(const JobSpec& job) {
   const auto t0 = Clock::now();
   ExecResult r;
@@ -163,78 +337,13 @@ ExecResult JobRunner::run(const JobSpec& job) {
   if (job.last_node >= ms->node_pos.size())
     return fail("import", "node " + std::to_string(job.last_node) + " out of range (model has " +
                               std::to_string(ms->node_pos.size()) + " layers)");
-  // Materialise the sub-model of nodes [first, last].
-  onnx::ModelProto sub;
-  sub.set_ir_version(ms->proto.ir_version());
-  *sub.mutable_opset_import() = ms->proto.opset_import();
-  auto* g = sub.mutable_graph();
-  g->set_name("layer");
-  std::set<std::string> produced, fed;
-  std::vector<Tensor> feeds;
-  uint64_t input_no = 0;
-  for (uint32_t i = job.first_node; i <= job.last_node; ++i) {
-    const auto& node = ms->proto.graph().node(ms->node_pos[i]);
-    for (const auto& in : node.input()) {
-      if (in.empty() || produced.count(in) || fed.count(in)) continue;
-      fed.insert(in);
-      auto v = ms->values.find(in);
-      if (v == ms->values.end()) {
-        // Past a node the full run could not execute: random inputs of the
-        // inferred type and shape stand in for the missing activations.
-        auto vi = ms->value_info.find(in);
-        std::optional<Tensor> stand_in;
-        if (vi != ms->value_info.end() && vi->second->type().has_tensor_type()) {
-          const auto& tt = vi->second->type().tensor_type();
-          const DType dt = engine::dtype_from_onnx(tt.elem_type());
-          engine::Shape shape;
-          bool known = dt != DType::kUndefined && tt.has_shape();
-          for (const auto& d : tt.shape().dim()) {
-            known = known && d.has_dim_value();
-            shape.push_back(d.dim_value());
-          }
-          if (known) stand_in = random_like(Tensor(dt, shape), -1.f, 1.f, job.seed * 7919 + i);
-        }
-        if (!stand_in)
-          return fail("reference", "no value for input '" + in + "' (the full-model run stopped: " +
-                                       ms->activation_error + ") and no static shape to stand in");
-        v = ms->values.emplace(in, *stand_in).first;
-      }
-      if (ms->constants.count(in)) {
-        engine::tensor_to_proto(v->second, g->add_initializer(), in);
-        continue;
-      }
-      Tensor t = v->second;
-      if (job.random_inputs && engine::is_float(t.dtype()))
-        t = random_like(t, job.input_lo, job.input_hi, job.seed * 1000003 + i * 131 + input_no);
-      ++input_no;
-      set_type(g->add_input(), in, &t, nullptr);
-      feeds.push_back(t);
-    }
-    *g->add_node() = node;
-    for (const auto& o : node.output())
-      if (!o.empty()) produced.insert(o);
-  }
-  // Outputs: those used after the range or by the graph; else the first output.
-  std::set<std::string> used_later;
-  for (int i = 0; i < ms->proto.graph().node_size(); ++i) {
-    const bool inside = std::find(ms->node_pos.begin() + job.first_node, ms->node_pos.begin() + job.last_node + 1, i) !=
-                        ms->node_pos.begin() + job.last_node + 1;
-    if (!inside)
-      for (const auto& in : ms->proto.graph().node(i).input()) used_later.insert(in);
-  }
-  for (const auto& o : ms->proto.graph().output()) used_later.insert(o.name());
-  std::vector<std::string> outs;
-  for (uint32_t i = job.first_node; i <= job.last_node; ++i)
-    for (const auto& o : ms->proto.graph().node(ms->node_pos[i]).output())
-      if (!o.empty() && used_later.count(o)) outs.push_back(o);
-  if (outs.empty()) outs.push_back(ms->proto.graph().node(ms->node_pos[job.last_node]).output(0));
-  for (const auto& o : outs) {
-    auto v = ms->values.find(o);
-    auto vi = ms->value_info.find(o);
-    set_type(g->add_output(), o, v == ms->values.end() ? nullptr : &v->second,
-             vi == ms->value_info.end() ? nullptr : vi->second);
-  }
-
+  if (!job.assignment.empty())
+    return run_assigned(job, *ms, std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  SubModel sm;
+  if (!materialise(*ms, job, job.first_node, job.last_node, nullptr, &sm)) return fail("reference", sm.error);
+  const onnx::ModelProto& sub = sm.proto;
+  const std::vector<Tensor>& feeds = sm.feeds;
+  const std::vector<std::string>& outs = sm.outs;
   const engine::Rounding rounding = job.bf16_rne ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
   // Reference: the fp32 host computation of the same sub-model.
   std::vector<Tensor> expected;

@@ -12,6 +12,10 @@
 #include "pipeline/codec.h"
 #include "pipeline/types.h"
 
+namespace torq::engine {
+class Tensor;
+}
+
 namespace torq::runner {
 
 class JobRunner {
@@ -25,12 +29,24 @@ class JobRunner {
   JobRunner& operator=(const JobRunner&) = delete;
 
   // Runs the job. Never throws: every failure is an `error` result with a
-  // class (unsupported, compile, runtime, reference, fetch) and a message.
+  // class (unsupported, compile, runtime, reference, fetch, target) and a
+  // message. A job with an assignment is an assigned full-model run: every
+  // layer in order under its assigned executor's profile, fed the outputs
+  // the layers before it produced there, and the graph outputs compared
+  // with the fp32 host reference; an error names the layer that failed.
   pipeline::ExecResult run(const pipeline::JobSpec& job);
 
  private:
   struct ModelState;
+  struct SubModel;
   ModelState& model(const pipeline::JobSpec& job);
+  // The sub-model of layers [first, last] and its feeds: activations of the
+  // reference run, or with `assigned` the values an assigned run computed
+  // (constants are baked in either way). False with out->error when an
+  // input has no value.
+  bool materialise(ModelState& ms, const pipeline::JobSpec& job, uint32_t first, uint32_t last,
+                   const std::map<std::string, engine::Tensor>* assigned, SubModel* out);
+  pipeline::ExecResult run_assigned(const pipeline::JobSpec& job, ModelState& ms, double started_ms);
 
   FetchModel fetch_;
   std::string worker_id_;
