@@ -70,6 +70,15 @@ Tensor random_like(const Tensor& like, float lo, float hi, uint64_t seed) {
   return engine::cast_tensor(f, like.dtype(), engine::Rounding::kNearestEven);
 }
 
+// `r` as an error of class `cls`, with the time since `t0`.
+ExecResult failed(ExecResult r, const std::string& cls, const std::string& msg, Clock::time_point t0) {
+  r.status = pipeline::Status::kError;
+  r.error_class = cls;
+  r.error_message = msg;
+  r.host_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  return r;
+}
+
 std::string class_of(const EngineError& e, bool at_load) {
   if (e.kind() == ErrorKind::kUnsupported) return "unsupported";
   return at_load ? "compile" : "runtime";
@@ -235,21 +244,9 @@ bool JobRunner::materialise(ModelState& ms, const JobSpec& job, uint32_t first, 
   return true;
 }
 
-ExecResult JobRunner::run_assigned(const JobSpec& job, ModelState& ms, double started_ms) {
-  const auto t0 = Clock::now();
-  ExecResult r;
-  r.job_id = job.id;
-  r.executor = job.executor;
-  r.worker_id = worker_id_;
-  r.toolchain = toolchain_identity();
-  r.tolerance_used = job.tolerance;
-  auto fail = [&](const std::string& cls, const std::string& msg) {
-    r.status = pipeline::Status::kError;
-    r.error_class = cls;
-    r.error_message = msg;
-    r.host_ms = started_ms + std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    return r;
-  };
+ExecResult JobRunner::run_assigned(const JobSpec& job, ModelState& ms, ExecResult r,
+                                   std::chrono::steady_clock::time_point t0) {
+  auto fail = [&](const std::string& cls, const std::string& msg) { return failed(std::move(r), cls, msg, t0); };
   if (!ms.activation_error.empty())
     return fail("reference", "the fp32 host reference run of the model failed: " + ms.activation_error);
   // The run starts from the reference run's (seeded) graph inputs.
@@ -309,7 +306,7 @@ ExecResult JobRunner::run_assigned(const JobSpec& job, ModelState& ms, double st
   r.runtime_ms = sim_ms;
   r.timing_runs = 1;
   pipeline::judge(&r, job.tolerance);
-  r.host_ms = started_ms + std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  r.host_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   return r;
 }
 
@@ -321,13 +318,7 @@ ExecResult JobRunner::run(const JobSpec& job) {
   r.worker_id = worker_id_;
   r.toolchain = toolchain_identity();
   r.tolerance_used = job.tolerance;
-  auto fail = [&](const std::string& cls, const std::string& msg) {
-    r.status = pipeline::Status::kError;
-    r.error_class = cls;
-    r.error_message = msg;
-    r.host_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    return r;
-  };
+  auto fail = [&](const std::string& cls, const std::string& msg) { return failed(r, cls, msg, t0); };
   ModelState* ms = nullptr;
   try {
     ms = &model(job);
@@ -337,8 +328,7 @@ ExecResult JobRunner::run(const JobSpec& job) {
   if (job.last_node >= ms->node_pos.size())
     return fail("import", "node " + std::to_string(job.last_node) + " out of range (model has " +
                               std::to_string(ms->node_pos.size()) + " layers)");
-  if (!job.assignment.empty())
-    return run_assigned(job, *ms, std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  if (!job.assignment.empty()) return run_assigned(job, *ms, r, t0);
   SubModel sm;
   if (!materialise(*ms, job, job.first_node, job.last_node, nullptr, &sm)) return fail("reference", sm.error);
   const onnx::ModelProto& sub = sm.proto;

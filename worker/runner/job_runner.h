@@ -4,6 +4,7 @@
 // (DESIGN §3). It knows jobs and tensors, no sockets or processes.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -46,7 +47,9 @@ class JobRunner {
   // input has no value.
   bool materialise(ModelState& ms, const pipeline::JobSpec& job, uint32_t first, uint32_t last,
                    const std::map<std::string, engine::Tensor>* assigned, SubModel* out);
-  pipeline::ExecResult run_assigned(const pipeline::JobSpec& job, ModelState& ms, double started_ms);
+  // `r` carries the job's result header; t0 is when the job started.
+  pipeline::ExecResult run_assigned(const pipeline::JobSpec& job, ModelState& ms, pipeline::ExecResult r,
+                                    std::chrono::steady_clock::time_point t0);
 
   FetchModel fetch_;
   std::string worker_id_;
