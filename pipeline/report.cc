@@ -14,6 +14,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <string_view>
 
 #include "pipeline/recommend.h"
 #include "pipeline/view.h"
@@ -35,6 +36,53 @@ ojson num(double v) {
   if (std::isfinite(v)) return v;
   if (std::isnan(v)) return nullptr;
   return v > 0 ? "inf" : "-inf";
+}
+
+// Keys report_to_json writes itself; anything else in a file is kept as an
+// extra. An executor result's failure_report/error_class (errors) and
+// max_diff/pcc (others) are written for one kind of status only: in a result
+// of the other kind they are kept as extras too (the seed wrote a
+// `difference`'s accuracy details into failure_report).
+constexpr std::string_view kTopKeys[] = {"version", "model_name", "default_tolerance", "ops",
+                                         "discovery_report", "has_critical_failures", "final_report_text"};
+constexpr std::string_view kLayerKeys[] = {"executors", "_node_index", "op_type", "mlir_location",
+                                           "recommended_executor", "tolerance", "tolerance_used", "dedup_of"};
+constexpr std::string_view kExecKeys[] = {"status", "tolerance_used", "timing", "outputs", "cached", "dedup_of",
+                                          "worker_id", "job_id", "toolchain", "host_ms", "attempts"};
+constexpr std::string_view kErrorKeys[] = {"failure_report", "error_class"};
+constexpr std::string_view kMetricKeys[] = {"max_diff", "pcc"};
+
+template <size_t N>
+bool among(const std::string& key, const std::string_view (&keys)[N]) {
+  return std::find(std::begin(keys), std::end(keys), key) != std::end(keys);
+}
+
+// The keys of object `j` that `known` rejects, with their JSON text, in
+// file order.
+template <typename Known>
+ExtraFields unknown_keys(const ojson& j, Known known) {
+  ExtraFields out;
+  for (const auto& [key, value] : j.items())
+    if (!known(key)) out.emplace_back(key, value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  return out;
+}
+
+// Appends `extra` to object `j` after its keys, never over a key `j` has.
+void append_extra(ojson& j, const ExtraFields& extra, const std::string& where) {
+  for (const auto& [key, text] : extra) {
+    if (j.contains(key)) continue;
+    try {
+      j[key] = ojson::parse(text);
+    } catch (const nlohmann::json::parse_error&) {
+      throw PipelineError(where + (where.empty() ? "" : ".") + key + ": kept field is not JSON text");
+    }
+  }
+}
+
+const std::string* find_extra(const ExtraFields& extra, const std::string& key) {
+  for (const auto& [k, text] : extra)
+    if (k == key) return &text;
+  return nullptr;
 }
 
 bool is_line_col(const std::string& s) {
@@ -91,11 +139,23 @@ ojson exec_json(const ExecResult& r) {
   return j;
 }
 
+// "line:col", else the file's placeholder kept as is, else null.
+ojson location_json(const LayerReport& l) {
+  if (!l.info.mlir_location.empty()) return l.info.mlir_location;
+  if (!l.mlir_placeholder.empty()) return l.mlir_placeholder;
+  return nullptr;
+}
+
 ojson layer_json(const LayerReport& l) {
   ojson execs = ojson::object();
   for (Executor e : kExecutorPriority) {
     auto it = l.results.find(e);
-    if (it != l.results.end()) execs[executor_name(e)] = exec_json(it->second);
+    if (it == l.results.end()) continue;
+    ojson ej = exec_json(it->second);
+    auto extra = l.result_extra.find(e);
+    if (extra != l.result_extra.end())
+      append_extra(ej, extra->second, "ops." + l.info.id + ".executors." + executor_name(e));
+    execs[executor_name(e)] = std::move(ej);
   }
   ojson j;
   j["executors"] = std::move(execs);
@@ -103,10 +163,11 @@ ojson layer_json(const LayerReport& l) {
   // .get("_node_index", inf) and cannot compare None with numbers.
   if (l.info.index >= 0) j["_node_index"] = l.info.index;
   j["op_type"] = l.info.op_type;
-  j["mlir_location"] = l.info.mlir_location.empty() ? ojson(nullptr) : ojson(l.info.mlir_location);
+  j["mlir_location"] = location_json(l);
   j["recommended_executor"] = l.recommended ? ojson(executor_name(*l.recommended)) : ojson(nullptr);
   if (l.tolerance) j["tolerance"] = tolerance_json(*l.tolerance);
   if (!l.dedup_of.empty()) j["dedup_of"] = l.dedup_of;
+  append_extra(j, l.extra, "ops." + l.info.id);
   return j;
 }
 
@@ -120,7 +181,7 @@ ojson critical_failure_json(const LayerReport& l) {
   }
   return {{"layer_id", l.info.id},
           {"node_index", l.info.index >= 0 ? ojson(l.info.index) : ojson(nullptr)},
-          {"mlir_location", l.info.mlir_location.empty() ? ojson(nullptr) : ojson(l.info.mlir_location)},
+          {"mlir_location", location_json(l)},
           {"error_details", std::move(details)}};
 }
 
@@ -296,20 +357,8 @@ class Reader {
     } else {
       l.info.op_type = id.substr(0, id.find('_'));  // the seed's ids are <OpType>_<output>
     }
-    if (j.contains("mlir_location") && !j["mlir_location"].is_null()) {
-      // The seed could leave a bare op type here until the full-model
-      // import ran; only a line:col is a location.
-      const std::string loc = str(j["mlir_location"], field + ".mlir_location");
-      if (is_line_col(loc)) l.info.mlir_location = loc;
-    }
-    if (j.contains("executors") && !j["executors"].is_null()) {
-      const ojson& execs = object(j["executors"], field + ".executors");
-      for (const auto& [name, value] : execs.items()) {
-        auto e = executor_from_name(name);
-        if (!e) fail(field + ".executors." + name, "unknown executor '" + name + "' (expected nss, css or host)");
-        l.results[*e] = exec(value, *e, field + ".executors." + name, def);
-      }
-    }
+    location(j, field, l);
+    if (j.contains("executors") && !j["executors"].is_null()) executors(j["executors"], field + ".executors", def, l);
     if (j.contains("recommended_executor") && !j["recommended_executor"].is_null()) {
       const std::string rec = str(j["recommended_executor"], field + ".recommended_executor");
       if (rec != "null") {  // the seed's `edit --executor null` wrote the string
@@ -326,7 +375,30 @@ class Reader {
       l.tolerance = tolerance(j["tolerance_used"], field + ".tolerance_used", def);
     }
     if (j.contains("dedup_of") && !j["dedup_of"].is_null()) l.dedup_of = str(j["dedup_of"], field + ".dedup_of");
+    l.extra = unknown_keys(j, [](const std::string& k) { return among(k, kLayerKeys); });
     return {std::move(l), has_index};
+  }
+
+  // The seed could leave a bare op type here until the full-model import
+  // ran: only a line:col is a location; anything else is kept as written.
+  void location(const ojson& j, const std::string& field, LayerReport& l) const {
+    if (!j.contains("mlir_location") || j["mlir_location"].is_null()) return;
+    const std::string loc = str(j["mlir_location"], field + ".mlir_location");
+    (is_line_col(loc) ? l.info.mlir_location : l.mlir_placeholder) = loc;
+  }
+
+  // Every executor's result, and the keys of each that are not read.
+  void executors(const ojson& j, const std::string& field, const Tolerance& def, LayerReport& l) const {
+    for (const auto& [name, value] : object(j, field).items()) {
+      auto e = executor_from_name(name);
+      if (!e) fail(field + "." + name, "unknown executor '" + name + "' (expected nss, css or host)");
+      const ExecResult& r = l.results[*e] = exec(value, *e, field + "." + name, def);
+      const bool error = r.status == Status::kError;
+      ExtraFields extra = unknown_keys(value, [error](const std::string& k) {
+        return among(k, kExecKeys) || among(k, error ? kErrorKeys : kMetricKeys);
+      });
+      if (!extra.empty()) l.result_extra[*e] = std::move(extra);
+    }
   }
 
  private:
@@ -414,6 +486,7 @@ nlohmann::ordered_json report_to_json(const ModelReport& r) {
   j["discovery_report"] = {{"summary", summary_json(s)}, {"critical_failures", std::move(critical)}};
   j["has_critical_failures"] = !s.critical_failures.empty();
   j["final_report_text"] = render_final_report(r);
+  append_extra(j, r.extra, "");
   return j;
 }
 
@@ -457,6 +530,7 @@ ModelReport report_from_json(const std::string& text, const std::string& path) {
     return ia < ib;
   });
   for (auto& [l, has_index] : layers) r.layers.push_back(std::move(l));
+  r.extra = unknown_keys(j, [](const std::string& k) { return among(k, kTopKeys); });
   return r;
 }
 
@@ -474,7 +548,10 @@ nlohmann::ordered_json compiler_json(const ModelReport& r) {
   for (const LayerReport& l : r.layers)
     if (l.recommended && is_line_col(l.info.mlir_location))
       assignments[l.info.mlir_location] = {{"executor", executor_name(*l.recommended)}};
-  return {{"model_name", r.model_name}, {"op_assignments", std::move(assignments)}};
+  ojson j = {{"model_name", r.model_name}, {"op_assignments", std::move(assignments)}};
+  // The seed's compiler JSON carries the report's full-model tolerance.
+  if (const std::string* tol = find_extra(r.extra, "tolerance")) append_extra(j, {{"tolerance", *tol}}, "");
+  return j;
 }
 
 std::string report_path(const std::string& output_dir, const std::string& model_name) {
@@ -485,6 +562,11 @@ std::string report_path(const std::string& output_dir, const std::string& model_
 std::string compiler_path(const std::string& output_dir, const std::string& model_name) {
   const std::string file = "torq_gen_config_" + model_name + "_compiler.json";
   return output_dir.empty() ? file : (fs::path(output_dir) / file).string();
+}
+
+std::string compiler_path_for(const std::string& report_path) {
+  const fs::path p(report_path);
+  return (p.parent_path() / (p.stem().string() + "_compiler" + p.extension().string())).string();
 }
 
 void write_json_atomic(const std::string& path, const nlohmann::ordered_json& json) {
@@ -537,6 +619,11 @@ void write_report_files(const ModelReport& r, const std::string& output_dir) {
   }
   write_json_atomic(report_path(output_dir, r.model_name), report_to_json(r));
   write_json_atomic(compiler_path(output_dir, r.model_name), compiler_json(r));
+}
+
+void write_report_files_at(const ModelReport& r, const std::string& report_path) {
+  write_json_atomic(report_path, report_to_json(r));
+  write_json_atomic(compiler_path_for(report_path), compiler_json(r));
 }
 
 }  // namespace torq::pipeline

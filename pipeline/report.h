@@ -43,21 +43,34 @@ ReportSummary summarize(const ModelReport& r);
 // executors{nss|css|host{status, tolerance_used, max_diff, failure_report
 // (errors only), timing (when known), pcc, outputs, error_class, cached,
 // dedup_of, worker_id, ...}}, _node_index (omitted when unknown), op_type,
-// mlir_location ("line:col" or null), recommended_executor (name or null), tolerance (only with an
-// override), dedup_of (only when set)), discovery_report{summary{
+// mlir_location ("line:col", else the file's placeholder kept in
+// mlir_placeholder, else null), recommended_executor (name or null), tolerance
+// (only with an override), dedup_of (only when set)), discovery_report{summary{
 // total_layers, status_counts{executor{success,difference,error}},
 // executor_counts{nss,css,host,none}, timing_summary{executor{
 // total_runtime_ms, layers_timed, avg_ms, min_ms, max_ms, samples}}},
 // critical_failures[{layer_id, node_index, mlir_location, error_details}]},
 // has_critical_failures and final_report_text.
+// Each object is followed by the keys kept from the file it was read from
+// (ModelReport::extra, LayerReport::extra and result_extra, in file order),
+// except a key the object already has: a kept key never duplicates one.
 // Tolerance objects are {fp_avg_tol, fp_max_tol, allowed_wrong}. Non-finite
 // numbers are written as null (NaN) or "inf"/"-inf".
 nlohmann::ordered_json report_to_json(const ModelReport& r);
 
 // Parses report JSON `text` read from `path` (used only in messages).
 // Accepts reports written by report_to_json and by the seed tool (fields it
-// lacks are optional; unknown fields are ignored and not kept; metrics a
-// non-error result does not give read as NaN, i.e. unknown). Throws
+// lacks are optional; metrics a non-error result does not give read as NaN,
+// i.e. unknown; executors may be absent; the string "null" as
+// recommended_executor is no recommendation). Unknown fields are kept, not
+// dropped: top-level keys other than version, model_name, default_tolerance,
+// ops, discovery_report, has_critical_failures and final_report_text go to
+// ModelReport::extra (e.g. the seed's full-model `tolerance`), unknown op
+// keys to LayerReport::extra (e.g. `_orig_index`, `mac_count`) and unknown
+// or unread executor-result keys to LayerReport::result_extra (e.g. a
+// `difference`'s `failure_report`); an `mlir_location` that is not
+// "line:col" (the seed's op-type placeholder) is no location but is kept in
+// LayerReport::mlir_placeholder. Throws
 // PipelineError starting with "<path>: " and naming the field for: text that
 // is not JSON or is truncated (with line and column), a compiler JSON, JSON
 // that is not a report (no `ops` object), wrong types, unknown executor or
@@ -71,7 +84,8 @@ ModelReport read_report_file(const std::string& path);
 
 // The compiler JSON of `r`: {"model_name": ..., "op_assignments":
 // {"<line>:<col>": {"executor": "nss"}}}, only for layers with a "line:col"
-// location and a non-null recommendation, in layer order.
+// location and a non-null recommendation, in layer order; then, like the
+// seed tool's, the report's top-level `tolerance` (an extra) when it has one.
 nlohmann::ordered_json compiler_json(const ModelReport& r);
 
 // <output_dir>/torq_gen_config_<model_name>.json (no directory when
@@ -79,6 +93,11 @@ nlohmann::ordered_json compiler_json(const ModelReport& r);
 std::string report_path(const std::string& output_dir, const std::string& model_name);
 // <output_dir>/torq_gen_config_<model_name>_compiler.json.
 std::string compiler_path(const std::string& output_dir, const std::string& model_name);
+
+// The compiler JSON beside the report file `report_path` (the seed's rule):
+// its stem + "_compiler" + its extension, e.g. d/torq_gen_config_m.json ->
+// d/torq_gen_config_m_compiler.json.
+std::string compiler_path_for(const std::string& report_path);
 
 // Writes `json` (2-space indent, trailing newline) to `path` atomically: a
 // temporary file in the same directory, fsync, rename, fsync of the
@@ -91,5 +110,10 @@ void write_json_atomic(const std::string& path, const nlohmann::ordered_json& js
 // when missing), each atomically. Throws PipelineError naming the path that
 // could not be written.
 void write_report_files(const ModelReport& r, const std::string& output_dir);
+
+// `edit`: rewrites the report file it read, `report_path` (whose name need
+// not match r.model_name, e.g. the seed's *_quant reports), and its compiler
+// JSON compiler_path_for(report_path), each atomically.
+void write_report_files_at(const ModelReport& r, const std::string& report_path);
 
 }  // namespace torq::pipeline

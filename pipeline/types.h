@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace torq::pipeline {
@@ -54,7 +55,15 @@ struct ExecResult {
   uint32_t attempts = 1;
   bool cached = false;        // served from the content-addressed cache
   std::string dedup_of;       // layer id whose result this copies
+  // An assigned run only: per layer of its range, the executor it ran on
+  // and its simulated/device time (ms).
+  std::vector<Executor> placed;
+  std::vector<double> layer_ms;
 };
+
+// Keys of a report file this tool does not know, in file order, each with
+// its value as JSON text: kept so that rewriting a report never drops them.
+using ExtraFields = std::vector<std::pair<std::string, std::string>>;
 
 struct LayerInfo {
   int index = 0;              // _node_index: position among non-Constant nodes
@@ -71,6 +80,16 @@ struct LayerReport {
   // Set by `torq-gen-config edit --tolerance-*`: the tolerance the next
   // discover uses for this layer (overrides the model default).
   std::optional<Tolerance> tolerance;
+  // A file's `mlir_location` that is not "line:col" (the seed tool's op-type
+  // placeholder, e.g. "Conv"): no location for the compiler, written back
+  // unchanged while info.mlir_location is empty.
+  std::string mlir_placeholder;
+  // Op-level keys of the report file this tool does not know (e.g. the
+  // seed's `_orig_index`, `mac_count`), kept and written back as is.
+  ExtraFields extra;
+  // The same for each executor's result object (e.g. a `difference`'s
+  // `failure_report`, which the seed tool wrote).
+  std::map<Executor, ExtraFields> result_extra;
 };
 
 // A model's discovery report (the source of truth, DESIGN §5).
@@ -78,6 +97,9 @@ struct ModelReport {
   std::string model_name;
   Tolerance default_tolerance;
   std::vector<LayerReport> layers;  // by _node_index
+  // Top-level keys this tool does not know (the seed's full-model
+  // `tolerance`, `full_model`, `subgraph`, ...), kept and written back as is.
+  ExtraFields extra;
 };
 
 // Thrown for bad user input to the pipeline (files, flags, reports):

@@ -67,6 +67,11 @@ const LayerReport* find_layer(const ModelReport& r, const std::string& id) {
   return nullptr;
 }
 
+std::string location_text(const LayerReport& l) {
+  if (!l.info.mlir_location.empty()) return l.info.mlir_location;
+  return l.mlir_placeholder.empty() ? "N/A" : "N/A (placeholder '" + l.mlir_placeholder + "')";
+}
+
 std::string node_text(const LayerReport& l) { return l.info.index >= 0 ? std::to_string(l.info.index) : "N/A"; }
 
 void render_exec(std::ostringstream& os, const ExecResult& res) {
@@ -207,7 +212,7 @@ std::string render_layer(const ModelReport& r, const std::string& layer_pattern)
     os << "\nLAYER: " << l.info.id << "\n" << kRule80 << "\n\n";
     os << "Node Index: " << node_text(l) << "\n";
     os << "Op Type: " << (l.info.op_type.empty() ? "N/A" : l.info.op_type) << "\n";
-    os << "MLIR Location: " << (l.info.mlir_location.empty() ? "N/A" : l.info.mlir_location) << "\n";
+    os << "MLIR Location: " << location_text(l) << "\n";
     os << "Recommended Executor: " << (l.recommended ? executor_name(*l.recommended) : "none") << "\n";
     if (l.tolerance) os << "Tolerance Override: " << tolerance_text(*l.tolerance) << "\n";
     if (!l.dedup_of.empty()) os << "Duplicate Of: " << l.dedup_of << "\n";

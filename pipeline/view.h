@@ -29,7 +29,8 @@ std::string render_final_report(const ModelReport& r);
 std::string render_summary(const ModelReport& r);
 
 // `view REPORT LAYER`: details of every layer matching `layer_pattern`
-// (rules of match_layers in edit.h): index, op type, MLIR location,
+// (rules of match_layers in edit.h): index, op type, MLIR location (or the
+// file's placeholder, "N/A (placeholder 'Conv')"),
 // recommendation, tolerance override, and for each executor its status,
 // metrics (max diff, PCC, per-output figures), error class and full message,
 // timing, tolerance used, worker and cache/dedup provenance.
