@@ -12,15 +12,20 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "coordinator/assigned_run.h"
 #include "coordinator/fleet_broker.h"
 #include "coordinator/local_fleet.h"
+#include "coordinator/local_serve.h"
+#include "coordinator/unit_run.h"
 #include "pipeline/edit.h"
+#include "pipeline/full_model.h"
 #include "pipeline/mlir.h"
 #include "pipeline/model_import.h"
 #include "pipeline/plan.h"
 #include "pipeline/recommend.h"
 #include "pipeline/report.h"
 #include "pipeline/store.h"
+#include "pipeline/subgraph.h"
 #include "pipeline/view.h"
 #include "worker/engine/error.h"
 #include "worker/engine/profile.h"
@@ -135,7 +140,8 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
     return 2;
   }
   const auto t_start = Clock::now();
-  std::unique_ptr<ImportedModel> model;
+  std::vector<RunUnit> units(1);  // one unit: this model tested this way
+  std::unique_ptr<ImportedModel>& model = units[0].model;
   std::unique_ptr<Store> store;
   std::unique_ptr<LocalWorkers> workers;
   std::string store_dir, cache_dir;
@@ -208,8 +214,25 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
               fmt(worst, 5) + (worst_name.empty() ? "" : " (" + worst_name + ")"));
   }
 
+  // A subgraph: its own report files, named by node indices as the seed does.
+  std::optional<LayerRange> range;
+  std::string name = model->name();
+  if (!o.subgraph_from.empty() || !o.subgraph_to.empty()) {
+    try {
+      if (o.subgraph_from.empty() || o.subgraph_to.empty())
+        throw PipelineError("--subgraph-from and --subgraph-to go together");
+      range = resolve_range(*model, o.subgraph_from, o.subgraph_to);
+    } catch (const std::exception& e) {
+      err << "torq-gen-config: error: " << e.what() << "\n";
+      return 2;
+    }
+    name = subgraph_name(model->name(), *range);
+    log->line("subgraph " + name + ": layers " + std::to_string(range->first) + ".." + std::to_string(range->last) +
+              " (" + model->layers()[range->first].id + " .. " + model->layers()[range->last].id + ")");
+  }
+
   // The previous report, if any: edited tolerances, skip-mode knowledge.
-  const std::string rpath = report_path(o.output_dir, model->name());
+  const std::string rpath = report_path(o.output_dir, name);
   ModelReport previous;
   bool have_previous = false;
   if (fs::exists(rpath)) {
@@ -223,20 +246,24 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
   std::map<std::string, const LayerReport*> prev_by_id;
   if (have_previous)
     for (const auto& l : previous.layers) prev_by_id[l.info.id] = &l;
-  Tolerance default_tol = o.tolerance;
+
   std::map<int, Tolerance> layer_tols;
   for (const auto& l : model->layers()) {
     auto it = prev_by_id.find(l.id);
     if (it != prev_by_id.end() && it->second->tolerance) layer_tols[l.index] = *it->second->tolerance;
   }
 
-  // Plan.
-  PlanOptions po;
+  // The unit: the model's layers (or a subgraph's) with the previous
+  // report's tolerance overrides and skip-mode knowledge.
+  RunUnit& u = units[0];
+  u.label = model->name();
+  PlanOptions& po = u.plan;
   po.executors = o.executors;
   po.skip_mode = o.skip_mode;
   po.filter = o.filter;
+  po.case_prefix = model->name();
   po.dedup = o.dedup ? (o.dedup_exact ? DedupMode::kExact : DedupMode::kSignature) : DedupMode::kOff;
-  po.job_template.tolerance = default_tol;
+  po.job_template.tolerance = o.tolerance;
   po.job_template.timing_runs = o.collect_timing ? std::max<uint32_t>(1, o.timing_runs) : 1;
   po.job_template.timeout_ms = o.timeout_ms;
   po.job_template.random_inputs = o.random_inputs;
@@ -244,11 +271,18 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
   po.job_template.input_lo = o.input_lo;
   po.job_template.input_hi = o.input_hi;
   po.job_template.bf16_rne = o.rounding == engine::Rounding::kNearestEven;
-  std::vector<std::string> signatures;
-  if (po.dedup != DedupMode::kOff)
-    for (const auto& l : model->layers())
-      signatures.push_back(layer_signature(model->proto(), model->node_positions(), l.index, po.dedup));
-  Planner planner(model->hash(), model->layers(), signatures, po, layer_tols);
+  po.job_template.target = "sim";
+  u.recommend_by_timing = o.recommend_by_timing;
+  u.use_store = !o.recompute_cache;
+  u.layer_tolerances = layer_tols;
+  if (range) {
+    u.range = *range;
+    u.full_model = true;  // the full-subgraph job: the range on its recommended executors
+    u.bisect = true;
+    FullModelRule rule;
+    rule.tolerance = o.tolerance;
+    u.passes = [rule](const ExecResult& r) { return full_model_passes(r, rule); };
+  }
   int skipped_known = 0;
   if (o.skip_mode && !o.recompute_cache)
     for (const auto& l : model->layers()) {
@@ -256,22 +290,20 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
       if (it == prev_by_id.end() || !it->second->recommended) continue;
       for (const auto& [e, r] : it->second->results)
         if (r.status == Status::kSuccess) {
-          planner.skip_layer(l.index);
+          u.skip_layers.push_back(l.index);
           ++skipped_known;
           break;
         }
     }
-  std::map<Executor, std::string> targets, digests;
-  if (!o.targets_file.empty()) {
-    try {
-      targets = read_targets(o.targets_file);
-    } catch (const std::exception& e) {
-      err << "torq-gen-config: error: " << e.what() << "\n";
-      return 2;
-    }
+  std::map<Executor, std::string> digests;
+  try {
+    if (!o.targets_file.empty()) po.executor_targets = read_targets(o.targets_file);
+  } catch (const std::exception& e) {
+    err << "torq-gen-config: error: " << e.what() << "\n";
+    return 2;
   }
   for (Executor e : kExecutorPriority)
-    digests[e] = file_digest(targets.count(e) ? targets[e] : builtin_profile_path(e));
+    digests[e] = file_digest(po.executor_targets.count(e) ? po.executor_targets[e] : builtin_profile_path(e));
   const std::string run = sha256_hex(model->hash() + "|" + std::to_string(po.job_template.timing_runs) + "|" +
                                      (o.random_inputs ? "r" + std::to_string(o.seed) + "," + fmt(o.input_lo, 3) + "," +
                                                             fmt(o.input_hi, 3)
@@ -279,97 +311,28 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
                                      (po.job_template.bf16_rne ? "|rne" : "|trunc") + "|" +
                                      digests[Executor::kNss] + digests[Executor::kCss] + digests[Executor::kHost])
                               .substr(0, 16);
-  const std::string engine_id = "torq-sim-0.1";
-  if (o.recompute_cache)
+  if (o.recompute_cache) {
     for (const auto& l : model->layers())
       for (Executor e : o.executors) store->erase_result(run, model->hash(), l.index, e);
+    store->erase_result(run, u.full_key(), 0, Executor::kHost);
+  }
 
-  // Run.
-  size_t done_jobs = 0, dispatched = 0, resumed = 0, cache_hits = 0;
-  double job_time_ms = 0;
-  const size_t total_layers = model->layers().size();
-  std::vector<bool> layer_touched(total_layers, false);
-  const auto t_run = Clock::now();
-  auto progress = [&] {
-    const double secs = std::chrono::duration<double>(Clock::now() - t_run).count();
-    const size_t total = std::max(planner.jobs_total_estimate(), done_jobs);
-    const double rate = secs > 0 ? static_cast<double>(done_jobs) / secs : 0;
-    const double eta = rate > 0 ? static_cast<double>(total - done_jobs) / rate : 0;
-    size_t layers_done = 0;
-    for (bool b : layer_touched) layers_done += b;
-    std::string line = "[discover " + model->name() + "] layers " + std::to_string(layers_done) + "/" +
-                       std::to_string(total_layers) + " | jobs " + std::to_string(done_jobs) + "/" +
-                       std::to_string(total) + " | " + fmt(rate) + " jobs/s | ETA " + fmt(eta, 0) + " s";
-    if (log->tty()) log->progress(line);
-    else if (done_jobs % 25 == 0 || done_jobs == total) log->line(line);
-  };
-  auto record = [&](const JobSpec& j, const ExecResult& r, bool fresh) {
-    ++done_jobs;
-    layer_touched[j.first_node] = true;
-    planner.finished(j, r);
-    if (fresh) job_time_ms += r.host_ms;
-    progress();
-  };
-  auto next = [&]() -> std::optional<JobSpec> {
-    for (;;) {
-      auto j = planner.next();
-      if (!j) return std::nullopt;
-      if (targets.count(j->executor)) j->target = targets[j->executor];
-      if (!o.recompute_cache) {
-        auto prev = store->layer_results(run, model->hash(), static_cast<int>(j->first_node));
-        bool found = false;
-        for (const auto& r : prev)
-          if (r.executor == j->executor && r.tolerance_used == j->tolerance) {
-            ++resumed;
-            record(*j, r, false);
-            found = true;
-            break;
-          }
-        if (found) continue;
-        if (auto c = store->get_cache(cache_key(*j, digests[j->executor], engine_id))) {
-          c->cached = true;
-          c->job_id = j->id;
-          store->commit_result(run, model->hash(), static_cast<int>(j->first_node), *c, j->id, encode_job(*j));
-          ++cache_hits;
-          record(*j, *c, false);
-          continue;
-        }
-      }
-      ++dispatched;
-      return j;
+  // Run: the embedded broker and the local workers.
+  ServeTotals totals;
+  auto serve_log = [&](const std::string& s) {
+    if (s.rfind("jobs ", 0) == 0) {
+      if (log->tty()) log->progress("[discover " + name + "] " + s);
+      else log->line("[discover " + name + "] " + s);
+    } else if (s.find("bisect") != std::string::npos || s.find("failing range") != std::string::npos ||
+               s.find("no assigned run") != std::string::npos) {
+      log->line(s);
+    } else {
+      log->file_line("[coordinator] " + s);
     }
   };
-  // The broker commits the results that arrive together in one synced
-  // batch before reporting them (a result is recorded only once durable);
-  // their cache entries follow in one unsynced batch.
-  std::vector<std::pair<std::string, ExecResult>> to_cache;
-  auto done = [&](const JobSpec& j, const ExecResult& r) {
-    if (r.status != Status::kError || r.error_class == "unsupported" || r.error_class == "compile")
-      to_cache.emplace_back(cache_key(j, digests[j.executor], engine_id), r);
-    record(j, r, true);
-  };
-  auto commit_cache = [&] {
-    store->put_caches(to_cache);
-    to_cache.clear();
-  };
-  std::atomic<bool> workers_gone{false};
   try {
-    BrokerOptions bo;
-    bo.bind = endpoint;
-    bo.any_target = true;
-    bo.recovered_hold_ms = 0;
-    bo.grace_ms = 1000;
-    bo.persist_leases = false;  // leases outlive only a coordinator whose workers outlive it
-    bo.stop_flag = &workers_gone;
-    bo.log = [&log](const std::string& s) { log->file_line("[coordinator] " + s); };
-    FleetBroker broker(*store, run, bo);
-    workers->watch(&workers_gone);
-    const bool complete = broker.run(next, done, commit_cache);
-    commit_cache();
-    if (!complete)
-      throw PipelineError("every local worker exited before the run completed (" +
-                          std::to_string(broker.pending()) + " jobs unfinished; the store keeps the rest)" +
-                          "; worker log " + store_dir + "/workers.log:\n" + workers->log_tail());
+    totals = serve_on_local_workers(units, *store, run, *workers, endpoint, store_dir + "/workers.log", serve_log,
+                                    [&log](const std::string& s) { log->file_line("[coordinator] " + s); });
     workers.reset();
   } catch (const std::exception& e) {
     log->progress_clear();
@@ -377,40 +340,42 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
     return 2;
   }
   log->progress_clear();
-  const double wall_s = std::chrono::duration<double>(Clock::now() - t_run).count();
+  const double wall_s = totals.run_s;
 
   // Report: previous report's layers, overlaid with this run's results.
-  ModelReport rep;
-  rep.model_name = model->name();
-  rep.default_tolerance = default_tol;
-  auto all = store->model_results(run, model->hash());
-  for (const auto& info : model->layers()) {
-    LayerReport lr;
-    lr.info = info;
-    auto prev = prev_by_id.find(info.id);
-    if (prev != prev_by_id.end()) {
-      lr.results = prev->second->results;
-      lr.tolerance = prev->second->tolerance;
-    }
-    auto it = all.find(info.index);
-    if (it != all.end())
-      for (const auto& r : it->second) lr.results[r.executor] = r;
-    rep.layers.push_back(lr);
+  ModelReport rep = unit_report(u, *store, run, o.tolerance, "", [](const std::string&) {});
+  rep.model_name = name;
+  for (auto& l : rep.layers) {
+    auto prev = prev_by_id.find(l.info.id);
+    if (prev == prev_by_id.end()) continue;
+    l.tolerance = prev->second->tolerance;
+    l.extra = prev->second->extra;
+    l.result_extra = prev->second->result_extra;
+    for (const auto& [e, r] : prev->second->results)
+      if (!l.results.count(e)) l.results[e] = r;
+    l.recommended = recommend(l, o.recommend_by_timing);
   }
-  for (const auto& [dup, src] : planner.dedup_of()) {
-    auto& d = rep.layers[static_cast<size_t>(dup)];
-    d.dedup_of = rep.layers[static_cast<size_t>(src)].info.id;
-    for (auto [e, r] : rep.layers[static_cast<size_t>(src)].results) {
-      r.dedup_of = d.dedup_of;
-      d.results[e] = r;
+  // Keys of the previous report we do not know stay (e.g. the relaxed
+  // full-model `tolerance`); its full-model run is stale after a discover.
+  for (const auto& kv : previous.extra)
+    if (kv.first != "full_model" && kv.first != "subgraph") rep.extra.push_back(kv);
+  if (range) {
+    std::vector<LayerReport> sub;
+    const auto infos = subgraph_layers(*model, *range);
+    for (uint32_t i = range->first; i <= range->last; ++i) {
+      sub.push_back(rep.layers[i]);
+      sub.back().info = infos[i - range->first];
     }
+    rep.layers = std::move(sub);
   }
-  for (auto& l : rep.layers) l.recommended = recommend(l, o.recommend_by_timing);
-  // MLIR locations: the user's import, or the torch-mlir form we emit.
+  // MLIR locations: the user's import, or the torch-mlir form we emit (of
+  // the subgraph as a standalone model for a subgraph report).
   std::string mlir_text, mlir_path = o.mlir_file;
+  const onnx::ModelProto sub_proto = range ? extract_subgraph(*model, *range) : onnx::ModelProto();
+  const onnx::ModelProto& mlir_proto = range ? sub_proto : model->proto();
   if (mlir_path.empty()) {
-    mlir_path = o.output_dir + "/" + model->name() + ".torch.mlir";
-    mlir_text = emit_torch_mlir(model->proto());
+    mlir_path = o.output_dir + "/" + name + ".torch.mlir";
+    mlir_text = emit_torch_mlir(mlir_proto);
     std::ofstream f(mlir_path);
     f << mlir_text;
   } else {
@@ -423,12 +388,30 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
     ss << f.rdbuf();
     mlir_text = ss.str();
   }
-  MlirMapping mm = map_mlir_locations(mlir_text, non_constant_op_types(model->proto()));
+  MlirMapping mm = map_mlir_locations(mlir_text, non_constant_op_types(mlir_proto));
   for (const auto& p : mm.problems) log->line("MLIR " + mlir_path + ": " + p);
   for (size_t i = 0; i < rep.layers.size() && i < mm.locations.size(); ++i)
     rep.layers[i].info.mlir_location = mm.locations[i];
+  std::optional<FullModelRun> full;
+  if (range && u.full_result) {
+    std::vector<LayerInfo> infos;
+    for (const auto& l : rep.layers) infos.push_back(l.info);
+    full = full_model_run(u, infos, FullModelRule{o.tolerance, {}, {}, ""});
+  }
   try {
     write_report_files(rep, o.output_dir);
+    if (range) {
+      nlohmann::ordered_json j = report_to_json(rep);
+      j["subgraph"] = {{"model", model->name()},
+                       {"from", o.subgraph_from},
+                       {"to", o.subgraph_to},
+                       {"first_node", range->first},
+                       {"last_node", range->last},
+                       {"first_layer", model->layers()[range->first].id},
+                       {"last_layer", model->layers()[range->last].id}};
+      if (full) attach_full_model(&j, *full);
+      write_json_atomic(report_path(o.output_dir, name), j);
+    }
   } catch (const std::exception& e) {
     err << "torq-gen-config: error: " << e.what() << "\n";
     return 2;
@@ -438,10 +421,17 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
     std::string text = render_final_report(rep);
     if (!text.empty() && text.back() != '\n') text += '\n';
     out << text;
+    if (full) out << "\n" << full_model_text(*full);
   }
   const double total_s = std::chrono::duration<double>(Clock::now() - t_start).count();
-  log->line("jobs: " + std::to_string(dispatched) + " run, " + std::to_string(resumed) + " resumed from the store, " +
-            std::to_string(cache_hits) + " from the cache, " + std::to_string(planner.jobs_saved_by_dedup()) +
+  const size_t dispatched = totals.fleet_jobs;
+  double job_time_ms = 0;
+  for (const auto& l : rep.layers)
+    for (const auto& [e, r] : l.results)
+      if (!r.cached && r.dedup_of.empty()) job_time_ms += r.host_ms;
+  log->line("jobs: " + std::to_string(dispatched) + " run, " + std::to_string(totals.resumed) +
+            " resumed from the store, " + std::to_string(totals.cache_hits) + " from the cache, " +
+            std::to_string(totals.saved_by_dedup) +
             " saved by dedup, " + std::to_string(skipped_known) + " layers skipped (known success)");
   // efficiency = (sum of job run times) / (wall time x workers), over the
   // whole command (import and report included).
@@ -450,7 +440,8 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
             fmt(total_s > 0 ? job_time_ms / 1000.0 / (total_s * std::max(1, o.workers)) : 0, 2) + " on " +
             std::to_string(o.workers) + " workers");
   log->line("report: " + rpath);
-  log->line("compiler: " + compiler_path(o.output_dir, model->name()));
+  log->line("compiler: " + compiler_path(o.output_dir, name));
+  if (full && !full->passed) return 1;
   return sum.critical_failures.empty() ? 0 : 1;
 }
 

@@ -16,7 +16,7 @@ namespace torq::coordinator {
 
 struct DiscoverOptions {
   std::string model;
-  std::string output_dir = "torq_gen_config_output";
+  std::string output_dir = ".";
   bool skip_mode = false;
   std::vector<pipeline::Executor> executors{pipeline::Executor::kNss, pipeline::Executor::kCss,
                                             pipeline::Executor::kHost};
@@ -40,6 +40,10 @@ struct DiscoverOptions {
   pipeline::Tolerance tolerance;
   std::string targets_file;  // --targets: YAML {nss|css|host: profile path}
   bool quiet = false;
+  // --subgraph-from / --subgraph-to: discover only these layers (layer id,
+  // output name or index; inclusive) plus one run of the whole range on the
+  // recommended executors; report torq_gen_config_<model>_subgraph_<a>_<b>.json.
+  std::string subgraph_from, subgraph_to;
 };
 
 // Exit codes: 0 done, 1 critical failures found, 2 bad usage or input.

@@ -3,10 +3,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 
 #include "coordinator/discover.h"
+#include "coordinator/run_model.h"
 #include "pipeline/edit.h"
 #include "pipeline/report.h"
 #include "pipeline/view.h"
@@ -25,6 +27,38 @@ std::string resolve_report(const std::string& config, const std::string& model, 
   std::string name = p.stem().string();
   if (name == "model" && p.has_parent_path()) name = p.parent_path().filename().string();
   return report_path(dir, name);
+}
+
+// `edit ... --list [FILTER]`: the filter is --list's value, else the second
+// positional, else (with --model, which names the report) the lone
+// positional. Without --model or a positional, --list's value is the report.
+std::string list_filter(std::string& config, const std::string& model, std::string value, const std::string& second) {
+  if (config.empty() && model.empty() && !value.empty()) std::swap(config, value);
+  if (!value.empty()) return value;
+  if (!second.empty()) return second;
+  if (!model.empty() && !config.empty()) return std::exchange(config, std::string());
+  return "";
+}
+
+// The seed's `discover ... -- <pytest args>`: -k FILTER, --recompute-cache;
+// pytest display flags are ignored; anything else is an error.
+void apply_passthrough(const std::vector<std::string>& args, coordinator::DiscoverOptions* d) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-k" && i + 1 < args.size()) {
+      d->filter = args[++i];
+    } else if (a.rfind("-k=", 0) == 0 || (a.rfind("-k", 0) == 0 && a.size() > 2 && a[2] != '=')) {
+      d->filter = a.substr(a[2] == '=' ? 3 : 2);
+    } else if (a == "--recompute-cache") {
+      d->recompute_cache = true;
+    } else if (a == "-v" || a == "-vv" || a == "-s" || a == "-q" || a == "-x" || a == "--" ||
+               a.rfind("--tb=", 0) == 0 || a == "-rA") {
+      continue;
+    } else {
+      throw PipelineError("unsupported argument '" + a + "' (after --, discover accepts the seed's pytest "
+                          "arguments -k FILTER and --recompute-cache)");
+    }
+  }
 }
 
 }  // namespace
@@ -64,17 +98,50 @@ int main(int argc, char** argv) {
   disc->add_option("--allowed-wrong", d.tolerance.allowed_wrong, "Fraction of elements allowed over fp_max_tol")->capture_default_str();
   disc->add_option("--targets", d.targets_file, "YAML map {nss|css|host: profile.yaml} replacing the built-in executor profiles");
   disc->add_flag("--quiet,-q", d.quiet, "Only errors");
+  disc->add_option("--subgraph-from", d.subgraph_from,
+                   "First layer of a subgraph to discover (layer id, output name or index; with --subgraph-to)");
+  disc->add_option("--subgraph-to", d.subgraph_to, "Last layer of the subgraph (inclusive)");
+  // The seed passes arguments after `--` to pytest: -k and --recompute-cache
+  // mean the same here; pytest's display flags are accepted and ignored.
+  disc->allow_extras();
+  disc->footer("Seed-compatible passthrough: discover --model M -- -k \"Conv_0_css\" --recompute-cache "
+               "(-k matches layer ids '<layer id>_<executor>' and the seed's case names "
+               "'<model>_layer_<OpType>_<index>_<executor>').");
 
-  std::string v_config, v_model, v_dir = "torq_gen_config_output", v_layer;
+  coordinator::RunOptions ro;
+  std::string r_rounding = "truncate";
+  auto* runc = app.add_subcommand("run", "Run the whole model (or a subgraph) with every op on its assigned executor "
+                                         "and compare with the fp32 host reference (needs discover first)");
+  runc->add_option("--model,-m", ro.model, "ONNX model")->required();
+  runc->add_option("--output-dir,-o", ro.output_dir, "Directory of the report / compiler JSON and the store")
+      ->capture_default_str();
+  runc->add_flag("--auto-convert-bf16", ro.convert_bf16, "Convert fp32 weights and I/O to bf16 (as discover did)");
+  runc->add_option("--bf16-rounding", r_rounding, "fp32 -> bf16 rounding: truncate or rne")
+      ->check(CLI::IsMember({"truncate", "rne"}))->capture_default_str();
+  runc->add_option("--debug-ir", ro.debug_ir_dir,
+                   "Write the import annotated {torq-executor = ...} and a per-op table to DIR "
+                   "(bare flag: <output-dir>/debug_ir)")
+      ->expected(0, 1);
+  runc->add_flag("--recompute-cache", ro.recompute_cache, "Ignore stored and cached run results");
+  runc->add_option("--subgraph-from", ro.subgraph_from, "Run only this subgraph (its report from discover --subgraph-*)");
+  runc->add_option("--subgraph-to", ro.subgraph_to, "Last layer of the subgraph (inclusive)");
+  runc->add_option("--log-file", ro.log_file, "Append log lines to this file");
+  runc->add_option("--workers,-j", ro.workers, "Local worker processes")->capture_default_str();
+  runc->add_option("--seed", ro.seed, "Seed of the model input")->capture_default_str();
+  runc->add_option("--timeout-ms", ro.timeout_ms, "Timeout of the run (and of each bisect range run)")
+      ->capture_default_str();
+  runc->add_flag("!--no-bisect", ro.bisect, "Do not bisect a failing run");
+  runc->add_flag("--quiet,-q", ro.quiet, "Only errors");
+
+  std::string v_config, v_model, v_dir = ".", v_layer;
   auto* view = app.add_subcommand("view", "Show a report: summary, one layer, or the compiler JSON");
   view->add_option("config", v_config, "Report JSON (torq_gen_config_<model>.json) or compiler JSON");
   view->add_option("layer", v_layer, "Show this layer (pattern) in detail");
   view->add_option("--model,-m", v_model, "Model whose report to show (with --output-dir)");
   view->add_option("--output-dir,-o", v_dir, "Directory of the report")->capture_default_str();
 
-  std::string e_config, e_model, e_dir = "torq_gen_config_output", e_layer, e_exec, e_list_filter;
+  std::string e_config, e_model, e_dir = ".", e_layer, e_exec, e_list_value, e_list_second;
   double e_avg = -1, e_max = -1;
-  bool e_list = false;
   auto* edit = app.add_subcommand("edit", "Change recommendations or tolerances in a report (regenerates the compiler JSON)");
   edit->add_option("config", e_config, "Report JSON");
   edit->add_option("--model,-m", e_model, "Model whose report to edit (with --output-dir)");
@@ -83,8 +150,10 @@ int main(int argc, char** argv) {
   edit->add_option("--executor", e_exec, "nss, css, host, or null (no recommendation: re-tested by --skip-mode)");
   edit->add_option("--tolerance-avg", e_avg, "New fp_avg_tol for the layers");
   edit->add_option("--tolerance-max", e_max, "New fp_max_tol for the layers");
-  auto* list_opt = edit->add_flag("--list", e_list, "List layers (optionally filtered) instead of editing");
-  edit->add_option("filter", e_list_filter, "Filter for --list")->needs(list_opt);
+  auto* list_opt = edit->add_option("--list", e_list_value, "List layers (those whose id contains FILTER) instead of editing")
+                       ->expected(0, 1)->type_name("[FILTER]");
+  edit->add_option("filter", e_list_second, "Filter for --list (REPORT FILTER, or FILTER alone with --model)")
+      ->needs(list_opt);
 
   try {
     app.parse(argc, argv);
@@ -93,7 +162,13 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
   try {
+    if (*runc) {
+      ro.debug_ir = runc->count("--debug-ir") > 0;
+      ro.rounding = r_rounding == "rne" ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
+      return coordinator::run_model(ro, std::cout, std::cerr);
+    }
     if (*disc) {
+      apply_passthrough(disc->remaining(), &d);
       if (!skip_execs.empty()) {
         auto skip = parse_executor_list(skip_execs);
         std::vector<Executor> keep;
@@ -132,10 +207,12 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*edit) {
+      const bool list = list_opt->count() > 0;
+      const std::string filter = list ? list_filter(e_config, e_model, e_list_value, e_list_second) : "";
       const std::string path = resolve_report(e_config, e_model, e_dir);
       ModelReport r = read_report_file(path);
-      if (e_list) {
-        const std::string text = render_list(r, e_list_filter);
+      if (list) {
+        const std::string text = render_list(r, filter);
         std::cout << text << (text.empty() || text.back() != '\n' ? "\n" : "");
         return 0;
       }
@@ -156,11 +233,10 @@ int main(int argc, char** argv) {
       if (!req.executor && !req.tol_avg && !req.tol_max)
         throw PipelineError("edit needs --executor and/or --tolerance-avg/--tolerance-max");
       auto ids = apply_edit(r, req);
-      write_report_files(r, fs::path(path).parent_path().empty() ? "." : fs::path(path).parent_path().string());
+      write_report_files_at(r, path);  // the file read, whatever its name
       std::cout << "edited " << ids.size() << " layer(s):";
       for (const auto& id : ids) std::cout << " " << id;
-      std::cout << "\nwrote " << path << " and " << compiler_path(fs::path(path).parent_path().string(), r.model_name)
-                << "\n";
+      std::cout << "\nwrote " << path << " and " << compiler_path_for(path) << "\n";
       return 0;
     }
   } catch (const std::exception& e) {

@@ -116,6 +116,12 @@ void LocalWorkers::stop_all() {
   }
 }
 
+void LocalWorkers::stop() {
+  stopping_.store(true);
+  if (watcher_.joinable()) watcher_.join();
+  stop_all();
+}
+
 int LocalWorkers::alive() {
   std::lock_guard<std::mutex> lock(g_reap_mutex);
   int n = 0;

@@ -46,6 +46,8 @@ class LocalWorkers {
 
   // Workers still running.
   int alive();
+  // Stops them now (as the destructor does); idempotent.
+  void stop();
   // Starts a thread that sets *flag once no worker is alive.
   void watch(std::atomic<bool>* flag);
   // The last `max_bytes` of the worker log (for error messages).

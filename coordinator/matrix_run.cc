@@ -331,7 +331,9 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
               "' wait for workers started with --target " + b);
         log("started " + std::to_string(o.local_workers) + " local workers (log " + lo.log_file + ")");
       }
-      totals = serve_units(units, *store, run_id, bo, log);
+      totals = serve_units(units, *store, run_id, bo, log, [&] {
+        if (workers && !workers_gone.load()) workers->stop();
+      });
       if (!totals.complete && workers_gone.load())
         throw PipelineError("every local worker exited before the run completed (" + std::to_string(totals.pending) +
                             " jobs unfinished; the store keeps the rest); worker log " + export_dir +

@@ -11,6 +11,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "coordinator/assigned_run.h"
 #include "pipeline/mlir.h"
 #include "pipeline/recommend.h"
 #include "pipeline/report.h"
@@ -87,7 +88,7 @@ std::string units_run_id(const std::string& kind, const std::vector<RunUnit>& un
 }
 
 ServeTotals serve_units(std::vector<RunUnit>& units, Store& store, const std::string& run, BrokerOptions bo,
-                        const LogFn& log) {
+                        const LogFn& log, const std::function<void()>& after_run) {
   ServeTotals t;
   std::map<std::string, size_t> by_key;
   for (size_t i = 0; i < units.size(); ++i) {
@@ -101,7 +102,12 @@ ServeTotals serve_units(std::vector<RunUnit>& units, Store& store, const std::st
         signatures.push_back(layer_signature(u.model->proto(), u.model->node_positions(), l.index, u.plan.dedup));
     u.plan.job_template.model_hash = u.model->hash();
     u.planner = std::make_unique<Planner>(u.model->hash(), u.model->layers(), signatures, u.plan,
-                                          std::map<int, Tolerance>{});
+                                          u.layer_tolerances);
+    const LayerRange lr = u.layers();
+    for (const auto& l : u.model->layers())
+      if (static_cast<uint32_t>(l.index) < lr.first || static_cast<uint32_t>(l.index) > lr.last)
+        u.planner->skip_layer(l.index);
+    for (int l : u.skip_layers) u.planner->skip_layer(l);
     t.total_layers += u.model->layers().size();
     t.estimate += u.planner->jobs_total_estimate();
     t.saved_by_dedup += u.planner->jobs_saved_by_dedup();
@@ -110,8 +116,7 @@ ServeTotals serve_units(std::vector<RunUnit>& units, Store& store, const std::st
   std::map<std::string, std::string> digests;
   const auto t_run = Clock::now();
   auto record = [&](RunUnit& u, const JobSpec& j, const ExecResult& r) {
-    if (j.assignment.empty()) u.planner->finished(j, r);
-    else u.full_result = r;
+    if (!record_assigned(u, j, r, log)) u.planner->finished(j, r);
     ++u.jobs_done;
     ++t.done_jobs;
     ++t.by_status[r.status];
@@ -130,81 +135,48 @@ ServeTotals serve_units(std::vector<RunUnit>& units, Store& store, const std::st
     for (const auto& [key, commits] : cached_commits) store.commit_results(run, key, commits);
     cached_commits.clear();
   };
-  // The unit's assigned full-model job once its layers are done (nullopt:
-  // not yet, already issued, or impossible: a layer with no executor).
-  auto full_model_job = [&](RunUnit& u) -> std::optional<JobSpec> {
-    if (!u.full_model || u.full_issued || !u.planner->all_done()) return std::nullopt;
-    u.full_issued = true;
-    commit_cached();  // the recommendations read the store
-    JobSpec f = u.plan.job_template;
-    f.model_hash = u.model->hash();
-    const auto recs = unit_recommendations(u, store, run);
-    for (size_t i = 0; i < recs.size(); ++i) {
-      if (!recs[i]) {
-        log(u.label + ": no assigned full-model run: no executor ran layer " + u.model->layers()[i].id);
-        return std::nullopt;
-      }
-      f.assignment.push_back(*recs[i]);
-    }
-    if (f.assignment.empty()) return std::nullopt;
-    f.first_node = 0;
-    f.last_node = static_cast<uint32_t>(f.assignment.size() - 1);
-    f.executor = Executor::kHost;  // names the result; the layers run where assigned
-    f.executor_targets.assign(3, "");
-    for (const auto& [e, target] : u.plan.executor_targets) f.executor_targets[static_cast<size_t>(e)] = target;
-    f.result_key = u.full_key();
-    f.id = Planner::job_id(f.result_key, 0, f.executor);
-    for (const auto& r : store.layer_results(run, f.result_key, 0))
-      if (r.executor == f.executor && r.tolerance_used == f.tolerance) {
+  // A job whose result is already known: resumed from the store (this run)
+  // or served by the content-addressed cache. Records it and returns true.
+  auto known = [&](RunUnit& u, const JobSpec& j) {
+    if (!u.use_store) return false;
+    const int layer = j.assignment.empty() ? static_cast<int>(j.first_node) : 0;
+    for (const auto& r : store.layer_results(run, result_key_of(j), layer))
+      if (r.executor == j.executor && r.tolerance_used == j.tolerance) {
         ++t.resumed;
-        record(u, f, r);
-        return std::nullopt;
+        record(u, j, r);
+        return true;
       }
-    if (auto c = store.get_cache(cache_key(f, profile_digest(f, digests), kEngineIdentity))) {
+    if (auto c = store.get_cache(cache_key(j, profile_digest(j, digests), kEngineIdentity))) {
       c->cached = true;
-      c->job_id = f.id;
-      store.commit_results(run, f.result_key, {Store::Commit{0, *c, f.id, encode_job(f)}});
+      c->job_id = j.id;
+      cached_commits[result_key_of(j)].push_back(Store::Commit{layer, *c, j.id, encode_job(j)});
       ++t.cache_hits;
-      record(u, f, *c);
-      return std::nullopt;
+      record(u, j, *c);
+      return true;
     }
-    return f;
+    return false;
   };
   size_t rr = 0;
   auto next = [&]() -> std::optional<JobSpec> {
     for (size_t k = 0; k < units.size(); ++k) {
       RunUnit& u = units[(rr + k) % units.size()];
-      while (auto j = u.planner->next()) {
-        const int layer = static_cast<int>(j->first_node);
-        bool known = false;
-        for (const auto& r : store.layer_results(run, u.key(), layer))
-          if (r.executor == j->executor && r.tolerance_used == j->tolerance) {
-            ++t.resumed;
-            record(u, *j, r);
-            known = true;
-            break;
-          }
-        if (known) continue;
-        if (auto c = store.get_cache(cache_key(*j, profile_digest(*j, digests), kEngineIdentity))) {
-          c->cached = true;
-          c->job_id = j->id;
-          cached_commits[u.key()].push_back(Store::Commit{layer, *c, j->id, encode_job(*j)});
-          ++t.cache_hits;
-          record(u, *j, *c);
-          continue;
+      std::optional<JobSpec> j;
+      while ((j = u.planner->next()) && known(u, *j)) {
+      }
+      if (!j) {
+        // The assigned run reads the recommendations from the store.
+        if (u.full_model && !u.full_issued && u.planner->all_done()) commit_cached();
+        while ((j = next_assigned_job(u, store, run, log)) && known(u, *j)) {
         }
-        // Stay on this unit until it runs dry: workers keep a few models'
-        // activations in memory, so interleaving many models would make
-        // them recompute a full-model run for nearly every job.
-        rr = (rr + k) % units.size();
-        commit_cached();
-        return j;
       }
-      if (auto f = full_model_job(u)) {
-        rr = (rr + k) % units.size();
-        commit_cached();
-        return f;
-      }
+      if (!j) continue;
+      // Stay on this unit until it runs dry: workers keep a few models'
+      // activations in memory, so interleaving many models would make
+      // them recompute a full-model run for nearly every job.
+      rr = (rr + k) % units.size();
+      if (!j->assignment.empty()) by_key.emplace(result_key_of(*j), rr);
+      commit_cached();
+      return j;
     }
     commit_cached();
     return std::nullopt;
@@ -228,6 +200,7 @@ ServeTotals serve_units(std::vector<RunUnit>& units, Store& store, const std::st
   store.put_caches(to_cache);  // any reported outside a group commit
   t.fleet = broker.stats();
   t.pending = broker.pending();
+  if (after_run) after_run();
   t.run_s = std::chrono::duration<double>(Clock::now() - t_run).count();
   return t;
 }
@@ -254,16 +227,17 @@ std::vector<LayerReport> unit_layers(const RunUnit& u, const Store& store, const
       d.results[e] = r;
     }
   }
-  for (auto& l : layers) l.recommended = recommend(l, false);
+  for (auto& l : layers) l.recommended = recommend(l, u.recommend_by_timing);
   return layers;
 }
 
 }  // namespace
 
-std::vector<std::optional<Executor>> unit_recommendations(const RunUnit& u, const Store& store,
-                                                          const std::string& run) {
-  std::vector<std::optional<Executor>> out;
-  for (const auto& l : unit_layers(u, store, run)) out.push_back(l.recommended);
+std::vector<std::pair<std::optional<Executor>, Status>> unit_recommendations(const RunUnit& u, const Store& store,
+                                                                             const std::string& run) {
+  std::vector<std::pair<std::optional<Executor>, Status>> out;
+  for (const auto& l : unit_layers(u, store, run))
+    out.emplace_back(l.recommended, l.recommended ? l.results.at(*l.recommended).status : Status::kError);
   return out;
 }
 

@@ -23,9 +23,11 @@
 #include <vector>
 
 #include "coordinator/fleet_broker.h"
+#include "pipeline/bisect.h"
 #include "pipeline/model_import.h"
 #include "pipeline/plan.h"
 #include "pipeline/store.h"
+#include "pipeline/subgraph.h"
 #include "pipeline/types.h"
 
 namespace torq::coordinator {
@@ -36,17 +38,49 @@ struct RunUnit {
   pipeline::PlanOptions plan;                      // job_template: target, tolerance, inputs, result_key
   std::unique_ptr<pipeline::Planner> planner;      // made by serve_units
   size_t jobs_done = 0;
-  // After its layers: one assigned full-model run (every layer on its
-  // recommended executor, chained), when every layer has a recommendation.
+  // Layers outside `range` get no job, and the assigned run covers the
+  // range only (a subgraph: fed the reference values that enter it).
+  std::optional<pipeline::LayerRange> range;
+  std::map<int, pipeline::Tolerance> layer_tolerances;  // per-layer overrides (edit --tolerance-*)
+  std::vector<int> skip_layers;                    // layers needing no job (skip mode, known success)
+  bool use_store = true;                           // false: neither resume nor cache (--recompute-cache)
+  bool recommend_by_timing = false;
+  // After its layers: one assigned run (every layer of the range on its
+  // executor, chained). Executors: `assignment` when `fixed_assignment`
+  // (nullopt entries: the compiler decides), else the recommendations in
+  // the store; with neither a layer without an executor stops it.
   bool full_model = false;
+  bool fixed_assignment = false;
+  std::vector<std::optional<pipeline::Executor>> assignment;  // one per layer of the range
+  std::vector<uint8_t> passed_alone;               // fixed_assignment: layer i succeeded alone on its executor
+  // The assigned run's comparators (true: passes). When it fails and every
+  // layer passed alone, `bisect` looks for the smallest failing range.
+  std::function<bool(const pipeline::ExecResult&)> passes;
+  bool bisect = false;
+  // State, filled while serving.
   bool full_issued = false;
   std::optional<pipeline::ExecResult> full_result;  // its result, once known
+  std::vector<uint8_t> full_alone;                  // per layer of the range: passed alone (as issued)
+  std::unique_ptr<pipeline::Bisector> bisector;
+  bool bisect_in_flight = false;
+  std::map<std::pair<uint32_t, uint32_t>, pipeline::ExecResult> range_results;  // bisect runs
+  std::string bisect_note;                          // why no bisect ran after a failure
   // The key this unit's results are stored under.
   const std::string& key() const {
     return plan.job_template.result_key.empty() ? model->hash() : plan.job_template.result_key;
   }
-  // The store key of the assigned full-model run's result.
-  std::string full_key() const { return key() + "-full"; }
+  // The store key of the assigned run's result.
+  std::string full_key() const {
+    return key() + "-full" + (range ? std::to_string(range->first) + "_" + std::to_string(range->last) : "");
+  }
+  // The store key of a bisect range run.
+  std::string range_key(uint32_t first, uint32_t last) const {
+    return key() + "-r" + std::to_string(first) + "_" + std::to_string(last);
+  }
+  // The layer range the unit covers.
+  pipeline::LayerRange layers() const {
+    return range ? *range : pipeline::LayerRange{0, static_cast<uint32_t>(model->layers().size() - 1)};
+  }
 };
 
 struct ServeTotals {
@@ -70,13 +104,16 @@ std::string units_run_id(const std::string& kind, const std::vector<RunUnit>& un
 // Plans every unit, then serves their jobs through a FleetBroker bound per
 // `broker` on `store` under `run`. Progress lines every 25 jobs go to `log`.
 // Throws PipelineError on a refused bind or a store error.
+// `after_run` runs once the broker loop returns, while the broker is still
+// bound (local workers stopped then say goodbye instead of lingering).
 ServeTotals serve_units(std::vector<RunUnit>& units, pipeline::Store& store, const std::string& run,
-                        BrokerOptions broker, const LogFn& log);
+                        BrokerOptions broker, const LogFn& log, const std::function<void()>& after_run = {});
 
-// Each layer's recommended executor from the store (dedup copies follow
-// their source; nullopt: no executor produced an output).
-std::vector<std::optional<pipeline::Executor>> unit_recommendations(const RunUnit& unit, const pipeline::Store& store,
-                                                                    const std::string& run);
+// Each layer's recommended executor from the store and that executor's
+// status there (dedup copies follow their source; nullopt: no executor
+// produced an output).
+std::vector<std::pair<std::optional<pipeline::Executor>, pipeline::Status>> unit_recommendations(
+    const RunUnit& unit, const pipeline::Store& store, const std::string& run);
 
 // The unit's report from the store (DESIGN §5): every layer with its
 // results, dedup copies, recommendation and MLIR location. When `mlir_dir`

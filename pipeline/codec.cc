@@ -53,6 +53,14 @@ flatbuffers::Offset<fb::Result> put_result(flatbuffers::FlatBufferBuilder& b, co
   auto wid = b.CreateString(r.worker_id);
   auto tc = b.CreateString(r.toolchain);
   auto dd = b.CreateString(r.dedup_of);
+  flatbuffers::Offset<flatbuffers::Vector<fb::Executor>> placed;
+  flatbuffers::Offset<flatbuffers::Vector<double>> layer_ms;
+  if (!r.placed.empty()) {
+    std::vector<fb::Executor> p;
+    for (Executor e : r.placed) p.push_back(static_cast<fb::Executor>(e));
+    placed = b.CreateVector(p);
+    layer_ms = b.CreateVector(r.layer_ms);
+  }
   fb::ResultBuilder rb(b);
   rb.add_job_id(job_id);
   rb.add_executor(static_cast<fb::Executor>(r.executor));
@@ -72,6 +80,10 @@ flatbuffers::Offset<fb::Result> put_result(flatbuffers::FlatBufferBuilder& b, co
   rb.add_attempts(r.attempts);
   rb.add_cached(r.cached);
   rb.add_dedup_of(dd);
+  if (!r.placed.empty()) {
+    rb.add_placed(placed);
+    rb.add_layer_ms(layer_ms);
+  }
   return rb.Finish();
 }
 
@@ -112,6 +124,16 @@ ExecResult get_result(const fb::Result* r) {
   out.attempts = r->attempts();
   out.cached = r->cached();
   out.dedup_of = str(r->dedup_of());
+  if (r->placed())
+    for (const auto e : *r->placed()) {
+      const int v = static_cast<int>(e);
+      if (v < 0 || v > 2) throw PipelineError("result placed a layer on an unknown executor " + std::to_string(v));
+      out.placed.push_back(static_cast<Executor>(v));
+    }
+  if (r->layer_ms()) out.layer_ms.assign(r->layer_ms()->begin(), r->layer_ms()->end());
+  if (out.layer_ms.size() != out.placed.size())
+    throw PipelineError("result has " + std::to_string(out.layer_ms.size()) + " layer times for " +
+                        std::to_string(out.placed.size()) + " placed layers");
   return out;
 }
 
@@ -130,11 +152,13 @@ std::string encode_job(const JobSpec& j) {
   auto tol = put_tol(b, j.tolerance);
   flatbuffers::Offset<flatbuffers::Vector<fb::Executor>> assignment;
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> exec_targets;
+  flatbuffers::Offset<flatbuffers::Vector<uint8_t>> decide;
   if (!j.assignment.empty()) {
     std::vector<fb::Executor> a;
     for (Executor e : j.assignment) a.push_back(static_cast<fb::Executor>(e));
     assignment = b.CreateVector(a);
     exec_targets = b.CreateVectorOfStrings(j.executor_targets);
+    if (!j.decide.empty()) decide = b.CreateVector(j.decide);
   }
   fb::JobBuilder jb(b);
   jb.add_id(id);
@@ -155,6 +179,7 @@ std::string encode_job(const JobSpec& j) {
   if (!j.assignment.empty()) {
     jb.add_assignment(assignment);
     jb.add_executor_targets(exec_targets);
+    if (!j.decide.empty()) jb.add_decide(decide);
   }
   b.Finish(jb.Finish());
   return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
@@ -191,6 +216,11 @@ JobSpec decode_job(const void* data, size_t size) {
   }
   if (j->executor_targets())
     for (const auto* t : *j->executor_targets()) out.executor_targets.push_back(str(t));
+  if (j->decide())
+    for (const auto d : *j->decide()) out.decide.push_back(d ? 1 : 0);
+  if (!out.decide.empty() && out.decide.size() != out.assignment.size())
+    throw PipelineError("job decide has " + std::to_string(out.decide.size()) + " entries for " +
+                        std::to_string(out.assignment.size()) + " assigned layers");
   if (out.model_hash.empty()) throw PipelineError("job has no model hash");
   if (out.last_node < out.first_node) throw PipelineError("job has an empty node range");
   if (!out.assignment.empty() && out.assignment.size() != out.last_node - out.first_node + 1)

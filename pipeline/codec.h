@@ -35,6 +35,10 @@ struct JobSpec {
   // each executor's target, empty entries meaning `target`.
   std::vector<Executor> assignment;
   std::vector<std::string> executor_targets;
+  // decide[i] != 0: the compiler decides layer first_node + i (assignment[i]
+  // is ignored): the first executor in priority order whose profile accepts
+  // it. Empty, or one entry per assignment entry.
+  std::vector<uint8_t> decide;
 };
 
 // The key a job's results are stored under (result_key, else model_hash).

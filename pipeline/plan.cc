@@ -93,7 +93,11 @@ Planner::Planner(const std::string& model_hash, const std::vector<LayerInfo>& la
     auto& st = state_[i];
     for (Executor e : opts_.executors) {
       const std::string key = layers_[i].id + "_" + executor_name(e);
-      if (opts_.filter.empty() || key.find(opts_.filter) != std::string::npos) st.pending.push_back(e);
+      const std::string seed_case = opts_.case_prefix + "_layer_" + layers_[i].op_type + "_" +
+                                    std::to_string(layers_[i].index) + "_" + executor_name(e);
+      if (opts_.filter.empty() || key.find(opts_.filter) != std::string::npos ||
+          seed_case.find(opts_.filter) != std::string::npos)
+        st.pending.push_back(e);
     }
     if (opts_.dedup != DedupMode::kOff && !st.pending.empty() && i < signatures.size()) {
       auto [it, fresh] = first_with.emplace(signatures[i], static_cast<int>(i));
@@ -172,6 +176,10 @@ std::string cache_key(const JobSpec& j, const std::string& profile_digest, const
     os << "|assigned:";
     for (Executor e : j.assignment) os << static_cast<int>(e);
     for (const auto& t : j.executor_targets) os << "|" << t;
+    if (!j.decide.empty()) {
+      os << "|decide:";
+      for (uint8_t d : j.decide) os << (d ? 1 : 0);
+    }
   }
   return sha256_hex(os.str());
 }

@@ -29,7 +29,9 @@ std::string layer_signature(const onnx::ModelProto& model, const std::vector<int
 struct PlanOptions {
   std::vector<Executor> executors{Executor::kNss, Executor::kCss, Executor::kHost};  // priority order
   bool skip_mode = false;          // stop at the first success per layer
-  std::string filter;              // -k: substring of "<layer id>_<executor>"
+  std::string filter;              // -k: substring of "<layer id>_<executor>" or of the seed's
+                                   // case name "<case_prefix>_layer_<OpType>_<index>_<executor>"
+  std::string case_prefix;         // the model name in seed case names
   DedupMode dedup = DedupMode::kOff;
   JobSpec job_template;            // tolerance, timing, inputs, timeout...
   // Per-executor job target replacing job_template.target (a sim profile

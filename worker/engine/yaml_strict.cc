@@ -20,6 +20,18 @@ static size_t edit_distance(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
+std::vector<std::string> closest(const std::string& word, const std::vector<std::string>& candidates, size_t n) {
+  std::vector<std::pair<size_t, size_t>> ranked;  // (distance, index)
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const bool contains = candidates[i].find(word) != std::string::npos;
+    ranked.emplace_back(contains ? 0 : edit_distance(word, candidates[i]), i);
+  }
+  std::stable_sort(ranked.begin(), ranked.end());
+  std::vector<std::string> out;
+  for (size_t k = 0; k < ranked.size() && k < n; ++k) out.push_back(candidates[ranked[k].second]);
+  return out;
+}
+
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
   std::string best;
   size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;

@@ -36,6 +36,9 @@ class YamlReader {
 
 // The closest of `candidates` to `word` within a small edit distance, or "".
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
+// Up to `n` of `candidates`, closest to `word` first (edit distance; a
+// candidate containing `word` counts as close).
+std::vector<std::string> closest(const std::string& word, const std::vector<std::string>& candidates, size_t n);
 
 // Parses text into a node; a syntax error becomes "file:line:col: message".
 YAML::Node yaml_parse(const std::string& text, const std::string& filename);

@@ -155,6 +155,23 @@ JobRunner::ModelState& JobRunner::model(const JobSpec& job) {
   return ref;
 }
 
+// Outputs of [first, last]: values it produces that are used after the
+// range or are graph outputs; else the last layer's first output.
+std::vector<std::string> JobRunner::range_outputs(const ModelState& ms, uint32_t first, uint32_t last) const {
+  const int lo = ms.node_pos[first], hi = ms.node_pos[last];
+  std::set<std::string> used_later;
+  for (int i = 0; i < ms.proto.graph().node_size(); ++i)
+    if (i < lo || i > hi)
+      for (const auto& in : ms.proto.graph().node(i).input()) used_later.insert(in);
+  for (const auto& o : ms.proto.graph().output()) used_later.insert(o.name());
+  std::vector<std::string> outs;
+  for (uint32_t i = first; i <= last; ++i)
+    for (const auto& o : ms.proto.graph().node(ms.node_pos[i]).output())
+      if (!o.empty() && used_later.count(o)) outs.push_back(o);
+  if (outs.empty()) outs.push_back(ms.proto.graph().node(ms.node_pos[last]).output(0));
+  return outs;
+}
+
 bool JobRunner::materialise(ModelState& ms, const JobSpec& job, uint32_t first, uint32_t last,
                             const std::map<std::string, Tensor>* assigned, SubModel* out) {
   onnx::ModelProto& sub = out->proto;
@@ -221,25 +238,77 @@ bool JobRunner::materialise(ModelState& ms, const JobSpec& job, uint32_t first, 
     for (const auto& o : node.output())
       if (!o.empty()) produced.insert(o);
   }
-  // Outputs: those used after the range or by the graph; else the first output.
-  std::set<std::string> used_later;
-  for (int i = 0; i < ms.proto.graph().node_size(); ++i) {
-    const bool inside = std::find(ms.node_pos.begin() + first, ms.node_pos.begin() + last + 1, i) !=
-                        ms.node_pos.begin() + last + 1;
-    if (!inside)
-      for (const auto& in : ms.proto.graph().node(i).input()) used_later.insert(in);
-  }
-  for (const auto& o : ms.proto.graph().output()) used_later.insert(o.name());
-  std::vector<std::string>& outs = out->outs;
-  for (uint32_t i = first; i <= last; ++i)
-    for (const auto& o : ms.proto.graph().node(ms.node_pos[i]).output())
-      if (!o.empty() && used_later.count(o)) outs.push_back(o);
-  if (outs.empty()) outs.push_back(ms.proto.graph().node(ms.node_pos[last]).output(0));
-  for (const auto& o : outs) {
+  out->outs = range_outputs(ms, first, last);
+  for (const auto& o : out->outs) {
     auto v = ms.values.find(o);
     auto vi = ms.value_info.find(o);
     set_type(g->add_output(), o, v == ms.values.end() ? nullptr : &v->second,
              vi == ms.value_info.end() ? nullptr : vi->second);
+  }
+  return true;
+}
+
+// The values an assigned run of [first, last] starts from: the graph inputs
+// and every activation that enters the range from before it, as the fp32
+// host reference computed them (constants stay baked into the layers).
+std::map<std::string, Tensor> JobRunner::range_inputs(const ModelState& ms, uint32_t first, uint32_t last) const {
+  std::map<std::string, Tensor> in;
+  std::set<std::string> produced;
+  for (uint32_t i = first; i <= last; ++i) {
+    const auto& node = ms.proto.graph().node(ms.node_pos[i]);
+    for (const auto& name : node.input()) {
+      if (name.empty() || produced.count(name) || ms.constants.count(name)) continue;
+      auto v = ms.values.find(name);
+      if (v != ms.values.end()) in.emplace(name, v->second);
+    }
+    for (const auto& o : node.output()) produced.insert(o);
+  }
+  return in;
+}
+
+// Runs the layer materialised in `sm` on executor e; false with *why set when
+// the executor's profile does not accept it (`accepted` false) or it fails.
+bool JobRunner::run_layer(const JobSpec& job, pipeline::Executor e, const SubModel& sm, LayerRun* lr) {
+  JobSpec layer_job = job;
+  layer_job.executor = e;
+  if (job.executor_targets.size() == 3 && !job.executor_targets[static_cast<size_t>(e)].empty())
+    layer_job.target = job.executor_targets[static_cast<size_t>(e)];
+  std::shared_ptr<const engine::ExecutorProfile> profile;
+  try {
+    profile = profile_for_job(layer_job);
+  } catch (const std::exception& ex) {
+    lr->error_class = "target";
+    lr->why = ex.what();
+    return false;
+  }
+  engine::SessionOptions so;
+  so.threads = threads_;
+  so.rounding = job.bf16_rne ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
+  so.profile = profile;
+  std::unique_ptr<engine::Session> exe;
+  try {
+    exe = engine::Session::from_proto(sm.proto, so);
+  } catch (const EngineError& ex) {
+    lr->error_class = class_of(ex, true);
+    lr->why = ex.what();
+    return false;
+  } catch (const std::exception& ex) {
+    lr->error_class = "compile";
+    lr->why = ex.what();
+    return false;
+  }
+  lr->accepted = true;
+  try {
+    lr->outs = exe->run(sm.feeds);
+    lr->sim_ms = exe->last_stats().sim_ms;
+  } catch (const EngineError& ex) {
+    lr->error_class = class_of(ex, false);
+    lr->why = ex.what();
+    return false;
+  } catch (const std::exception& ex) {
+    lr->error_class = "runtime";
+    lr->why = ex.what();
+    return false;
   }
   return true;
 }
@@ -249,59 +318,42 @@ ExecResult JobRunner::run_assigned(const JobSpec& job, ModelState& ms, ExecResul
   auto fail = [&](const std::string& cls, const std::string& msg) { return failed(std::move(r), cls, msg, t0); };
   if (!ms.activation_error.empty())
     return fail("reference", "the fp32 host reference run of the model failed: " + ms.activation_error);
-  // The run starts from the reference run's (seeded) graph inputs.
-  std::map<std::string, Tensor> assigned;
-  for (const auto& in : ms.proto.graph().input()) {
-    auto v = ms.values.find(in.name());
-    if (v != ms.values.end() && !ms.constants.count(in.name())) assigned.emplace(in.name(), v->second);
-  }
-  const engine::Rounding rounding = job.bf16_rne ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
+  std::map<std::string, Tensor> assigned = range_inputs(ms, job.first_node, job.last_node);
   double sim_ms = 0;
   for (uint32_t i = job.first_node; i <= job.last_node; ++i) {
-    const pipeline::Executor e = job.assignment[i - job.first_node];
+    const size_t k = i - job.first_node;
+    const bool decide = k < job.decide.size() && job.decide[k];
     const auto& node = ms.proto.graph().node(ms.node_pos[i]);
-    const std::string where = "layer " + std::to_string(i) + " (" + node.op_type() + " '" +
-                              (node.name().empty() ? node.output(0) : node.name()) + "') on " +
-                              pipeline::executor_name(e) + ": ";
+    const std::string what = "layer " + std::to_string(i) + " (" + node.op_type() + " '" +
+                             (node.name().empty() ? node.output(0) : node.name()) + "')";
     SubModel sm;
-    if (!materialise(ms, job, i, i, &assigned, &sm)) return fail("runtime", where + sm.error);
-    JobSpec layer_job = job;
-    layer_job.executor = e;
-    if (job.executor_targets.size() == 3 && !job.executor_targets[static_cast<size_t>(e)].empty())
-      layer_job.target = job.executor_targets[static_cast<size_t>(e)];
-    std::shared_ptr<const engine::ExecutorProfile> profile;
-    try {
-      profile = profile_for_job(layer_job);
-    } catch (const std::exception& ex) {
-      return fail("target", where + ex.what());
-    }
-    std::vector<Tensor> outs;
-    try {
-      engine::SessionOptions so;
-      so.threads = threads_;
-      so.rounding = rounding;
-      so.profile = profile;
-      std::unique_ptr<engine::Session> exe;
-      try {
-        exe = engine::Session::from_proto(sm.proto, so);
-      } catch (const EngineError& ex) {
-        return fail(class_of(ex, true), where + ex.what());
+    if (!materialise(ms, job, i, i, &assigned, &sm)) return fail("runtime", what + ": " + sm.error);
+    LayerRun lr;
+    std::string rejected;
+    std::optional<pipeline::Executor> ran;
+    for (pipeline::Executor e : pipeline::kExecutorPriority) {
+      if (!decide && e != job.assignment[k]) continue;
+      lr = LayerRun{};
+      if (run_layer(job, e, sm, &lr)) {
+        ran = e;
+        break;
       }
-      outs = exe->run(sm.feeds);
-      sim_ms += exe->last_stats().sim_ms;
-    } catch (const EngineError& ex) {
-      return fail(class_of(ex, false), where + ex.what());
-    } catch (const std::exception& ex) {
-      return fail("runtime", where + ex.what());
+      if (!decide || lr.accepted)  // an assigned executor, or the one the compiler chose, failed
+        return fail(lr.error_class, what + " on " + pipeline::executor_name(e) + ": " + lr.why);
+      rejected += std::string(rejected.empty() ? "" : "; ") + pipeline::executor_name(e) + ": " + lr.why;
     }
-    for (size_t k = 0; k < outs.size() && k < sm.outs.size(); ++k) assigned.insert_or_assign(sm.outs[k], outs[k]);
+    if (!ran) return fail("unsupported", what + ": no executor accepts it (" + rejected + ")");
+    r.placed.push_back(*ran);
+    r.layer_ms.push_back(lr.sim_ms);
+    sim_ms += lr.sim_ms;
+    for (size_t o = 0; o < lr.outs.size() && o < sm.outs.size(); ++o) assigned.insert_or_assign(sm.outs[o], lr.outs[o]);
   }
-  for (const auto& o : ms.proto.graph().output()) {
-    auto a = assigned.find(o.name());
-    auto x = ms.values.find(o.name());
+  for (const auto& name : range_outputs(ms, job.first_node, job.last_node)) {
+    auto a = assigned.find(name);
+    auto x = ms.values.find(name);
     if (a == assigned.end() || x == ms.values.end())
-      return fail("runtime", "graph output '" + o.name() + "' was not computed by the assigned run");
-    r.outputs.push_back(pipeline::diff_output(o.name(), a->second, x->second, job.tolerance));
+      return fail("runtime", "output '" + name + "' was not computed by the assigned run");
+    r.outputs.push_back(pipeline::diff_output(name, a->second, x->second, job.tolerance));
   }
   r.runtime_ms = sim_ms;
   r.timing_runs = 1;

@@ -9,8 +9,10 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "pipeline/codec.h"
+#include "worker/engine/tensor.h"
 #include "pipeline/types.h"
 
 namespace torq::engine {
@@ -47,6 +49,18 @@ class JobRunner {
   // input has no value.
   bool materialise(ModelState& ms, const pipeline::JobSpec& job, uint32_t first, uint32_t last,
                    const std::map<std::string, engine::Tensor>* assigned, SubModel* out);
+  struct LayerRun {
+    bool accepted = false;            // the profile took the layer (it compiled)
+    std::vector<engine::Tensor> outs;
+    double sim_ms = 0;
+    std::string error_class, why;
+  };
+  std::map<std::string, engine::Tensor> range_inputs(const ModelState& ms, uint32_t first, uint32_t last) const;
+  std::vector<std::string> range_outputs(const ModelState& ms, uint32_t first, uint32_t last) const;
+  bool run_layer(const pipeline::JobSpec& job, pipeline::Executor e, const SubModel& sm, LayerRun* lr);
+  // An assigned run of [first_node, last_node]: starts from the reference
+  // values entering the range, runs each layer where assigned (or where the
+  // compiler decides), compares the range's outputs with the reference.
   // `r` carries the job's result header; t0 is when the job started.
   pipeline::ExecResult run_assigned(const pipeline::JobSpec& job, ModelState& ms, pipeline::ExecResult r,
                                     std::chrono::steady_clock::time_point t0);

@@ -1,0 +1,138 @@
+#include "coordinator/assigned_run.h"
+
+namespace torq::coordinator {
+
+using namespace pipeline;
+
+namespace {
+
+// A run of [first, last] with the unit's executors (the range is within
+// the unit's layers).
+JobSpec range_job(const RunUnit& u, uint32_t first, uint32_t last, const std::string& key) {
+  JobSpec f = u.plan.job_template;
+  f.model_hash = u.model->hash();
+  f.first_node = first;
+  f.last_node = last;
+  const uint32_t base = u.layers().first;
+  for (uint32_t i = first; i <= last; ++i) {
+    const auto& a = u.assignment[i - base];
+    f.assignment.push_back(a ? *a : Executor::kNss);
+    f.decide.push_back(a ? 0 : 1);
+  }
+  bool any_decided = false;
+  for (uint8_t d : f.decide) any_decided = any_decided || d;
+  if (!any_decided) f.decide.clear();
+  f.executor = Executor::kHost;  // names the result; the layers run where assigned
+  f.executor_targets.assign(3, "");
+  for (const auto& [e, target] : u.plan.executor_targets) f.executor_targets[static_cast<size_t>(e)] = target;
+  f.result_key = key;
+  f.id = Planner::job_id(key, 0, f.executor);
+  return f;
+}
+
+// Fills u.assignment and u.full_alone from the store's recommendations;
+// false (said through `log`) when a layer has no executor.
+bool assignment_from_store(RunUnit& u, const Store& store, const std::string& run, const LogFn& log) {
+  const LayerRange lr = u.layers();
+  const auto recs = unit_recommendations(u, store, run);
+  u.assignment.clear();
+  u.full_alone.clear();
+  for (uint32_t i = lr.first; i <= lr.last; ++i) {
+    if (!recs[i].first) {
+      log(u.label + ": no assigned run: no executor ran layer " + u.model->layers()[i].id);
+      return false;
+    }
+    u.assignment.push_back(recs[i].first);
+    u.full_alone.push_back(recs[i].second == Status::kSuccess ? 1 : 0);
+  }
+  return true;
+}
+
+bool all_passed_alone(const RunUnit& u) {
+  if (u.full_alone.empty()) return false;
+  for (uint8_t p : u.full_alone)
+    if (!p) return false;
+  return true;
+}
+
+}  // namespace
+
+std::optional<JobSpec> next_assigned_job(RunUnit& u, const Store& store, const std::string& run, const LogFn& log) {
+  if (!u.full_model) return std::nullopt;
+  if (!u.full_issued) {
+    if (!u.planner->all_done()) return std::nullopt;
+    u.full_issued = true;
+    if (u.fixed_assignment) u.full_alone = u.passed_alone;
+    else if (!assignment_from_store(u, store, run, log)) return std::nullopt;
+    if (u.assignment.empty()) return std::nullopt;
+    const LayerRange lr = u.layers();
+    return range_job(u, lr.first, lr.last, u.full_key());
+  }
+  if (!u.bisector || u.bisect_in_flight || u.bisector->done()) return std::nullopt;
+  const auto r = *u.bisector->next();
+  u.bisect_in_flight = true;
+  return range_job(u, r.first, r.second, u.range_key(r.first, r.second));
+}
+
+bool record_assigned(RunUnit& u, const JobSpec& j, const ExecResult& r, const LogFn& log) {
+  if (j.assignment.empty()) return false;
+  const bool ok = r.status != Status::kError && (!u.passes || u.passes(r));
+  if (result_key_of(j) == u.full_key()) {
+    u.full_result = r;
+    if (ok || !u.bisect) return true;
+    if (!all_passed_alone(u)) {
+      u.bisect_note = "not bisected: a layer already differs from the reference alone on its executor";
+      return true;
+    }
+    if (j.first_node == j.last_node) {
+      u.bisect_note = "not bisected: the range is one layer";
+      return true;
+    }
+    u.bisector = std::make_unique<Bisector>(j.first_node, j.last_node);
+    log(u.label + ": assigned run failed although every layer passed alone: bisecting layers " +
+        std::to_string(j.first_node) + ".." + std::to_string(j.last_node));
+    return true;
+  }
+  u.range_results[{j.first_node, j.last_node}] = r;
+  if (u.bisector && !u.bisector->done()) {
+    u.bisect_in_flight = false;
+    u.bisector->report(!ok);
+    if (u.bisector->done()) {
+      const auto [a, b] = u.bisector->result();
+      log(u.label + ": smallest failing range: layers " + std::to_string(a) + ".." + std::to_string(b) + " (" +
+          std::to_string(u.bisector->runs()) + " range runs)");
+    }
+  }
+  return true;
+}
+
+std::optional<FoundRange> bisect_found(const RunUnit& u) {
+  if (!u.bisector || !u.bisector->done() || !u.full_result) return std::nullopt;
+  const auto [a, b] = u.bisector->result();
+  FoundRange f{LayerRange{a, b}, *u.full_result, u.bisector->runs()};
+  auto it = u.range_results.find({a, b});
+  if (it != u.range_results.end()) f.result = it->second;
+  return f;
+}
+
+FullModelRun full_model_run(const RunUnit& u, const std::vector<LayerInfo>& layers, const FullModelRule& rule) {
+  FullModelRun f;
+  f.range = u.layers();
+  f.layers = layers;
+  for (const auto& a : u.assignment) f.decided.push_back(a ? 0 : 1);
+  f.result = *u.full_result;
+  f.rule = rule;
+  f.passed = full_model_passes(f.result, rule) && (!u.passes || u.passes(f.result));
+  if (auto found = bisect_found(u)) {
+    f.failing = found->range;
+    f.failing_result = found->result;
+    f.bisect_runs = found->runs;
+  } else if (u.bisector) {
+    f.bisect_note = "bisect did not finish";
+  } else {
+    f.bisect_note = u.bisect_note;
+  }
+  return f;
+}
+
+}  // namespace torq::coordinator

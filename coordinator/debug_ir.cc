@@ -1,0 +1,93 @@
+#include "coordinator/debug_ir.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "pipeline/mlir.h"
+
+namespace torq::coordinator {
+
+using namespace pipeline;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The attribute inserted into one `%N = torch.operator "onnx.X"(...) ...` line.
+std::string annotate_line(const std::string& line, const std::string& executor) {
+  const std::string attr = "torq-executor = \"" + executor + "\"";
+  size_t open = line.find("torch.operator \"");
+  if (open == std::string::npos) return line;
+  open = line.find('(', open);
+  const size_t close = open == std::string::npos ? std::string::npos : line.find(')', open);
+  if (close == std::string::npos) return line;
+  if (line.compare(close + 1, 2, " {") == 0) return line.substr(0, close + 3) + attr + ", " + line.substr(close + 3);
+  return line.substr(0, close + 1) + " {" + attr + "}" + line.substr(close + 1);
+}
+
+std::string shape_of(const onnx::ModelProto& model, const std::string& value) {
+  for (const auto* list : {&model.graph().value_info(), &model.graph().output()})
+    for (const auto& v : *list)
+      if (v.name() == value && v.type().has_tensor_type()) {
+        std::string s = "[";
+        for (const auto& d : v.type().tensor_type().shape().dim())
+          s += (s.size() > 1 ? "," : "") + (d.has_dim_value() ? std::to_string(d.dim_value()) : std::string("?"));
+        return s + "]";
+      }
+  return "?";
+}
+
+}  // namespace
+
+std::string annotate_executors(const std::string& mlir, const std::vector<std::string>& executors) {
+  std::istringstream in(mlir);
+  std::string line, out;
+  size_t op = 0;
+  while (std::getline(in, line)) {
+    const bool is_op = line.find("torch.operator \"") != std::string::npos;
+    if (is_op && op < executors.size() && !executors[op].empty()) line = annotate_line(line, executors[op]);
+    if (is_op) ++op;
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::vector<std::string> write_debug_ir(const std::string& dir, const std::string& name, const onnx::ModelProto& model,
+                                        const std::vector<LayerInfo>& layers, const std::vector<Executor>& placed,
+                                        const std::vector<double>& layer_ms) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw PipelineError("--debug-ir " + dir + ": cannot create (" + ec.message() + ")");
+  std::vector<std::string> names;
+  for (size_t i = 0; i < layers.size(); ++i) names.push_back(i < placed.size() ? executor_name(placed[i]) : "");
+  const std::string mlir_path = dir + "/" + name + ".torch.mlir";
+  const std::string table_path = dir + "/" + name + ".executors.txt";
+  {
+    std::ofstream f(mlir_path);
+    f << annotate_executors(emit_torch_mlir(model), names);
+    if (!f) throw PipelineError(mlir_path + ": cannot write");
+  }
+  std::map<int, const onnx::NodeProto*> nodes;
+  int k = 0;
+  for (const auto& n : model.graph().node())
+    if (n.op_type() != "Constant") nodes[k++] = &n;
+  std::ofstream t(table_path);
+  char row[512];
+  std::snprintf(row, sizeof row, "%-5s %-60s %-20s %-8s %-22s %12s\n", "index", "layer", "op", "executor",
+                "output shape", "sim_ms");
+  t << row;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const onnx::NodeProto* n = nodes.count(static_cast<int>(i)) ? nodes[static_cast<int>(i)] : nullptr;
+    const std::string shape = n && n->output_size() ? shape_of(model, n->output(0)) : "?";
+    const std::string ms = i < layer_ms.size() ? std::to_string(layer_ms[i]) : "-";
+    std::snprintf(row, sizeof row, "%-5zu %-60s %-20s %-8s %-22s %12s\n", i, layers[i].id.c_str(),
+                  layers[i].op_type.c_str(), names[i].empty() ? "-" : names[i].c_str(), shape.c_str(), ms.c_str());
+    t << row;
+  }
+  if (!t) throw PipelineError(table_path + ": cannot write");
+  return {mlir_path, table_path};
+}
+
+}  // namespace torq::coordinator

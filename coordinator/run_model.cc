@@ -1,0 +1,258 @@
+#include "coordinator/run_model.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <onnx/onnx_pb.h>
+
+#include "coordinator/assigned_run.h"
+#include "coordinator/debug_ir.h"
+#include "coordinator/local_serve.h"
+#include "pipeline/full_model.h"
+#include "pipeline/mlir.h"
+#include "pipeline/model_import.h"
+#include "pipeline/report.h"
+#include "pipeline/store.h"
+#include "pipeline/subgraph.h"
+
+namespace torq::coordinator {
+
+namespace fs = std::filesystem;
+using namespace pipeline;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw PipelineError(path + ": cannot open");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+json parse_json(const std::string& path) {
+  try {
+    return json::parse(read_text(path));
+  } catch (const json::exception& e) {
+    throw PipelineError(path + ": not JSON: " + e.what());
+  }
+}
+
+// What `run` executes: one executor (or none: the compiler decides) per layer
+// of the range, whether each passed alone, and the comparison rule.
+struct Plan {
+  std::vector<std::optional<Executor>> assignment;
+  std::vector<uint8_t> passed_alone;
+  FullModelRule rule;
+  std::string source;                  // the file the assignment came from
+  bool from_report = false;
+  json report;                         // the report JSON as read (from_report)
+};
+
+// From the report (source of truth): by layer id; layers it lacks: the
+// compiler decides. Regenerates the compiler JSON.
+Plan plan_from_report(const std::string& rpath, const std::string& cpath, const std::vector<LayerInfo>& layers) {
+  Plan p;
+  p.source = rpath;
+  p.from_report = true;
+  p.report = parse_json(rpath);
+  const ModelReport rep = report_from_json(p.report.dump(), rpath);
+  p.rule.tolerance = rep.default_tolerance;
+  read_relaxed_tolerance(p.report, rpath, &p.rule);
+  std::map<std::string, const LayerReport*> by_id;
+  for (const auto& l : rep.layers) by_id[l.info.id] = &l;
+  size_t matched = 0;
+  for (const auto& info : layers) {
+    auto it = by_id.find(info.id);
+    const LayerReport* l = it == by_id.end() ? nullptr : it->second;
+    matched += l != nullptr;
+    p.assignment.push_back(l ? l->recommended : std::nullopt);
+    const bool ok = l && l->recommended && l->results.count(*l->recommended) &&
+                    l->results.at(*l->recommended).status == Status::kSuccess;
+    p.passed_alone.push_back(ok ? 1 : 0);
+  }
+  if (matched == 0 && !rep.layers.empty())
+    throw PipelineError(rpath + ": none of its " + std::to_string(rep.layers.size()) +
+                        " layer ids is a layer of this model (is it the report of another model?)");
+  write_json_atomic(cpath, compiler_json(rep));
+  return p;
+}
+
+// From a compiler JSON alone, used as it is: op_assignments by "line:col"
+// of the model's torch-mlir import (the one discover wrote, else emitted).
+Plan plan_from_compiler(const std::string& cpath, const std::string& mlir_path, const onnx::ModelProto& proto,
+                        const std::vector<LayerInfo>& layers) {
+  Plan p;
+  p.source = cpath;
+  const json c = parse_json(cpath);
+  if (!c.is_object() || !c.contains("op_assignments") || !c["op_assignments"].is_object())
+    throw PipelineError(cpath + ": not a compiler JSON (no \"op_assignments\" object)");
+  read_relaxed_tolerance(c, cpath, &p.rule);
+  const std::string mlir = fs::exists(mlir_path) ? read_text(mlir_path) : emit_torch_mlir(proto);
+  const MlirMapping mm = map_mlir_locations(mlir, non_constant_op_types(proto));
+  for (size_t i = 0; i < layers.size(); ++i) {
+    std::optional<Executor> e;
+    const std::string loc = i < mm.locations.size() ? mm.locations[i] : "";
+    if (!loc.empty() && c["op_assignments"].contains(loc)) {
+      const json& a = c["op_assignments"][loc];
+      const std::string name = a.is_object() && a.contains("executor") && a["executor"].is_string()
+                                   ? a["executor"].get<std::string>() : "";
+      if (name != "null" && !name.empty()) {
+        e = executor_from_name(name);
+        if (!e) throw PipelineError(cpath + ": op_assignments." + loc + ".executor: unknown executor '" + name + "'");
+      }
+    }
+    p.assignment.push_back(e);
+    p.passed_alone.push_back(0);  // no per-layer results: no bisect
+  }
+  return p;
+}
+
+void say(std::ostream& out, std::ofstream& log, bool quiet, const std::string& s) {
+  if (!quiet) out << s << "\n" << std::flush;
+  if (log) log << s << "\n" << std::flush;
+}
+
+}  // namespace
+
+int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
+  std::ofstream logf;
+  std::vector<RunUnit> units(1);
+  RunUnit& u = units[0];
+  std::unique_ptr<Store> store;
+  std::unique_ptr<LocalWorkers> workers;
+  std::optional<LayerRange> range;
+  std::string name, store_dir;
+  const std::string endpoint = LocalWorkers::private_endpoint();
+  struct EndpointFile {
+    std::string ep;
+    ~EndpointFile() { LocalWorkers::remove_endpoint_file(ep); }
+  } endpoint_file{endpoint};
+  Plan plan;
+  onnx::ModelProto sub_proto;
+  std::vector<LayerInfo> layers;
+  try {
+    if (!o.log_file.empty()) {
+      logf.open(o.log_file, std::ios::app);
+      if (!logf) throw PipelineError(o.log_file + ": cannot open log file");
+    }
+    if (!fs::exists(o.model)) throw PipelineError(o.model + ": cannot open model");
+    if (o.subgraph_from.empty() != o.subgraph_to.empty())
+      throw PipelineError("--subgraph-from and --subgraph-to go together");
+    ImportOptions io;
+    io.convert_bf16 = o.convert_bf16;
+    io.rounding = o.rounding;
+    u.model = ImportedModel::from_file(o.model, io);
+    name = u.model->name();
+    layers = u.model->layers();
+    if (!o.subgraph_from.empty()) {
+      range = resolve_range(*u.model, o.subgraph_from, o.subgraph_to);
+      name = subgraph_name(u.model->name(), *range);
+      layers = subgraph_layers(*u.model, *range);
+      sub_proto = extract_subgraph(*u.model, *range);
+    }
+    const std::string rpath = report_path(o.output_dir, name), cpath = compiler_path(o.output_dir, name);
+    const onnx::ModelProto& proto = range ? sub_proto : u.model->proto();
+    if (fs::exists(rpath)) plan = plan_from_report(rpath, cpath, layers);
+    else if (fs::exists(cpath)) plan = plan_from_compiler(cpath, o.output_dir + "/" + name + ".torch.mlir", proto, layers);
+    else
+      throw PipelineError("no configuration for " + name + " in " + o.output_dir + " (looked for " + rpath + " and " +
+                          cpath + "); run discovery first:\n  torq-gen-config discover --model " + o.model +
+                          (o.output_dir == "." ? "" : " --output-dir " + o.output_dir) +
+                          (o.convert_bf16 ? " --auto-convert-bf16" : "") +
+                          (range ? " --subgraph-from " + o.subgraph_from + " --subgraph-to " + o.subgraph_to : ""));
+    store_dir = o.output_dir + "/.torq-store";
+    fs::create_directories(store_dir + "/models");
+    LocalWorkersOptions lo;
+    lo.workers = std::max(1, o.workers);
+    lo.endpoint = endpoint;
+    lo.cache_dir = store_dir + "/models";
+    lo.log_file = store_dir + "/workers.log";
+    lo.target = "local";
+    workers = std::make_unique<LocalWorkers>(lo);
+    const std::string cached = lo.cache_dir + "/" + u.model->hash() + ".onnx";
+    if (!fs::exists(cached)) {
+      std::ofstream f(cached + ".tmp", std::ios::binary);
+      f << u.model->bytes();
+      f.close();
+      if (!f) throw PipelineError(cached + ": cannot write");
+      fs::rename(cached + ".tmp", cached);
+    }
+    store = Store::open(store_dir + "/db");
+  } catch (const std::exception& e) {
+    err << "torq-gen-config: error: " << e.what() << "\n";
+    return 2;
+  }
+  say(out, logf, o.quiet, "run " + name + ": " + std::to_string(layers.size()) + " ops, assignment from " + plan.source);
+
+  // The unit: no layer jobs, one assigned run of the range (and the bisect).
+  u.label = name;
+  u.range = range;
+  for (const auto& l : u.model->layers()) u.skip_layers.push_back(l.index);
+  u.full_model = u.fixed_assignment = true;
+  u.assignment = plan.assignment;
+  u.passed_alone = plan.passed_alone;
+  u.bisect = o.bisect;
+  u.use_store = !o.recompute_cache;
+  const FullModelRule rule = plan.rule;
+  u.passes = [rule](const ExecResult& r) { return full_model_passes(r, rule); };
+  JobSpec& jt = u.plan.job_template;
+  jt.tolerance = rule.tolerance;
+  jt.seed = o.seed;
+  jt.timeout_ms = o.timeout_ms;
+  jt.bf16_rne = o.rounding == engine::Rounding::kNearestEven;
+  std::string assigned;
+  for (const auto& a : plan.assignment) assigned += a ? executor_name(*a)[0] : '-';
+  const std::string run = sha256_hex(units_run_id("run", units) + "|" + assigned).substr(0, 16);
+  ServeTotals totals;
+  try {
+    totals = serve_on_local_workers(
+        units, *store, run, *workers, endpoint, store_dir + "/workers.log",
+        [&](const std::string& s) {
+          if (s.find("bisect") != std::string::npos || s.find("failing range") != std::string::npos)
+            say(out, logf, o.quiet, s);
+          else if (logf)
+            logf << "[coordinator] " << s << "\n";
+        },
+        [&](const std::string& s) {
+          if (logf) logf << "[coordinator] " << s << "\n";
+        });
+    workers.reset();
+  } catch (const std::exception& e) {
+    err << "torq-gen-config: error: " << e.what() << "\n";
+    return 2;
+  }
+  if (!u.full_result) {
+    err << "torq-gen-config: error: the assigned run produced no result\n";
+    return 2;
+  }
+  const FullModelRun full = full_model_run(u, layers, rule);
+  try {
+    if (plan.from_report) {
+      attach_full_model(&plan.report, full);
+      write_json_atomic(report_path(o.output_dir, name), plan.report);
+    }
+    if (o.debug_ir) {
+      const std::string dir = o.debug_ir_dir.empty() ? o.output_dir + "/debug_ir" : o.debug_ir_dir;
+      for (const auto& p : write_debug_ir(dir, name, range ? sub_proto : u.model->proto(), layers,
+                                          full.result.placed, full.result.layer_ms))
+        say(out, logf, o.quiet, "debug-ir: " + p);
+    }
+  } catch (const std::exception& e) {
+    err << "torq-gen-config: error: " << e.what() << "\n";
+    return 2;
+  }
+  std::string text = full_model_text(full);
+  if (!o.quiet) out << text;
+  if (logf) logf << text;
+  say(out, logf, o.quiet,
+      "jobs: " + std::to_string(totals.fleet_jobs) + " run, " + std::to_string(totals.resumed) + " resumed, " +
+          std::to_string(totals.cache_hits) + " from the cache (worker " + full.result.worker_id + ")" +
+          (plan.from_report ? "; report: " + report_path(o.output_dir, name) : ""));
+  return full.passed ? 0 : 1;
+}
+
+}  // namespace torq::coordinator
