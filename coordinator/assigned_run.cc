@@ -55,6 +55,20 @@ bool all_passed_alone(const RunUnit& u) {
   return true;
 }
 
+// Why the bisect does not run although the assigned run failed: the first
+// layer not known to pass alone, and why.
+std::string why_not_alone(const RunUnit& u) {
+  const uint32_t base = u.layers().first;
+  for (size_t i = 0; i < u.full_alone.size(); ++i) {
+    if (u.full_alone[i]) continue;
+    const std::string id = u.model->layers()[base + i].id;
+    if (i < u.assignment.size() && !u.assignment[i])
+      return "not bisected: layer " + id + " has no assignment (the compiler decides), so it was not tested alone there";
+    return "not bisected: layer " + id + " did not pass alone on its executor (or has no per-layer result)";
+  }
+  return "not bisected: no per-layer results";
+}
+
 }  // namespace
 
 std::optional<JobSpec> next_assigned_job(RunUnit& u, const Store& store, const std::string& run, const LogFn& log) {
@@ -81,7 +95,7 @@ bool record_assigned(RunUnit& u, const JobSpec& j, const ExecResult& r, const Lo
     u.full_result = r;
     if (ok || !u.bisect) return true;
     if (!all_passed_alone(u)) {
-      u.bisect_note = "not bisected: a layer already differs from the reference alone on its executor";
+      u.bisect_note = why_not_alone(u);
       return true;
     }
     if (j.first_node == j.last_node) {

@@ -343,8 +343,8 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
   const double wall_s = totals.run_s;
 
   // Report: previous report's layers, overlaid with this run's results.
+  // (a subgraph's layers come renumbered from 0, under its own name)
   ModelReport rep = unit_report(u, *store, run, o.tolerance, "", [](const std::string&) {});
-  rep.model_name = name;
   for (auto& l : rep.layers) {
     auto prev = prev_by_id.find(l.info.id);
     if (prev == prev_by_id.end()) continue;
@@ -359,15 +359,6 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
   // full-model `tolerance`); its full-model run is stale after a discover.
   for (const auto& kv : previous.extra)
     if (kv.first != "full_model" && kv.first != "subgraph") rep.extra.push_back(kv);
-  if (range) {
-    std::vector<LayerReport> sub;
-    const auto infos = subgraph_layers(*model, *range);
-    for (uint32_t i = range->first; i <= range->last; ++i) {
-      sub.push_back(rep.layers[i]);
-      sub.back().info = infos[i - range->first];
-    }
-    rep.layers = std::move(sub);
-  }
   // MLIR locations: the user's import, or the torch-mlir form we emit (of
   // the subgraph as a standalone model for a subgraph report).
   std::string mlir_text, mlir_path = o.mlir_file;

@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   coordinator::DiscoverOptions d;
+  std::vector<std::string> d_passthrough;
   std::string skip_execs, rounding = "truncate", inputs = "activations", range = "-40,40";
   auto* disc = app.add_subcommand("discover", "Test every layer on every executor and write the report and compiler JSON");
   disc->add_option("--model,-m", d.model, "ONNX model")->required();
@@ -103,7 +104,7 @@ int main(int argc, char** argv) {
   disc->add_option("--subgraph-to", d.subgraph_to, "Last layer of the subgraph (inclusive)");
   // The seed passes arguments after `--` to pytest: -k and --recompute-cache
   // mean the same here; pytest's display flags are accepted and ignored.
-  disc->allow_extras();
+  disc->add_option("pytest_args", d_passthrough, "After --: the seed's pytest arguments (-k FILTER, --recompute-cache)");
   disc->footer("Seed-compatible passthrough: discover --model M -- -k \"Conv_0_css\" --recompute-cache "
                "(-k matches layer ids '<layer id>_<executor>' and the seed's case names "
                "'<model>_layer_<OpType>_<index>_<executor>').");
@@ -168,7 +169,7 @@ int main(int argc, char** argv) {
       return coordinator::run_model(ro, std::cout, std::cerr);
     }
     if (*disc) {
-      apply_passthrough(disc->remaining(), &d);
+      apply_passthrough(d_passthrough, &d);
       if (!skip_execs.empty()) {
         auto skip = parse_executor_list(skip_execs);
         std::vector<Executor> keep;

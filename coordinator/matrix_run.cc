@@ -20,10 +20,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "coordinator/assigned_run.h"
+#include "coordinator/assignment_file.h"
 #include "coordinator/fleet_run.h"
 #include "coordinator/local_fleet.h"
 #include "coordinator/unit_run.h"
 #include "pipeline/matrix.h"
+#include "pipeline/matrix_internal.h"
+#include "pipeline/subgraph.h"
+#include "pipeline/full_model.h"
 #include "pipeline/matrix_report.h"
 #include "pipeline/model_import.h"
 #include "pipeline/report.h"
@@ -73,8 +78,6 @@ std::string not_run_reason(const TestCase& t) {
     for (const auto& s : t.config.supported_targets) in = in || s == t.target.name;
     if (!in) return "-";
   }
-  if (t.mode != Mode::kDiscover)
-    return std::string("mode '") + mode_name(t.mode) + "' is not implemented yet (NOT_SUPPORTED)";
   return "";
 }
 
@@ -190,6 +193,63 @@ void print_results(const std::vector<TestResult>& results, std::ostream& out) {
       << counts[Outcome::kXpassed] << " xpassed\n";
 }
 
+// The test's comparators as a pass/fail of an assigned run (for the bisect).
+std::function<bool(const ExecResult&)> comparators(const TestConfig& c) {
+  return [c](const ExecResult& r) {
+    TestRun run;
+    run.ran = true;
+    if (r.status == Status::kError) run.failed_step = "runtime";
+    run.pcc = std::isfinite(r.pcc) ? r.pcc : -1;
+    run.max_abs = std::isfinite(r.max_abs) ? r.max_abs : -1;
+    run.max_rel = std::isfinite(r.max_rel) ? r.max_rel : -1;
+    std::string why;
+    Bringup b;
+    return detail::raw_pass(c, run, &why, &b);
+  };
+}
+
+// The unit that runs test `t`: its model imported as the variant says, its
+// plan from the spec, an assigned run judged by the test's comparators (and
+// bisected when it fails); a subgraph test covers its range, a run test of
+// a config file runs that file's assignment only.
+RunUnit make_unit(const TestCase& t, const Spec& spec, const MatrixRunOptions& o) {
+  ImportOptions io;
+  io.convert_bf16 = t.variant.bf16;
+  io.batch = t.variant.batch == 1 ? 0 : t.variant.batch;
+  RunUnit u;
+  u.label = t.id;
+  u.model = ImportedModel::from_file(t.model->path, io);
+  u.plan.executors = spec.executors;
+  u.plan.skip_mode = spec.options.skip_mode;
+  u.plan.dedup = spec.options.dedup ? DedupMode::kSignature : DedupMode::kOff;
+  JobSpec& jt = u.plan.job_template;
+  jt.target = t.target.board.empty() ? "sim" : t.target.board;
+  for (const auto& [e, path] : t.target.profiles) u.plan.executor_targets[e] = path;
+  jt.tolerance = o.tolerance;
+  jt.timing_runs = spec.options.timing_runs;
+  jt.timeout_ms = spec.options.job_timeout_ms;
+  jt.random_inputs = t.variant.random_inputs;
+  jt.seed = t.variant.seed;
+  // One store key per (model, variant, target): a model tested two ways
+  // keeps two sets of results.
+  jt.result_key = u.model->hash() + "-" + sha256_hex(t.target.name + "|" + t.variant.name).substr(0, 8);
+  u.full_model = true;
+  u.bisect = true;
+  u.passes = comparators(t.config);
+  if (t.subgraph) {
+    u.range = resolve_range(*u.model, t.subgraph->from, t.subgraph->to);
+    jt.result_key += "-s" + std::to_string(u.range->first) + "_" + std::to_string(u.range->last);
+  } else if (t.mode == Mode::kRun && !t.model->config.empty()) {
+    const AssignmentFile af = assignment_from_file(t.model->config, u.model->proto(), u.model->layers());
+    u.fixed_assignment = true;
+    u.assignment = af.assignment;
+    u.passed_alone = af.passed_alone;
+    for (const auto& l : u.model->layers()) u.skip_layers.push_back(l.index);
+    jt.result_key += "-c" + sha256_hex(t.model->config).substr(0, 8);
+  }
+  return u;
+}
+
 }  // namespace
 
 int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) {
@@ -231,6 +291,7 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
   std::vector<RunUnit> units;
   std::map<std::string, TestRun> runs;           // test ID -> run (ran or not)
   std::map<std::string, size_t> unit_of;         // test ID -> units index
+  std::map<std::string, size_t> unit_of_group;   // model|variant|target -> its shared unit
   try {
     fs::create_directories(export_dir);
     if (!fs::is_directory(export_dir)) throw PipelineError(export_dir + ": cannot create the export directory");
@@ -255,32 +316,24 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
       runs[t->id] = r;
       continue;
     }
+    // Discover and run tests of one model, variant and target share one
+    // unit (its layers and its assigned run); a run test of a config file
+    // and each subgraph test have their own.
+    const bool own = t->mode == Mode::kSubgraph || (t->mode == Mode::kRun && !t->model->config.empty());
+    const std::string group = t->model->name + "|" + t->variant.name + "|" + t->target.name;
+    if (!own) {
+      if (auto g = unit_of_group.find(group); g != unit_of_group.end()) {
+        unit_of[t->id] = g->second;
+        continue;
+      }
+    }
     const auto t0 = Clock::now();
     try {
-      ImportOptions io;
-      io.convert_bf16 = t->variant.bf16;
-      io.batch = t->variant.batch == 1 ? 0 : t->variant.batch;
-      RunUnit u;
-      u.label = t->id;
-      u.model = ImportedModel::from_file(t->model->path, io);
+      RunUnit u = make_unit(*t, spec, o);
       for (const auto& w : u.model->warnings()) log(t->id + ": warning: " + w);
       store->put_model(u.model->hash(), u.model->bytes());
-      u.plan.executors = spec.executors;
-      u.plan.skip_mode = spec.options.skip_mode;
-      u.plan.dedup = spec.options.dedup ? DedupMode::kSignature : DedupMode::kOff;
-      JobSpec& jt = u.plan.job_template;
-      jt.target = t->target.board.empty() ? "sim" : t->target.board;
-      for (const auto& [e, path] : t->target.profiles) u.plan.executor_targets[e] = path;
-      jt.tolerance = o.tolerance;
-      jt.timing_runs = spec.options.timing_runs;
-      jt.timeout_ms = spec.options.job_timeout_ms;
-      jt.random_inputs = t->variant.random_inputs;
-      jt.seed = t->variant.seed;
-      // One store key per (model, variant, target): a model tested two ways
-      // keeps two sets of results.
-      jt.result_key = u.model->hash() + "-" + sha256_hex(t->target.name + "|" + t->variant.name).substr(0, 8);
-      u.full_model = true;
       unit_of[t->id] = units.size();
+      if (!own) unit_of_group[group] = units.size();
       units.push_back(std::move(u));
     } catch (const std::exception& e) {
       TestRun r;
@@ -363,6 +416,24 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
       ModelReport rep = unit_report(u, *store, run_id, o.tolerance, dir, log);
       write_report_files(rep, dir);
       TestRun r = run_from_report(rep, u.full_result);
+      if (u.full_result) {
+        std::vector<LayerInfo> infos;
+        if (u.fixed_assignment) {
+          infos = u.model->layers();
+        } else {
+          for (const auto& l : rep.layers) infos.push_back(l.info);
+        }
+        FullModelRule rule;
+        rule.tolerance = o.tolerance;
+        const FullModelRun full = full_model_run(u, infos, rule);
+        nlohmann::ordered_json j = report_to_json(rep);
+        attach_full_model(&j, full);
+        write_json_atomic(report_path(dir, rep.model_name), j);
+        if (full.failing)
+          r.failing_range = std::to_string(full.failing->first) + ".." + std::to_string(full.failing->last) + " (" +
+                            j["full_model"]["first_failing_range"]["first_layer"].get<std::string>() + " .. " +
+                            j["full_model"]["first_failing_range"]["last_layer"].get<std::string>() + ")";
+      }
       double secs = 0;
       for (const auto& l : rep.layers)
         for (const auto& [e, res] : l.results) secs += res.host_ms / 1000.0;

@@ -8,6 +8,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "coordinator/assigned_run.h"
+#include "coordinator/assignment_file.h"
 #include "coordinator/debug_ir.h"
 #include "coordinator/local_serve.h"
 #include "pipeline/full_model.h"
@@ -24,92 +25,6 @@ using namespace pipeline;
 using json = nlohmann::ordered_json;
 
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw PipelineError(path + ": cannot open");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-json parse_json(const std::string& path) {
-  try {
-    return json::parse(read_text(path));
-  } catch (const json::exception& e) {
-    throw PipelineError(path + ": not JSON: " + e.what());
-  }
-}
-
-// What `run` executes: one executor (or none: the compiler decides) per layer
-// of the range, whether each passed alone, and the comparison rule.
-struct Plan {
-  std::vector<std::optional<Executor>> assignment;
-  std::vector<uint8_t> passed_alone;
-  FullModelRule rule;
-  std::string source;                  // the file the assignment came from
-  bool from_report = false;
-  json report;                         // the report JSON as read (from_report)
-};
-
-// From the report (source of truth): by layer id; layers it lacks: the
-// compiler decides. Regenerates the compiler JSON.
-Plan plan_from_report(const std::string& rpath, const std::string& cpath, const std::vector<LayerInfo>& layers) {
-  Plan p;
-  p.source = rpath;
-  p.from_report = true;
-  p.report = parse_json(rpath);
-  const ModelReport rep = report_from_json(p.report.dump(), rpath);
-  p.rule.tolerance = rep.default_tolerance;
-  read_relaxed_tolerance(p.report, rpath, &p.rule);
-  std::map<std::string, const LayerReport*> by_id;
-  for (const auto& l : rep.layers) by_id[l.info.id] = &l;
-  size_t matched = 0;
-  for (const auto& info : layers) {
-    auto it = by_id.find(info.id);
-    const LayerReport* l = it == by_id.end() ? nullptr : it->second;
-    matched += l != nullptr;
-    p.assignment.push_back(l ? l->recommended : std::nullopt);
-    const bool ok = l && l->recommended && l->results.count(*l->recommended) &&
-                    l->results.at(*l->recommended).status == Status::kSuccess;
-    p.passed_alone.push_back(ok ? 1 : 0);
-  }
-  if (matched == 0 && !rep.layers.empty())
-    throw PipelineError(rpath + ": none of its " + std::to_string(rep.layers.size()) +
-                        " layer ids is a layer of this model (is it the report of another model?)");
-  write_json_atomic(cpath, compiler_json(rep));
-  return p;
-}
-
-// From a compiler JSON alone, used as it is: op_assignments by "line:col"
-// of the model's torch-mlir import (the one discover wrote, else emitted).
-Plan plan_from_compiler(const std::string& cpath, const std::string& mlir_path, const onnx::ModelProto& proto,
-                        const std::vector<LayerInfo>& layers) {
-  Plan p;
-  p.source = cpath;
-  const json c = parse_json(cpath);
-  if (!c.is_object() || !c.contains("op_assignments") || !c["op_assignments"].is_object())
-    throw PipelineError(cpath + ": not a compiler JSON (no \"op_assignments\" object)");
-  read_relaxed_tolerance(c, cpath, &p.rule);
-  const std::string mlir = fs::exists(mlir_path) ? read_text(mlir_path) : emit_torch_mlir(proto);
-  const MlirMapping mm = map_mlir_locations(mlir, non_constant_op_types(proto));
-  for (size_t i = 0; i < layers.size(); ++i) {
-    std::optional<Executor> e;
-    const std::string loc = i < mm.locations.size() ? mm.locations[i] : "";
-    if (!loc.empty() && c["op_assignments"].contains(loc)) {
-      const json& a = c["op_assignments"][loc];
-      const std::string name = a.is_object() && a.contains("executor") && a["executor"].is_string()
-                                   ? a["executor"].get<std::string>() : "";
-      if (name != "null" && !name.empty()) {
-        e = executor_from_name(name);
-        if (!e) throw PipelineError(cpath + ": op_assignments." + loc + ".executor: unknown executor '" + name + "'");
-      }
-    }
-    p.assignment.push_back(e);
-    p.passed_alone.push_back(0);  // no per-layer results: no bisect
-  }
-  return p;
-}
 
 void say(std::ostream& out, std::ofstream& log, bool quiet, const std::string& s) {
   if (!quiet) out << s << "\n" << std::flush;
@@ -131,7 +46,7 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
     std::string ep;
     ~EndpointFile() { LocalWorkers::remove_endpoint_file(ep); }
   } endpoint_file{endpoint};
-  Plan plan;
+  AssignmentFile plan;
   onnx::ModelProto sub_proto;
   std::vector<LayerInfo> layers;
   try {
@@ -156,8 +71,8 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
     }
     const std::string rpath = report_path(o.output_dir, name), cpath = compiler_path(o.output_dir, name);
     const onnx::ModelProto& proto = range ? sub_proto : u.model->proto();
-    if (fs::exists(rpath)) plan = plan_from_report(rpath, cpath, layers);
-    else if (fs::exists(cpath)) plan = plan_from_compiler(cpath, o.output_dir + "/" + name + ".torch.mlir", proto, layers);
+    if (fs::exists(rpath)) plan = assignment_from_report(rpath, cpath, layers);
+    else if (fs::exists(cpath)) plan = assignment_from_compiler(cpath, o.output_dir + "/" + name + ".torch.mlir", proto, layers);
     else
       throw PipelineError("no configuration for " + name + " in " + o.output_dir + " (looked for " + rpath + " and " +
                           cpath + "); run discovery first:\n  torq-gen-config discover --model " + o.model +

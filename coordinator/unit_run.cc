@@ -244,15 +244,28 @@ std::vector<std::pair<std::optional<Executor>, Status>> unit_recommendations(con
 ModelReport unit_report(const RunUnit& u, const Store& store, const std::string& run, const Tolerance& tol,
                         const std::string& mlir_dir, const LogFn& log) {
   ModelReport rep;
-  rep.model_name = u.model->name();
+  rep.model_name = u.range ? subgraph_name(u.model->name(), *u.range) : u.model->name();
   rep.default_tolerance = tol;
+  if (u.fixed_assignment) return rep;  // no layer jobs: nothing per layer to report
   rep.layers = unit_layers(u, store, run);
-  const std::string mlir = emit_torch_mlir(u.model->proto());
+  onnx::ModelProto sub;
+  if (u.range) {
+    std::vector<LayerReport> layers;
+    const auto infos = subgraph_layers(*u.model, *u.range);
+    for (uint32_t i = u.range->first; i <= u.range->last; ++i) {
+      layers.push_back(rep.layers[i]);
+      layers.back().info = infos[i - u.range->first];
+    }
+    rep.layers = std::move(layers);
+    sub = extract_subgraph(*u.model, *u.range);
+  }
+  const onnx::ModelProto& proto = u.range ? sub : u.model->proto();
+  const std::string mlir = emit_torch_mlir(proto);
   if (!mlir_dir.empty()) {
     std::ofstream f(mlir_dir + "/" + rep.model_name + ".torch.mlir");
     f << mlir;
   }
-  MlirMapping mm = map_mlir_locations(mlir, non_constant_op_types(u.model->proto()));
+  MlirMapping mm = map_mlir_locations(mlir, non_constant_op_types(proto));
   for (const auto& p : mm.problems) log(u.label + " MLIR: " + p);
   for (size_t i = 0; i < rep.layers.size() && i < mm.locations.size(); ++i)
     rep.layers[i].info.mlir_location = mm.locations[i];

@@ -116,8 +116,11 @@ std::vector<std::pair<std::optional<pipeline::Executor>, pipeline::Status>> unit
     const RunUnit& unit, const pipeline::Store& store, const std::string& run);
 
 // The unit's report from the store (DESIGN §5): every layer with its
-// results, dedup copies, recommendation and MLIR location. When `mlir_dir`
-// is non-empty the torch-mlir import is written there as <model>.torch.mlir.
+// results, dedup copies, recommendation and MLIR location; a unit with a
+// range reports its layers renumbered from 0 under the subgraph's name with
+// the locations of the subgraph's own import; a fixed-assignment unit has
+// no layers. When `mlir_dir` is non-empty the torch-mlir import is written
+// there as <name>.torch.mlir.
 pipeline::ModelReport unit_report(const RunUnit& unit, const pipeline::Store& store, const std::string& run,
                                   const pipeline::Tolerance& tol, const std::string& mlir_dir, const LogFn& log);
 

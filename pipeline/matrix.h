@@ -11,6 +11,9 @@
 //   models:                       # paths or globs (sorted, deduplicated)
 //     - models/*.onnx
 //     - {path: ../shared/models/resnet18.onnx, name: resnet18}   # name: ID part
+//     - path: models/mobilenet.onnx
+//       config: configs/torq_gen_config_mobilenet.json   # mode run: run this assignment
+//       subgraphs: [{from: Conv_0, to: 12}]              # mode subgraph: these ranges
 //   variants: [fp32, bf16]        # or maps: {name: bf16-b2, dtype: bf16, batch: 2,
 //                                 #           inputs: activations|random, seed: 0}
 //   executors: [nss, css, host]
@@ -18,7 +21,7 @@
 //     sim: {}                     # the built-in sim profile set
 //     sim-strict: {profiles: {nss: targets/nss-strict.yaml}}   # a sim profile set
 //     astra: {board: astra}       # a board class: served by workers --target astra
-//   modes: [discover]             # discover | run | subgraph
+//   modes: [discover]             # discover | run | subgraph (IDs <model>-<variant>-<target>-subgraph-<from>-<to>)
 //   test_config: [test_config/nightly.yaml]   # per-test config files
 //   presets:
 //     push: {k: "squeezenet or demo", m: "push"}
@@ -84,9 +87,18 @@ struct Target {
   std::map<Executor, std::string> profiles;      // sim: profile files overriding built-ins (absolute paths)
 };
 
+struct SubgraphRef {
+  std::string from, to;  // layer id, output name or layer index (resolved at run time)
+};
+
 struct ModelEntry {
   std::string name;   // ID part: given, else the file stem ("model.onnx": its directory name)
   std::string path;   // absolute
+  // Mode run: the report or compiler JSON whose assignment is run (e.g. a
+  // config the compiler team keeps in a repository); empty: the test's own
+  // discover results.
+  std::string config;  // absolute
+  std::vector<SubgraphRef> subgraphs;  // mode subgraph: one test per range
 };
 
 struct SpecOptions {
@@ -138,6 +150,7 @@ struct TestCase {
   Variant variant;
   Target target;
   Mode mode = Mode::kDiscover;
+  std::optional<SubgraphRef> subgraph;  // mode subgraph: the range tested
   TestConfig config;
   bool placeholder = false;             // declared in placeholders: reported NOT_STARTED
 };
@@ -196,6 +209,8 @@ struct TestRun {
   double pcc = -1;
   double max_abs = -1, max_rel = -1;
   bool full_model = false;              // pcc/max_* come from an assigned full-model run
+  // Auto-bisect of a failing assigned run: "a..b (id_a .. id_b): figures".
+  std::string failing_range;
   int layers = 0;
   int critical_failures = 0;
   std::map<std::string, int> executor_distribution;  // recommended executor -> layers

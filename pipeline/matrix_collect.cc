@@ -8,6 +8,7 @@
 // collected test (with a did-you-mean of the nearest ID), a placeholder that
 // is a collected test, target_overrides or supported_targets naming a target
 // the spec lacks, and two tests with the same ID.
+#include <cctype>
 #include <fnmatch.h>
 
 #include <map>
@@ -89,6 +90,28 @@ void fill_parts(TestCase& t, const Spec& spec) {
     }
 }
 
+// A subgraph end as an ID part: characters other than letters, digits,
+// '_' and '.' become '_' (IDs split on '-').
+std::string id_part(const std::string& s) {
+  std::string out;
+  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.') ? c : '_';
+  return out;
+}
+
+// The modes a model is tested in: each spec mode, mode subgraph once per
+// range the model lists (none when it lists none).
+std::vector<std::pair<Mode, std::optional<SubgraphRef>>> test_modes(const Spec& spec, const ModelEntry& model) {
+  std::vector<std::pair<Mode, std::optional<SubgraphRef>>> out;
+  for (Mode m : spec.modes) {
+    if (m != Mode::kSubgraph) {
+      out.emplace_back(m, std::nullopt);
+      continue;
+    }
+    for (const SubgraphRef& r : model.subgraphs) out.emplace_back(m, r);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<TestCase> collect(const Spec& spec, const ConfigSet& configs) {
@@ -113,15 +136,18 @@ std::vector<TestCase> collect(const Spec& spec, const ConfigSet& configs) {
   for (const ModelEntry& model : spec.models)
     for (const Variant& variant : spec.variants)
       for (const Target& target : spec.targets)
-        for (const Mode mode : spec.modes) {
+        for (const auto& [mode, subgraph] : test_modes(spec, model)) {
           TestCase t;
-          t.id = model.name + "-" + variant.name + "-" + target.name + "-" + mode_name(mode);
+          t.id = model.name + "-" + variant.name + "-" + target.name + "-" + mode_name(mode) +
+                 (subgraph ? "-" + id_part(subgraph->from) + "-" + id_part(subgraph->to) : "");
           t.model = &model;
           t.variant = variant;
           t.target = target;
           t.mode = mode;
+          t.subgraph = subgraph;
           const std::string parts = "model '" + model.name + "', variant '" + variant.name + "', target '" +
-                                    target.name + "', mode '" + mode_name(mode) + "'";
+                                    target.name + "', mode '" + mode_name(mode) + "'" +
+                                    (subgraph ? " " + subgraph->from + ".." + subgraph->to : "");
           auto [it, fresh] = made_by.emplace(t.id, parts);
           if (!fresh)
             throw PipelineError(spec.path + ": test ID '" + t.id + "' is made twice: by " + it->second + " and by " +

@@ -166,6 +166,7 @@ nlohmann::json summary_json(const std::vector<TestResult>& results, const RunInf
                      {"max_abs", number_or_null(r.run.max_abs)},
                      {"max_rel", number_or_null(r.run.max_rel)},
                      {"full_model", r.run.full_model},
+                     {"first_failing_range", r.run.failing_range},
                      {"required_pcc", t.config.required_pcc},
                      {"layers", r.run.layers},
                      {"critical_failures", r.run.critical_failures},

@@ -52,7 +52,7 @@ namespace detail {
 bool raw_pass(const TestConfig& c, const TestRun& run, std::string* why, Bringup* bringup) {
   auto fail = [&](Bringup b, const std::string& msg) {
     *bringup = b;
-    *why = msg;
+    *why = msg + (run.failing_range.empty() ? "" : "; first failing range: " + run.failing_range);
     return false;
   };
   if (!run.failed_step.empty())

@@ -119,21 +119,24 @@ class SpecParser {
     std::vector<ModelEntry> out;
     std::map<std::string, std::string> name_at;  // name → location of its entry
     for (const YAML::Node& item : r_.seq(n, "models")) {
-      std::string name;
+      std::string name, config;
+      std::vector<SubgraphRef> subgraphs;
       if (item.IsMap()) {
-        r_.expect_map(item, {"path", "name"}, "model entry");
+        r_.expect_map(item, {"path", "name", "config", "subgraphs"}, "model entry");
         if (!item["path"]) r_.fail(item, "model entry: missing required key 'path'");
         if (item["name"]) {
           name = r_.str(item["name"], "model name");
           check_name(item["name"], name, "model name");
         }
+        if (item["config"]) config = config_file(item["config"]);
+        if (item["subgraphs"]) subgraphs = subgraph_list(item["subgraphs"]);
       }
       // Not assigned after construction: YAML::Node assignment writes through.
       const YAML::Node path_node = item.IsMap() ? item["path"] : item;
       const std::string pattern = r_.str(path_node, "model path");
       if (pattern.empty()) r_.fail(path_node, "model path must not be empty");
       for (const std::string& file : expand(path_node, pattern)) {
-        ModelEntry m{name.empty() ? default_model_name(file) : name, file};
+        ModelEntry m{name.empty() ? default_model_name(file) : name, file, config, subgraphs};
         if (name.empty()) check_name(path_node, m.name, "model name (the file stem of " + file + ")");
         bool same = false;
         for (const ModelEntry& e : out) same = same || (e.name == m.name && e.path == m.path);
@@ -145,6 +148,29 @@ class SpecParser {
                   "duplicate model name '" + m.name + "' (first at " + it->second + "); give one of them a 'name'");
         out.push_back(std::move(m));
       }
+    }
+    return out;
+  }
+
+  // A run config (report or compiler JSON) relative to the spec; it must exist.
+  std::string config_file(const YAML::Node& n) const {
+    const std::string rel = r_.str(n, "model config");
+    fs::path p(rel);
+    if (p.is_relative()) p = fs::path(r_.file()).parent_path() / p;
+    p = fs::absolute(p).lexically_normal();
+    if (!fs::is_regular_file(p)) r_.fail(n, "model config '" + rel + "': no such file (" + p.string() + ")");
+    return p.string();
+  }
+
+  // [{from: A, to: B}, ...]: layer ids, output names or indices.
+  std::vector<SubgraphRef> subgraph_list(const YAML::Node& n) const {
+    std::vector<SubgraphRef> out;
+    for (const YAML::Node& item : r_.seq(n, "subgraphs")) {
+      r_.expect_map(item, {"from", "to"}, "subgraph");
+      if (!item["from"] || !item["to"]) r_.fail(item, "subgraph: needs both 'from' and 'to'");
+      SubgraphRef ref{r_.str(item["from"], "subgraph from"), r_.str(item["to"], "subgraph to")};
+      if (ref.from.empty() || ref.to.empty()) r_.fail(item, "subgraph: 'from' and 'to' must not be empty");
+      out.push_back(ref);
     }
     return out;
   }

@@ -117,9 +117,9 @@ int main(int argc, char** argv) {
   const std::filesystem::path dir = argv[1];
   try {
     std::filesystem::create_directories(dir);
-    const tm_::ModelEntry resnet{"resnet18", "/models/resnet18.onnx"};
-    const tm_::ModelEntry squeeze{"squeezenet1.0", "/models/squeezenet1.0.onnx"};
-    const tm_::ModelEntry odd{"odd<&\"'>", "/models/odd.onnx"};
+    const tm_::ModelEntry resnet{"resnet18", "/models/resnet18.onnx", "", {}};
+    const tm_::ModelEntry squeeze{"squeezenet1.0", "/models/squeezenet1.0.onnx", "", {}};
+    const tm_::ModelEntry odd{"odd<&\"'>", "/models/odd.onnx", "", {}};
     tm_::Variant fp32, bf16;
     bf16.name = "bf16";
     bf16.bf16 = true;

@@ -79,4 +79,22 @@ inline void save_critical_model(const std::string& path) {
   b.save(path);
 }
 
+// A chain of n Muls by 1.1 and 0.9 on a 1x64 input. Converted to bf16 and
+// discovered with --bf16-rounding rne, each Mul alone on nss (which
+// truncates) is within 1% of the reference (which rounds to nearest), but
+// the truncation compounds along the chain: the assigned run fails.
+inline void save_chain_model(const std::string& path, int n) {
+  GraphBuilder b;
+  b.input("x", {1, 64});
+  std::string prev = "x";
+  for (int i = 0; i < n; ++i) {
+    const std::string c = "c" + std::to_string(i), out = i == n - 1 ? "y" : "m" + std::to_string(i);
+    b.scalar(c, i % 2 == 0 ? 1.1f : 0.9f);
+    b.node("Mul", {prev, c}, out);
+    prev = out;
+  }
+  b.output("y", {1, 64});
+  b.save(path);
+}
+
 }  // namespace torq::test

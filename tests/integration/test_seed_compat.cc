@@ -4,6 +4,8 @@
 // reports (copies; ../shared is never written) keeping what they do not know.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <vector>
 
@@ -21,18 +23,21 @@ std::string gen() { return bin("torq-gen-config"); }
 // report in <dir>/out.
 class SeedCompat : public ::testing::Test {
  protected:
+  // ctest runs each test in its own process, several at once: each process
+  // gets its own folder. A failed setup fails every test (never a skip).
   static void SetUpTestSuite() {
-    dir_ = fresh_dir("seed_compat");
-    ASSERT_EQ(run_cmd(bin("torq-sim") + " demo --save " + dir_ + "/demo.onnx").code, 0);
+    dir_ = fresh_dir("seed_compat_" + std::to_string(::getpid()));
+    const auto demo = run_cmd(bin("torq-sim") + " demo --save " + dir_ + "/demo.onnx");
     const auto r = run_cmd(gen() + " discover --model " + dir_ + "/demo.onnx --output-dir " + dir_ + "/out -q");
-    ASSERT_EQ(r.code, 0) << r.output;
+    if (demo.code != 0 || r.code != 0) setup_error_ = demo.output + r.output;
   }
+  void SetUp() override { ASSERT_TRUE(setup_error_.empty()) << "setup failed: " << setup_error_; }
   static std::string model() { return dir_ + "/demo.onnx"; }
   static std::string out() { return dir_ + "/out"; }
   static std::string report() { return out() + "/torq_gen_config_demo.json"; }
-  static std::string dir_;
+  static std::string dir_, setup_error_;
 };
-std::string SeedCompat::dir_;
+std::string SeedCompat::dir_, SeedCompat::setup_error_;
 
 }  // namespace
 

@@ -21,7 +21,7 @@ size_t count(const std::string& text, const std::string& what) {
 }
 
 struct Sample {
-  ModelEntry resnet{"resnet18", "/m/resnet18.onnx"};
+  ModelEntry resnet{"resnet18", "/m/resnet18.onnx", "", {}};
   std::vector<TestCase> cases;
   std::vector<TestResult> results;
 
@@ -175,6 +175,7 @@ TEST(MatrixReport, SummaryTestFields) {
                                            {"max_abs", 0.25},
                                            {"max_rel", nullptr},
                                            {"full_model", false},
+                                           {"first_failing_range", ""},
                                            {"required_pcc", 0.99},
                                            {"layers", 3},
                                            {"critical_failures", 0},

@@ -316,8 +316,13 @@ bool JobRunner::run_layer(const JobSpec& job, pipeline::Executor e, const SubMod
 ExecResult JobRunner::run_assigned(const JobSpec& job, ModelState& ms, ExecResult r,
                                    std::chrono::steady_clock::time_point t0) {
   auto fail = [&](const std::string& cls, const std::string& msg) { return failed(std::move(r), cls, msg, t0); };
-  if (!ms.activation_error.empty())
-    return fail("reference", "the fp32 host reference run of the model failed: " + ms.activation_error);
+  if (!ms.activation_error.empty()) {
+    // host is an executor too: an op its reference engine lacks runs nowhere.
+    const bool unsupported = ms.activation_error.find("not supported") != std::string::npos;
+    return fail(unsupported ? "unsupported" : "reference",
+                "the fp32 host reference run of the model failed: " + ms.activation_error +
+                    (unsupported ? " (no executor accepts it: host, the reference, does not run it either)" : ""));
+  }
   std::map<std::string, Tensor> assigned = range_inputs(ms, job.first_node, job.last_node);
   double sim_ms = 0;
   for (uint32_t i = job.first_node; i <= job.last_node; ++i) {
