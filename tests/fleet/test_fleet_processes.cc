@@ -383,3 +383,42 @@ TEST(FleetProcesses, MatrixSpecRunsOnTheFleetAndBadSpecsAreRejectedWithAPosition
   }
   f.stop_workers();
 }
+
+// Subgraph jobs go over the fleet like layer jobs: the one worker that holds
+// a subgraph test's range run is killed -9 while it runs it; the job is
+// requeued to a worker that joins later and the test passes.
+TEST(FleetProcesses, SubgraphRangeJobSurvivesItsWorkerBeingKilled) {
+  Fleet f("subgraph_kill");
+  demo_model(f.dir);
+  {
+    std::ofstream s(f.dir + "/spec.yaml");
+    s << "models:\n  - {path: demo.onnx, subgraphs: [{from: 1, to: 8}]}\nmodes: [subgraph]\n";
+  }
+  Proc coord({bin("torq-coordinator"), "--spec", f.dir + "/spec.yaml", "--bind", f.ep, "--db", f.dir + "/db",
+              "--export", f.dir + "/out", "--heartbeat-ms", std::to_string(kHeartbeatMs)},
+             f.dir + "/coordinator.log");
+  // w1 runs the 24 layer jobs (layers 1..8 x 3 executors), then hangs on the
+  // range run (its id ends in "-full1_8/0/host").
+  f.add_worker({"TORQ_WORKER_FAULT=hang:-full1_8/"});
+  const auto until = Clock::now() + std::chrono::seconds(60);
+  while (count(f.workers[0].output(), "finished ") < 24 && Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(count(f.workers[0].output(), "finished "), 24u) << f.workers[0].output();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(count(f.workers[0].output(), "-full1_8/"), 0u);  // the range run has not finished on w1
+  f.workers[0].signal(SIGKILL);
+  f.workers[0].wait(5000);
+  f.add_worker();
+  auto code = coord.wait(120000);
+  ASSERT_TRUE(code) << coord.output();
+  EXPECT_EQ(*code, 0) << coord.output();
+  const std::string out = coord.output();
+  EXPECT_NE(out.find("passed   demo-fp32-sim-subgraph-1-8"), std::string::npos) << out;
+  EXPECT_GE(summary_number(out, "(\\d+) jobs requeued"), 1) << out;
+  EXPECT_NE(f.workers[1].output().find("-full1_8/0/host"), std::string::npos) << f.workers[1].output();
+  const json sub = read_json(f.dir + "/out/reports/demo-fp32-sim-subgraph-1-8/torq_gen_config_demo_subgraph_1_8.json");
+  EXPECT_EQ(sub["ops"].size(), 8u);
+  EXPECT_EQ(sub["full_model"]["passed"], true);
+  EXPECT_EQ(sub["full_model"]["worker"], "w2");
+  f.stop_workers();
+}

@@ -1,0 +1,136 @@
+// Matrix modes run and subgraph, and the auto-bisect of a failing assigned
+// run, end to end: torq-coordinator --spec with real local workers, real
+// ONNX files (the demo CNN, a chain of Muls built in code), a real store.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include "tests/fleet/fleet_harness.h"
+#include "tests/integration/models.h"
+#include "tests/matrix/matrix_helpers.h"
+
+using namespace torq::fleet_test;
+using nlohmann::json;
+
+namespace {
+
+class MatrixModes : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fresh_dir(std::string("modes-") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    auto [code, out] = run({bin("torq-sim"), "demo", "--save", dir_ + "/demo.onnx"}, dir_ + "/demo.log");
+    ASSERT_EQ(code, 0) << out;
+  }
+  std::pair<int, std::string> coordinator(const std::string& spec, const std::string& out) {
+    return run({bin("torq-coordinator"), "--spec", dir_ + "/" + spec, "--export", dir_ + "/" + out, "--local-workers",
+                "2", "--heartbeat-ms", "200"},
+               dir_ + "/" + out + ".log");
+  }
+  std::string dir_;
+};
+
+}  // namespace
+
+TEST_F(MatrixModes, RunAndSubgraphTestsHaveOutcomesReportsJUnitAndHtml) {
+  // A config kept in a repository: the report of a discover, one op edited to host.
+  auto [dc, dout] = run({bin("torq-gen-config"), "discover", "--model", dir_ + "/demo.onnx", "-o", dir_ + "/cfg", "-q"},
+                        dir_ + "/discover.log");
+  ASSERT_EQ(dc, 0) << dout;
+  auto [ec, eout] = run({bin("torq-gen-config"), "edit", dir_ + "/cfg/torq_gen_config_demo.json", "--layer",
+                         "Conv_conv1", "--executor", "host"},
+                        dir_ + "/edit.log");
+  ASSERT_EQ(ec, 0) << eout;
+  write(dir_ + "/spec.yaml",
+        "models:\n"
+        "  - path: demo.onnx\n"
+        "    config: cfg/torq_gen_config_demo.json\n"
+        "    subgraphs: [{from: 1, to: 8}, {from: Relu_relu1, to: Conv_conv2}, {from: NoSuchLayer, to: 3}]\n"
+        "modes: [discover, run, subgraph]\n");
+  auto [code, out] = coordinator("spec.yaml", "out");
+  EXPECT_EQ(code, 1) << out;  // the subgraph naming no layer fails
+  auto t = tests_by_id(read_json(dir_ + "/out/summary.json"));
+  ASSERT_EQ(t.size(), 5u) << out;
+  for (const char* id : {"demo-fp32-sim-discover", "demo-fp32-sim-run", "demo-fp32-sim-subgraph-1-8",
+                         "demo-fp32-sim-subgraph-Relu_relu1-Conv_conv2"}) {
+    ASSERT_TRUE(t.count(id)) << id << "\n" << out;
+    EXPECT_EQ(t[id]["outcome"], "passed") << id << ": " << t[id].dump();
+    EXPECT_EQ(t[id]["bringup_status"], "PASSED") << id;
+    EXPECT_EQ(t[id]["full_model"], true) << id;
+  }
+  EXPECT_EQ(t["demo-fp32-sim-run"]["mode"], "run");
+  EXPECT_EQ(t["demo-fp32-sim-subgraph-1-8"]["mode"], "subgraph");
+  const json& bad = t["demo-fp32-sim-subgraph-NoSuchLayer-3"];
+  EXPECT_EQ(bad["outcome"], "failed");
+  EXPECT_EQ(bad["bringup_status"], "FAILED_FE_COMPILATION");
+  EXPECT_NE(bad["message"].get<std::string>().find("closest layer ids"), std::string::npos) << bad.dump();
+
+  // The subgraph test's report: the seed's file name, 8 ops numbered from 0, its full-subgraph run.
+  const json sub = read_json(dir_ + "/out/reports/demo-fp32-sim-subgraph-1-8/torq_gen_config_demo_subgraph_1_8.json");
+  ASSERT_EQ(sub["ops"].size(), 8u);
+  std::set<int> indices;
+  for (auto& [id, op] : sub["ops"].items()) indices.insert(op["_node_index"].get<int>());
+  EXPECT_EQ(indices, (std::set<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(sub["full_model"]["layers"], 8);
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/out/reports/demo-fp32-sim-subgraph-1-8/demo_subgraph_1_8.torch.mlir"));
+  // The run test ran the config's assignment: Conv_conv1 on host, the rest as discovered (css for fp32).
+  const json runrep = read_json(dir_ + "/out/reports/demo-fp32-sim-run/torq_gen_config_demo.json");
+  EXPECT_EQ(runrep["full_model"]["executor_counts"]["host"], 1) << runrep["full_model"].dump();
+  EXPECT_EQ(runrep["full_model"]["executor_counts"]["css"], 13) << runrep["full_model"].dump();
+  const json disc = read_json(dir_ + "/out/reports/demo-fp32-sim-discover/torq_gen_config_demo.json");
+  EXPECT_EQ(disc["full_model"]["executor_counts"]["host"], 0);
+
+  // JUnit (read by Python's ElementTree) and the HTML carry every test.
+  const std::string junit = junit_via_python(dir_ + "/out/junit.xml");
+  EXPECT_NE(junit.find("5 1 0"), std::string::npos) << junit;
+  EXPECT_NE(junit.find("demo-fp32-sim-subgraph-1-8|-|passed|PASSED"), std::string::npos) << junit;
+  EXPECT_NE(junit.find("demo-fp32-sim-run|-|passed|PASSED"), std::string::npos) << junit;
+  const std::string html = slurp(dir_ + "/out/report.html");
+  EXPECT_NE(html.find("demo-fp32-sim-subgraph-Relu_relu1-Conv_conv2"), std::string::npos);
+}
+
+// A chain of Muls whose layers all pass alone on an nss that rounds to
+// nearest (the reference truncates) but whose assigned run misses
+// allclose: the test fails as INCORRECT_RESULT and the bisect's range is in
+// the report, summary.json, the JUnit message and the HTML.
+TEST_F(MatrixModes, AFailingAssignedRunIsBisectedAndItsRangeIsReported) {
+  torq::test::save_chain_model(dir_ + "/chain.onnx", 24);
+  std::ifstream nss(std::string(TORQ_SOURCE_DIR) + "/configs/targets/nss.yaml");
+  std::string profile((std::istreambuf_iterator<char>(nss)), std::istreambuf_iterator<char>());
+  profile = std::regex_replace(profile, std::regex("rounding: truncate"), "rounding: rne");
+  write(dir_ + "/nss-rne.yaml", profile);
+  write(dir_ + "/spec.yaml",
+        "models: [chain.onnx]\n"
+        "variants: [bf16]\n"
+        "executors: [nss]\n"
+        "targets: {rne: {profiles: {nss: nss-rne.yaml}}}\n"
+        "test_config: [cfg.yaml]\n");
+  write(dir_ + "/cfg.yaml",
+        "test_config:\n"
+        "  chain-bf16-rne-discover: {status: EXPECTED_PASSING, assert_pcc: false, assert_allclose: true,\n"
+        "                            allclose_rtol: 0.0, allclose_atol: 0.01}\n");
+  auto [code, out] = coordinator("spec.yaml", "out");
+  EXPECT_EQ(code, 1) << out;
+  const json rep = read_json(dir_ + "/out/reports/chain-bf16-rne-discover/torq_gen_config_chain.json");
+  for (auto& [id, op] : rep["ops"].items()) ASSERT_EQ(op["executors"]["nss"]["status"], "success") << id;
+  const json& f = rep["full_model"]["first_failing_range"];
+  ASSERT_TRUE(f.is_object()) << rep["full_model"].dump();
+  const int a = f["first_node"], b = f["last_node"];
+  EXPECT_LT(b - a + 1, 24);
+  EXPECT_LE(f["bisect_runs"].get<int>(), 10);  // 2 * ceil(log2(24))
+  EXPECT_GT(f["metrics"]["max_abs_diff"].get<double>(), 0.01);
+  const std::string range = std::to_string(a) + ".." + std::to_string(b);
+  auto t = tests_by_id(read_json(dir_ + "/out/summary.json"));
+  const json& c = t["chain-bf16-rne-discover"];
+  EXPECT_EQ(c["outcome"], "failed");
+  EXPECT_EQ(c["bringup_status"], "INCORRECT_RESULT");
+  EXPECT_EQ(c["first_failing_range"].get<std::string>().rfind(range + " (Mul_m" + std::to_string(a), 0), 0u)
+      << c.dump();
+  EXPECT_NE(c["message"].get<std::string>().find("first failing range: " + range), std::string::npos) << c.dump();
+  EXPECT_NE(slurp(dir_ + "/out/junit.xml").find("first failing range: " + range), std::string::npos);
+  EXPECT_NE(slurp(dir_ + "/out/report.html").find("first failing range: " + range), std::string::npos);
+}
