@@ -8,26 +8,11 @@ namespace {
 
 // A run of [first, last] with the unit's executors (the range is within
 // the unit's layers).
-JobSpec range_job(const RunUnit& u, uint32_t first, uint32_t last, const std::string& key) {
-  JobSpec f = u.plan.job_template;
-  f.model_hash = u.model->hash();
-  f.first_node = first;
-  f.last_node = last;
+JobSpec unit_range_job(const RunUnit& u, uint32_t first, uint32_t last, const std::string& key) {
   const uint32_t base = u.layers().first;
-  for (uint32_t i = first; i <= last; ++i) {
-    const auto& a = u.assignment[i - base];
-    f.assignment.push_back(a ? *a : Executor::kNss);
-    f.decide.push_back(a ? 0 : 1);
-  }
-  bool any_decided = false;
-  for (uint8_t d : f.decide) any_decided = any_decided || d;
-  if (!any_decided) f.decide.clear();
-  f.executor = Executor::kHost;  // names the result; the layers run where assigned
-  f.executor_targets.assign(3, "");
-  for (const auto& [e, target] : u.plan.executor_targets) f.executor_targets[static_cast<size_t>(e)] = target;
-  f.result_key = key;
-  f.id = Planner::job_id(key, 0, f.executor);
-  return f;
+  const std::vector<std::optional<Executor>> a(u.assignment.begin() + (first - base),
+                                               u.assignment.begin() + (last - base) + 1);
+  return range_job(u.plan.job_template, u.model->hash(), first, last, a, u.plan.executor_targets, key);
 }
 
 // Fills u.assignment and u.full_alone from the store's recommendations;
@@ -80,12 +65,12 @@ std::optional<JobSpec> next_assigned_job(RunUnit& u, const Store& store, const s
     else if (!assignment_from_store(u, store, run, log)) return std::nullopt;
     if (u.assignment.empty()) return std::nullopt;
     const LayerRange lr = u.layers();
-    return range_job(u, lr.first, lr.last, u.full_key());
+    return unit_range_job(u, lr.first, lr.last, u.full_key());
   }
   if (!u.bisector || u.bisect_in_flight || u.bisector->done()) return std::nullopt;
   const auto r = *u.bisector->next();
   u.bisect_in_flight = true;
-  return range_job(u, r.first, r.second, u.range_key(r.first, r.second));
+  return unit_range_job(u, r.first, r.second, u.range_key(r.first, r.second));
 }
 
 bool record_assigned(RunUnit& u, const JobSpec& j, const ExecResult& r, const LogFn& log) {

@@ -292,6 +292,7 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
   std::map<std::string, TestRun> runs;           // test ID -> run (ran or not)
   std::map<std::string, size_t> unit_of;         // test ID -> units index
   std::map<std::string, size_t> unit_of_group;   // model|variant|target -> its shared unit
+  std::map<std::string, size_t> unit_of_key;     // result key -> unit (identical subgraph tests share one)
   try {
     fs::create_directories(export_dir);
     if (!fs::is_directory(export_dir)) throw PipelineError(export_dir + ": cannot create the export directory");
@@ -330,6 +331,12 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
     const auto t0 = Clock::now();
     try {
       RunUnit u = make_unit(*t, spec, o);
+      // Two subgraph tests naming one range two ways are one unit.
+      if (auto same = unit_of_key.find(u.key()); same != unit_of_key.end()) {
+        unit_of[t->id] = same->second;
+        continue;
+      }
+      unit_of_key[u.key()] = units.size();
       for (const auto& w : u.model->warnings()) log(t->id + ": warning: " + w);
       store->put_model(u.model->hash(), u.model->bytes());
       unit_of[t->id] = units.size();

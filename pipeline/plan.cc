@@ -165,6 +165,28 @@ void Planner::finished(const JobSpec& job, const ExecResult& r) {
   }
 }
 
+JobSpec range_job(const JobSpec& job_template, const std::string& model_hash, uint32_t first, uint32_t last,
+                  const std::vector<std::optional<Executor>>& assignment,
+                  const std::map<Executor, std::string>& executor_targets, const std::string& result_key) {
+  JobSpec f = job_template;
+  f.model_hash = model_hash;
+  f.first_node = first;
+  f.last_node = last;
+  bool any_decided = false;
+  for (const auto& a : assignment) {
+    f.assignment.push_back(a ? *a : Executor::kNss);
+    f.decide.push_back(a ? 0 : 1);
+    any_decided = any_decided || !a;
+  }
+  if (!any_decided) f.decide.clear();
+  f.executor = Executor::kHost;  // names the result; the layers run where assigned
+  f.executor_targets.assign(3, "");
+  for (const auto& [e, target] : executor_targets) f.executor_targets[static_cast<size_t>(e)] = target;
+  f.result_key = result_key;
+  f.id = Planner::job_id(result_key, 0, f.executor);
+  return f;
+}
+
 std::string cache_key(const JobSpec& j, const std::string& profile_digest, const std::string& engine_identity) {
   std::ostringstream os;
   os << j.model_hash << "|" << j.first_node << "-" << j.last_node << "|" << executor_name(j.executor) << "|"

@@ -83,6 +83,16 @@ class Planner {
   size_t issued_ = 0, finished_ = 0;  // jobs handed out by next() / reported to finished()
 };
 
+// A range job (subgraph / assigned run): layers [first, last] of
+// `model_hash`, layer i on assignment[i - first] (nullopt: the compiler
+// decides), each executor's target from `executor_targets`, its result
+// stored under `result_key` (layer 0, executor host naming the result).
+// Its id is Planner::job_id(result_key, 0, host); identical ranges with
+// identical assignments have identical cache keys (computed once, cached).
+JobSpec range_job(const JobSpec& job_template, const std::string& model_hash, uint32_t first, uint32_t last,
+                  const std::vector<std::optional<Executor>>& assignment,
+                  const std::map<Executor, std::string>& executor_targets, const std::string& result_key);
+
 // Content key of a job's result in the cache: everything the result
 // depends on (model bytes hash, node range, executor, profile content,
 // tolerance, inputs, timing runs, rounding, engine identity; for an assigned

@@ -49,14 +49,16 @@ TEST_F(MatrixModes, RunAndSubgraphTestsHaveOutcomesReportsJUnitAndHtml) {
         "models:\n"
         "  - path: demo.onnx\n"
         "    config: cfg/torq_gen_config_demo.json\n"
-        "    subgraphs: [{from: 1, to: 8}, {from: Relu_relu1, to: Conv_conv2}, {from: NoSuchLayer, to: 3}]\n"
+        "    subgraphs: [{from: 1, to: 8}, {from: Relu_relu1, to: Conv_conv2}, {from: NoSuchLayer, to: 3},\n"
+        "                {from: Relu_relu1, to: 8}]\n"
         "modes: [discover, run, subgraph]\n");
   auto [code, out] = coordinator("spec.yaml", "out");
   EXPECT_EQ(code, 1) << out;  // the subgraph naming no layer fails
   auto t = tests_by_id(read_json(dir_ + "/out/summary.json"));
-  ASSERT_EQ(t.size(), 5u) << out;
+  ASSERT_EQ(t.size(), 6u) << out;
+  // 1..8 named two ways is one unit: one range run serves both tests.
   for (const char* id : {"demo-fp32-sim-discover", "demo-fp32-sim-run", "demo-fp32-sim-subgraph-1-8",
-                         "demo-fp32-sim-subgraph-Relu_relu1-Conv_conv2"}) {
+                         "demo-fp32-sim-subgraph-Relu_relu1-Conv_conv2", "demo-fp32-sim-subgraph-Relu_relu1-8"}) {
     ASSERT_TRUE(t.count(id)) << id << "\n" << out;
     EXPECT_EQ(t[id]["outcome"], "passed") << id << ": " << t[id].dump();
     EXPECT_EQ(t[id]["bringup_status"], "PASSED") << id;
@@ -86,7 +88,10 @@ TEST_F(MatrixModes, RunAndSubgraphTestsHaveOutcomesReportsJUnitAndHtml) {
 
   // JUnit (read by Python's ElementTree) and the HTML carry every test.
   const std::string junit = junit_via_python(dir_ + "/out/junit.xml");
-  EXPECT_NE(junit.find("5 1 0"), std::string::npos) << junit;
+  EXPECT_NE(junit.find("6 1 0"), std::string::npos) << junit;
+  EXPECT_EQ(read_json(dir_ + "/out/reports/demo-fp32-sim-subgraph-Relu_relu1-8/torq_gen_config_demo_subgraph_1_8.json")
+                ["full_model"]["worker"],
+            sub["full_model"]["worker"]);
   EXPECT_NE(junit.find("demo-fp32-sim-subgraph-1-8|-|passed|PASSED"), std::string::npos) << junit;
   EXPECT_NE(junit.find("demo-fp32-sim-run|-|passed|PASSED"), std::string::npos) << junit;
   const std::string html = slurp(dir_ + "/out/report.html");
