@@ -1,5 +1,6 @@
 // torq-gen-config: the single-machine executor-discovery workflow
-// (discover | view | edit), compatible with the seed tool's flags and files.
+// (discover | run | view | edit | compare), compatible with the seed tool's
+// flags and files.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -11,6 +12,7 @@
 #include "coordinator/run_model.h"
 #include "pipeline/edit.h"
 #include "pipeline/report.h"
+#include "pipeline/report_compare.h"
 #include "pipeline/view.h"
 
 using namespace torq;
@@ -134,6 +136,15 @@ int main(int argc, char** argv) {
   runc->add_flag("!--no-bisect", ro.bisect, "Do not bisect a failing run");
   runc->add_flag("--quiet,-q", ro.quiet, "Only errors");
 
+  std::string c_a, c_b, c_exec;
+  bool c_json = false;
+  auto* cmp = app.add_subcommand("compare", "Compare two reports (e.g. sim vs board): align their layers, "
+                                            "then per executor the agreement of statuses");
+  cmp->add_option("a", c_a, "Report JSON A")->required();
+  cmp->add_option("b", c_b, "Report JSON B")->required();
+  cmp->add_flag("--json", c_json, "Print the comparison as JSON");
+  cmp->add_option("--executor", c_exec, "Compare only this executor (nss, css or host; default all in both)");
+
   std::string v_config, v_model, v_dir = ".", v_layer;
   auto* view = app.add_subcommand("view", "Show a report: summary, one layer, or the compiler JSON");
   view->add_option("config", v_config, "Report JSON (torq_gen_config_<model>.json) or compiler JSON");
@@ -182,6 +193,18 @@ int main(int argc, char** argv) {
       if (std::sscanf(range.c_str(), "%f,%f", &d.input_lo, &d.input_hi) != 2 || !(d.input_lo < d.input_hi))
         throw PipelineError("--input-range must be LO,HI with LO < HI, got '" + range + "'");
       return coordinator::run_discover(d, std::cout, std::cerr);
+    }
+    if (*cmp) {
+      CompareOptions co{std::nullopt, c_a, c_b};
+      if (!c_exec.empty()) {
+        co.executor = executor_from_name(c_exec);
+        if (!co.executor) throw PipelineError("unknown executor '" + c_exec + "' (expected nss, css or host)");
+      }
+      const ModelReport ra = read_report_file(c_a), rb = read_report_file(c_b);
+      const CompareResult res = compare_reports(ra, rb, co);
+      if (c_json) std::cout << compare_json(res).dump(2) << "\n";
+      else std::cout << render_compare(res);
+      return 0;
     }
     if (*view) {
       // With --model the one positional argument is the layer.

@@ -53,6 +53,7 @@ flatbuffers::Offset<fb::Result> put_result(flatbuffers::FlatBufferBuilder& b, co
   auto wid = b.CreateString(r.worker_id);
   auto tc = b.CreateString(r.toolchain);
   auto dd = b.CreateString(r.dedup_of);
+  auto chip = r.chip.empty() ? flatbuffers::Offset<flatbuffers::String>() : b.CreateString(r.chip);
   flatbuffers::Offset<flatbuffers::Vector<fb::Executor>> placed;
   flatbuffers::Offset<flatbuffers::Vector<double>> layer_ms;
   if (!r.placed.empty()) {
@@ -84,6 +85,7 @@ flatbuffers::Offset<fb::Result> put_result(flatbuffers::FlatBufferBuilder& b, co
     rb.add_placed(placed);
     rb.add_layer_ms(layer_ms);
   }
+  if (!r.chip.empty()) rb.add_chip(chip);
   return rb.Finish();
 }
 
@@ -131,6 +133,7 @@ ExecResult get_result(const fb::Result* r) {
       out.placed.push_back(static_cast<Executor>(v));
     }
   if (r->layer_ms()) out.layer_ms.assign(r->layer_ms()->begin(), r->layer_ms()->end());
+  out.chip = str(r->chip());
   if (out.layer_ms.size() != out.placed.size())
     throw PipelineError("result has " + std::to_string(out.layer_ms.size()) + " layer times for " +
                         std::to_string(out.placed.size()) + " placed layers");

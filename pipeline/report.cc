@@ -48,7 +48,7 @@ constexpr std::string_view kTopKeys[] = {"version", "model_name", "default_toler
 constexpr std::string_view kLayerKeys[] = {"executors", "_node_index", "op_type", "mlir_location",
                                            "recommended_executor", "tolerance", "tolerance_used", "dedup_of"};
 constexpr std::string_view kExecKeys[] = {"status", "tolerance_used", "timing", "outputs", "cached", "dedup_of",
-                                          "worker_id", "job_id", "toolchain", "host_ms", "attempts"};
+                                          "worker_id", "job_id", "toolchain", "host_ms", "attempts", "chip"};
 constexpr std::string_view kErrorKeys[] = {"failure_report", "error_class"};
 constexpr std::string_view kMetricKeys[] = {"max_diff", "pcc"};
 
@@ -134,6 +134,7 @@ ojson exec_json(const ExecResult& r) {
   if (!r.worker_id.empty()) j["worker_id"] = r.worker_id;
   if (!r.job_id.empty()) j["job_id"] = r.job_id;
   if (!r.toolchain.empty()) j["toolchain"] = r.toolchain;
+  if (!r.chip.empty()) j["chip"] = r.chip;
   j["host_ms"] = num(r.host_ms);
   j["attempts"] = r.attempts;
   return j;
@@ -334,6 +335,7 @@ class Reader {
     if (j.contains("worker_id")) r.worker_id = str(j["worker_id"], field + ".worker_id");
     if (j.contains("job_id")) r.job_id = str(j["job_id"], field + ".job_id");
     if (j.contains("toolchain")) r.toolchain = str(j["toolchain"], field + ".toolchain");
+    if (j.contains("chip")) r.chip = str(j["chip"], field + ".chip");
     if (j.contains("host_ms")) r.host_ms = number(j["host_ms"], field + ".host_ms");
     if (j.contains("attempts"))
       r.attempts = static_cast<uint32_t>(integer(j["attempts"], field + ".attempts", 0, UINT32_MAX));

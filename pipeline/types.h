@@ -52,6 +52,7 @@ struct ExecResult {
   uint32_t timing_runs = 0;
   double host_ms = 0;         // wall time the job took on its worker
   std::string worker_id, toolchain;
+  std::string chip;           // the chip the executor's profile models, if it names one
   uint32_t attempts = 1;
   bool cached = false;        // served from the content-addressed cache
   std::string dedup_of;       // layer id whose result this copies

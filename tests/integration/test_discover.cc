@@ -77,7 +77,7 @@ TEST(DiscoverDemo, EveryLayerReportedWithIdsLocationsAndHostNeverError) {
   print_counts("demo fp32", rep);
 }
 
-TEST(DiscoverDemo, Bf16ConvertedRunsConvOnNssAndMaxPoolFallsBackToCss) {
+TEST(DiscoverDemo, Bf16ConvertedRunsConvOnNssAndSoftmaxFallsBackToCss) {
   const std::string dir = fresh_dir("demo_bf16");
   ASSERT_EQ(run_cmd(bin("torq-sim") + " demo --save " + dir + "/demo.onnx").code, 0);
   auto r = run_cmd(gen() + " discover --model " + dir + "/demo.onnx --output-dir " + dir +
@@ -87,11 +87,16 @@ TEST(DiscoverDemo, Bf16ConvertedRunsConvOnNssAndMaxPoolFallsBackToCss) {
   const json& conv = rep["ops"]["Conv_conv1"]["executors"]["nss"];
   EXPECT_TRUE(conv["status"] == "success" || conv["status"] == "difference") << conv.dump();
   EXPECT_EQ(rep["ops"]["Conv_conv1"]["recommended_executor"], conv["status"] == "success" ? "nss" : "css");
-  const json& mp = rep["ops"]["MaxPool_pool1"];
-  EXPECT_EQ(mp["executors"]["nss"]["status"], "error");
-  EXPECT_NE(mp["executors"]["nss"]["failure_report"]["summary"].get<std::string>().find("bf16 MaxPool not supported"),
+  // bf16 MaxPool runs on the SL2610's nss (calibrated profile); Softmax does not.
+  EXPECT_NE(rep["ops"]["MaxPool_pool1"]["executors"]["nss"]["status"], "error");
+  const json& sm = rep["ops"]["Softmax_probabilities"];
+  EXPECT_EQ(sm["executors"]["nss"]["status"], "error");
+  EXPECT_NE(sm["executors"]["nss"]["failure_report"]["summary"].get<std::string>().find("Softmax is not supported on nss"),
             std::string::npos);
-  EXPECT_EQ(mp["recommended_executor"], "css");
+  EXPECT_EQ(sm["recommended_executor"], "css");
+  // Results record the chip their profile models (nss.yaml: chip sl2610; css names none).
+  EXPECT_EQ(conv["chip"], "sl2610");
+  EXPECT_FALSE(sm["executors"]["css"].contains("chip"));
   EXPECT_TRUE(std::filesystem::exists(dir + "/demo_bf16.onnx"));
   print_counts("demo bf16", rep);
 }

@@ -47,26 +47,23 @@ void check_common(const std::string& what, const json& rep, size_t layers, const
   std::printf("\n");
 }
 
-const std::set<std::string> kNssBf16Ops = {"Conv", "Relu", "Add", "Gemm", "Clip", "Mul"};
+// Ops the SL2610-calibrated nss profile runs in bf16 (configs/targets/nss.yaml).
+const std::set<std::string> kNssBf16Ops = {"Conv", "Relu", "Add", "Gemm", "Clip", "Mul", "MaxPool", "Concat",
+                                           "Flatten", "Sigmoid", "AveragePool"};
 
 void check_bf16(const json& rep) {
   for (auto& [id, op] : rep["ops"].items()) {
     const std::string type = id.substr(0, id.find('_'));
     const json& nss = op["executors"]["nss"];
-    if (type == "MaxPool") {
-      EXPECT_EQ(nss["status"], "error") << id;
-      EXPECT_NE(nss["failure_report"]["summary"].get<std::string>().find("bf16 MaxPool not supported on nss"),
-                std::string::npos);
-      EXPECT_EQ(op["recommended_executor"], "css") << id;
-    } else if (kNssBf16Ops.count(type)) {
-      // Depthwise Conv is i8-only on NSS: its error is the profile's, not a crash.
-      if (nss["status"] == "error") {
-        EXPECT_EQ(type, "Conv") << id << ": " << nss.dump();
-        EXPECT_NE(nss["failure_report"]["summary"].get<std::string>().find("depthwise Conv not supported on nss"),
-                  std::string::npos) << id << ": " << nss.dump();
-      } else {
-        EXPECT_TRUE(nss["status"] == "success" || nss["status"] == "difference") << id;
-      }
+    if (!kNssBf16Ops.count(type)) continue;
+    // A Conv on a 1x1 feature map (squeeze-excitation) fails as on the chip:
+    // its error is the profile's, not a crash; everything else runs.
+    if (nss["status"] == "error") {
+      EXPECT_EQ(type, "Conv") << id << ": " << nss.dump();
+      EXPECT_NE(nss["failure_report"]["summary"].get<std::string>().find("spatial extent of 1 is below the nss minimum"),
+                std::string::npos) << id << ": " << nss.dump();
+    } else {
+      EXPECT_TRUE(nss["status"] == "success" || nss["status"] == "difference") << id;
     }
   }
 }

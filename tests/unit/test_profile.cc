@@ -126,29 +126,41 @@ TEST(NssProfile, RejectsFp32WithTheSeedToolMessage) {
   EXPECT_EQ(unsupported_reason(nss, conv_node(1), {&x, &w}), "FP32 not supported on nss; use --auto-convert-bf16");
 }
 
-TEST(NssProfile, AcceptsBf16ConvButNotDepthwiseOrStride4) {
+// The nss profile as calibrated on the SL2610 chip (configs/targets/nss.yaml).
+TEST(NssProfile, Bf16ConvAndDepthwiseRunGroupedStride4AndOneByOneMapsDoNot) {
   ExecutorProfile nss = ExecutorProfile::resolve("nss");
-  Tensor x(DType::kBF16, {1, 8, 8, 8}), w(DType::kBF16, {8, 8, 3, 3}), dw(DType::kBF16, {8, 1, 3, 3});
+  EXPECT_EQ(nss.chip(), "sl2610");
+  Tensor x(DType::kBF16, {1, 8, 8, 8}), w(DType::kBF16, {8, 8, 3, 3}), dw(DType::kBF16, {8, 1, 3, 3}),
+      gw(DType::kBF16, {8, 2, 3, 3}), se(DType::kBF16, {1, 8, 1, 1}), w1(DType::kBF16, {8, 8, 1, 1});
   EXPECT_EQ(unsupported_reason(nss, conv_node(1), {&x, &w}), "");
-  EXPECT_NE(unsupported_reason(nss, conv_node(8), {&x, &dw}).find("depthwise Conv not supported on nss"),
+  EXPECT_EQ(unsupported_reason(nss, conv_node(8), {&x, &dw}), "");  // depthwise: measured on the chip
+  EXPECT_NE(unsupported_reason(nss, conv_node(4), {&x, &gw}).find("grouped Conv not supported on nss"),
             std::string::npos);
   EXPECT_NE(unsupported_reason(nss, conv_node(1, {4, 4}), {&x, &w}).find("stride 4 exceeds the nss limit of 2"),
             std::string::npos);
+  // The squeeze-excitation 1x1 Conv on a 1x1 feature map fails on the chip.
+  EXPECT_NE(unsupported_reason(nss, conv_node(1), {&se, &w1}).find("spatial extent of 1 is below the nss minimum of 2"),
+            std::string::npos);
 }
 
-TEST(NssProfile, Bf16MaxPoolAndSigmoidFallBack) {
+TEST(NssProfile, Bf16MaxPoolSigmoidAndSmallMeansRunSoftmaxAndLargeMeansDoNot) {
   ExecutorProfile nss = ExecutorProfile::resolve("nss");
-  Tensor x(DType::kBF16, {1, 8, 8, 8});
-  onnx::NodeProto mp;
+  Tensor x(DType::kBF16, {1, 8, 8, 8}), big(DType::kBF16, {1, 240, 30, 30}), f(DType::kF32, {1, 8});
+  onnx::NodeProto mp, sig, sm, gap, flat;
   mp.set_op_type("MaxPool");
-  onnx::NodeProto sig;
   sig.set_op_type("Sigmoid");
-  onnx::NodeProto sm;
   sm.set_op_type("Softmax");
-  EXPECT_NE(unsupported_reason(nss, mp, {&x}).find("bf16 MaxPool not supported on nss (supports i8, i16)"),
+  gap.set_op_type("GlobalAveragePool");
+  flat.set_op_type("Flatten");
+  EXPECT_EQ(unsupported_reason(nss, mp, {&x}), "");
+  EXPECT_EQ(unsupported_reason(nss, sig, {&x}), "");
+  EXPECT_EQ(unsupported_reason(nss, gap, {&x}), "");
+  EXPECT_NE(unsupported_reason(nss, gap, {&big}).find("input of 216000 elements exceeds the nss limit of 131072"),
             std::string::npos);
-  EXPECT_NE(unsupported_reason(nss, sig, {&x}).find("bf16 Sigmoid not supported on nss"), std::string::npos);
   EXPECT_EQ(unsupported_reason(nss, sm, {&x}), "Softmax is not supported on nss");
+  // An op of any dtype still has no fp32 datapath on nss.
+  EXPECT_EQ(unsupported_reason(nss, flat, {&x}), "");
+  EXPECT_EQ(unsupported_reason(nss, flat, {&f}), "FP32 not supported on nss; use --auto-convert-bf16");
 }
 
 TEST(CostModel, ConvCyclesFollowMacsAndDispatch) {

@@ -17,8 +17,8 @@ OpRule parse_rule(const YamlReader& r, const YAML::Node& n, const std::string& o
   const std::string what = "rule for op '" + op + "'";
   OpRule rule;
   if (n.IsNull()) return rule;
-  r.expect_map(n, {"dtypes", "conv_groups", "spatial_ranks", "max_kernel", "max_stride",
-                   "max_dilation", "max_rank", "widen_output", "note"},
+  r.expect_map(n, {"dtypes", "conv_groups", "spatial_ranks", "max_kernel", "max_stride", "max_dilation",
+                   "max_rank", "min_kernel", "min_spatial", "max_input_elements", "widen_output", "note"},
                what);
   for (const auto& kv : n) {
     const std::string key = kv.first.Scalar();
@@ -44,6 +44,12 @@ OpRule parse_rule(const YamlReader& r, const YAML::Node& n, const std::string& o
       rule.max_dilation = r.integer(v, "max_dilation");
     } else if (key == "max_rank") {
       rule.max_rank = r.integer(v, "max_rank");
+    } else if (key == "min_kernel") {
+      rule.min_kernel = r.integer(v, "min_kernel");
+    } else if (key == "min_spatial") {
+      rule.min_spatial = r.integer(v, "min_spatial");
+    } else if (key == "max_input_elements") {
+      rule.max_input_elements = r.integer(v, "max_input_elements");
     } else if (key == "widen_output") {
       rule.widen_output = r.boolean(v, "widen_output");
     } else if (key == "note") {
@@ -64,13 +70,14 @@ double positive(const YamlReader& r, const YAML::Node& n, const std::string& wha
 ExecutorProfile ExecutorProfile::parse(const std::string& text, const std::string& filename) {
   YamlReader r(filename);
   YAML::Node root = yaml_parse(text, filename);
-  r.expect_map(root, {"name", "description", "numerics", "cost", "ops"}, "profile");
+  r.expect_map(root, {"name", "description", "chip", "numerics", "cost", "ops"}, "profile");
   ExecutorProfile p;
   if (!root["name"]) r.fail(root, "profile lacks 'name'");
   if (!root["ops"]) r.fail(root, "profile lacks 'ops' (a map of op rules, or 'all')");
   if (!root["cost"]) r.fail(root, "profile lacks 'cost'");
   p.name_ = r.str(root["name"], "name");
   if (root["description"]) p.description_ = r.str(root["description"], "description");
+  if (root["chip"]) p.chip_ = r.str(root["chip"], "chip");
   if (const auto num = root["numerics"]) {
     r.expect_map(num, {"float_type", "rounding", "fp32_error"}, "numerics");
     if (num["float_type"])
@@ -167,6 +174,8 @@ void ExecutorProfile::check(const NodeInfo& node, const std::vector<const Tensor
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor* t = inputs[i];
     if (!t || (i > 0 && !is_float(t->dtype()))) continue;
+    // An op of any dtype still has no fp32 datapath on a bf16 executor.
+    if (r->dtypes.empty() && t->dtype() == DType::kF32 && float_type_ == DType::kBF16) throw_unsupported(fp32_error_);
     if (r->dtypes.empty() || r->dtypes.count(t->dtype())) continue;
     if (t->dtype() == DType::kF32 && float_type_ == DType::kBF16) throw_unsupported(fp32_error_);
     std::string allowed;
@@ -188,10 +197,19 @@ void ExecutorProfile::check(const NodeInfo& node, const std::vector<const Tensor
     std::vector<int64_t> kernel = node.attr_ints("kernel_shape");
     if (kernel.empty() && inputs.size() > 1 && inputs[1] && inputs[1]->rank() > 2)
       kernel.assign(inputs[1]->shape().begin() + 2, inputs[1]->shape().end());
-    for (int64_t k : kernel)
+    for (int64_t k : kernel) {
       if (r->max_kernel && k > *r->max_kernel)
         throw_unsupported("kernel size " + std::to_string(k) + " exceeds the " + name_ + " limit of " +
                           std::to_string(*r->max_kernel) + why);
+      if (r->min_kernel && k < *r->min_kernel)
+        throw_unsupported("kernel size " + std::to_string(k) + " is below the " + name_ + " minimum of " +
+                          std::to_string(*r->min_kernel) + why);
+    }
+    if (r->min_spatial)
+      for (int64_t i = 2; i < inputs[0]->rank(); ++i)
+        if (inputs[0]->dim(i) < *r->min_spatial)
+          throw_unsupported(op + " on a spatial extent of " + std::to_string(inputs[0]->dim(i)) + " is below the " +
+                            name_ + " minimum of " + std::to_string(*r->min_spatial) + why);
     for (int64_t s : node.attr_ints("strides"))
       if (r->max_stride && s > *r->max_stride)
         throw_unsupported("stride " + std::to_string(s) + " exceeds the " + name_ + " limit of " +
@@ -201,6 +219,9 @@ void ExecutorProfile::check(const NodeInfo& node, const std::vector<const Tensor
         throw_unsupported("dilation " + std::to_string(d) + " exceeds the " + name_ + " limit of " +
                           std::to_string(*r->max_dilation) + why);
   }
+  if (r->max_input_elements && !inputs.empty() && inputs[0] && inputs[0]->numel() > *r->max_input_elements)
+    throw_unsupported(op + " input of " + std::to_string(inputs[0]->numel()) + " elements exceeds the " + name_ +
+                      " limit of " + std::to_string(*r->max_input_elements) + why);
   if (r->max_rank)
     for (const Tensor* t : inputs)
       if (t && t->rank() > *r->max_rank)

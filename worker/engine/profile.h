@@ -28,6 +28,9 @@ struct OpRule {
   std::optional<int64_t> max_stride;
   std::optional<int64_t> max_dilation;
   std::optional<int64_t> max_rank;      // largest input rank
+  std::optional<int64_t> min_kernel;    // smallest kernel extent per axis (conv/pool)
+  std::optional<int64_t> min_spatial;   // smallest spatial extent (H, W...) of input 0 (conv/pool)
+  std::optional<int64_t> max_input_elements;  // largest element count of input 0
   bool widen_output = false;            // bf16 in, f32 out (no output rounding)
   std::string note;                     // why the rule is what it is
 };
@@ -62,6 +65,9 @@ class ExecutorProfile {
 
   const std::string& name() const { return name_; }
   const std::string& description() const { return description_; }
+  // The chip the profile models ("sl2610"); empty: none named. Results
+  // record it, so results of two chip profiles never mix.
+  const std::string& chip() const { return chip_; }
   DType float_type() const { return float_type_; }
   std::optional<Rounding> rounding() const { return rounding_; }
   bool all_ops() const { return all_ops_; }
@@ -77,7 +83,7 @@ class ExecutorProfile {
                     const std::vector<Tensor>& outputs) const;
 
  private:
-  std::string name_, description_;
+  std::string name_, description_, chip_;
   DType float_type_ = DType::kF32;
   std::optional<Rounding> rounding_;
   std::string fp32_error_;

@@ -411,6 +411,7 @@ ExecResult JobRunner::run(const JobSpec& job) {
   } catch (const std::exception& e) {
     return fail("target", e.what());
   }
+  r.chip = profile->chip();
   std::unique_ptr<engine::Session> exe;
   try {
     engine::SessionOptions so;
