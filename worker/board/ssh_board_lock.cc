@@ -1,0 +1,175 @@
+// SshBoard: the board-wide lock, the real tool's convention
+// (`mkdir /tmp/torq_board_test.lock`, owner information inside). Files in
+// the lock directory: `owner` (ours) and `info` (the same lines; the real
+// tool reads `info` and shows its user= line when it finds the board busy).
+// Lines: owner=, user=, host=, pid=, time=, token=.
+#include <pwd.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
+#include <map>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "worker/board/remote_script.h"
+#include "worker/board/ssh_board.h"
+
+namespace torq::board {
+
+struct SshBoard::LockProbe {
+  bool acquired = false;
+  std::string holder;  // the owner (or info) file of the lock found held
+  long age_s = 0;      // how old the lock directory is
+};
+
+namespace {
+
+std::string local_hostname() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+std::string local_user() {
+  const passwd* pw = getpwuid(geteuid());
+  return pw ? pw->pw_name : std::to_string(geteuid());
+}
+
+std::string now_iso() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S%z", &tm);
+  return buf;
+}
+
+std::string new_token() {
+  std::random_device rd;
+  std::ostringstream s;
+  s << std::hex << rd() << rd() << "-" << getpid();
+  return s.str();
+}
+
+std::string flat(std::string s) {
+  for (char& c : s) if (c == '\n' || c == '\r') c = ' ';
+  return s;
+}
+
+std::map<std::string, std::string> parse_info(const std::string& text) {
+  std::map<std::string, std::string> kv;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    auto eq = line.find('=');
+    if (eq != std::string::npos) kv[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return kv;
+}
+
+// Why a held lock may be taken over, or nothing if it may not.
+std::optional<std::string> stale_reason(const std::string& holder, long age_s, std::chrono::seconds stale_age) {
+  auto kv = parse_info(holder);
+  if (kv.empty() && age_s > 60) return "it has no owner information and is " + std::to_string(age_s) + " s old";
+  if (age_s > stale_age.count())
+    return "it is " + std::to_string(age_s) + " s old (stale after " + std::to_string(stale_age.count()) + " s)";
+  if (kv.count("host") && kv["host"] == local_hostname() && kv.count("pid")) {
+    char* end = nullptr;
+    long pid = std::strtol(kv["pid"].c_str(), &end, 10);
+    if (pid > 0 && end && *end == '\0' && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+      return "its owner, pid " + kv["pid"] + " on this host, is gone";
+  }
+  return std::nullopt;
+}
+
+std::string describe(const std::string& holder) {
+  auto kv = parse_info(holder);
+  if (kv.empty()) return "(no owner information)";
+  std::string who = kv.count("owner") ? kv["owner"] : "user " + kv["user"] + " on " + kv["host"] + " pid " + kv["pid"];
+  return "'" + who + "' since " + kv["time"];
+}
+
+}  // namespace
+
+SshBoard::LockProbe SshBoard::probe_lock() {
+  if (lock_token_.empty()) lock_token_ = new_token();
+  std::vector<std::string> lines = {"owner=" + flat(owner_), "user=" + local_user(),
+                                    "host=" + local_hostname(), "pid=" + std::to_string(getpid()),
+                                    "time=" + now_iso(), "token=" + lock_token_};
+  std::string script =
+      "L=" + shell_quote(options_.lock_dir) + "\n"
+      "if mkdir \"$L\" 2>/dev/null; then\n"
+      "  if printf '%s\\n' " + shell_join(lines) + " > \"$L/owner\" && cp \"$L/owner\" \"$L/info\"; then\n"
+      "    echo torq-lock=acquired; exit 0; fi\n"
+      "  rm -rf \"$L\"; echo 'cannot write the lock owner file' >&2; exit 3\n"
+      "fi\n"
+      "echo torq-lock=held\n"
+      "echo \"$(( $(date +%s) - $(stat -c %Y \"$L\" 2>/dev/null || date +%s) ))\"\n"
+      "cat \"$L/owner\" 2>/dev/null || cat \"$L/info\" 2>/dev/null; exit 0\n";
+  Remote r = control(bash_command(script));
+  if (r.exit_code != 0)
+    throw InfraError(InfraKind::ssh, to_string(address_) + ": lock " + options_.lock_dir + ": " + diagnostic_line(r.err));
+  LockProbe p;
+  std::istringstream in(r.out);
+  std::string state, age;
+  std::getline(in, state);
+  p.acquired = state == "torq-lock=acquired";
+  if (p.acquired) return p;
+  std::getline(in, age);
+  p.age_s = std::atol(age.c_str());
+  p.holder.assign(std::istreambuf_iterator<char>(in), {});
+  while (!p.holder.empty() && p.holder.back() == '\n') p.holder.pop_back();
+  return p;
+}
+
+// Removes the lock only if its owner file still reads as seen_owner, by
+// renaming it away first (a lock re-taken meanwhile is left alone).
+bool SshBoard::recover_lock(const std::string& seen_owner) {
+  std::string script =
+      "L=" + shell_quote(options_.lock_dir) + "\nseen=" + shell_quote(seen_owner) + "\n"
+      "cur=$(cat \"$L/owner\" 2>/dev/null || cat \"$L/info\" 2>/dev/null)\n"
+      "[ \"$cur\" = \"$seen\" ] || exit 0\n"
+      "mv \"$L\" \"$L.stale.$$\" 2>/dev/null && rm -rf \"$L.stale.$$\" && echo torq-lock=recovered; exit 0\n";
+  Remote r = control(bash_command(script));
+  return r.out.find("torq-lock=recovered") != std::string::npos;
+}
+
+void SshBoard::lock(std::chrono::milliseconds timeout) {
+  if (locked_) return;
+  ensure_open();
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool said_waiting = false, said_stuck = false;
+  for (;;) {
+    LockProbe p = probe_lock();
+    if (p.acquired) { locked_ = true; return; }
+    if (auto why = stale_reason(p.holder, p.age_s, options_.lock_stale_age)) {
+      if (recover_lock(p.holder)) {
+        note("recovered the stale lock " + options_.lock_dir + " held by " + describe(p.holder) + ": " + *why);
+        continue;
+      }
+      if (!said_stuck) note("could not remove the stale lock " + options_.lock_dir + " (" + *why + ")");
+      said_stuck = true;
+    }
+    if (!said_waiting) note("waiting for the board lock held by " + describe(p.holder));
+    said_waiting = true;
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline)
+      throw InfraError(InfraKind::lock_timeout, to_string(address_) + ": " + options_.lock_dir + " is held by " +
+                                                    describe(p.holder) + " (" + std::to_string(p.age_s) +
+                                                    " s); waited " + std::to_string(timeout.count()) + " ms");
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(options_.lock_poll, deadline - now));
+  }
+}
+
+void SshBoard::unlock() {
+  if (!locked_) return;
+  std::string script = "L=" + shell_quote(options_.lock_dir) + "\n"
+                       "grep -qx " + shell_quote("token=" + lock_token_) + " \"$L/owner\" 2>/dev/null && rm -rf \"$L\"; exit 0\n";
+  control(bash_command(script));
+  locked_ = false;
+}
+
+}  // namespace torq::board
