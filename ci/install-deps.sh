@@ -14,6 +14,7 @@ PKGS=(
   libonnx-testdata
   python3-torch python3-torchvision python3-onnx
   chromium
+  openssh-server openssh-client   # worker/board: ssh/scp to boards; tests/board start an sshd
 )
 if [ "${1:-}" = "--bench" ]; then
   # PyTorch is the peer of tests/bench; OpenBLAS gives it Debian's fastest
