@@ -10,8 +10,9 @@
 //    master calls setsid) are not touched.
 //  - If argv[0] cannot be executed the result has exit_code 127 and the
 //    reason in err, as a shell would report it.
-//  - Never throws for the child's behaviour; throws std::system_error only
-//    when the local system cannot create pipes or fork.
+//  - Never throws for the child's behaviour; throws std::invalid_argument
+//    for an empty argv and std::system_error when the local system cannot
+//    create pipes or fork.
 #pragma once
 
 #include <string>

@@ -65,6 +65,9 @@ std::vector<std::string> SshBoard::common_options() const {
       "-o", "UserKnownHostsFile=" + control_dir_ + "/known_hosts",
       "-o", "LogLevel=ERROR",
       "-o", "ControlPath=" + control_path_,
+      // Bounds a fallback to a direct connection if the master vanished
+      // between ensure_open() and the call.
+      "-o", "ConnectTimeout=" + std::to_string(options_.connect_timeout_s),
   };
   if (!address_.key_file.empty()) {
     o.insert(o.end(), {"-i", address_.key_file, "-o", "IdentitiesOnly=yes"});
@@ -89,7 +92,6 @@ void SshBoard::open() {
       "ssh", "-M", "-N", "-f",
       "-o", "ControlMaster=yes",
       "-o", "ControlPersist=" + std::to_string(options_.control_persist_s) + "s",
-      "-o", "ConnectTimeout=" + std::to_string(options_.connect_timeout_s),
       "-o", "ServerAliveInterval=" + std::to_string(options_.server_alive_interval_s),
       "-o", "ServerAliveCountMax=" + std::to_string(options_.server_alive_count_max)};
   auto o = common_options();

@@ -80,13 +80,18 @@ class SshBoard {
   bool locked() const { return locked_; }
 
   // Creates remote_dir (mkdir -p) and copies the local files into it with
-  // one scp. Throws InfraError staging (or ssh if the connection is gone).
+  // one scp, each under its base name (the real tool's /tmp/<stem>/<name>).
+  // Throws InfraError staging (or ssh if the connection is gone), and
+  // std::invalid_argument for a missing local file or an unsafe remote_dir
+  // (remote_script.h: check_remote_path).
   void stage(const std::vector<std::string>& local_files, const std::string& remote_dir);
 
   // Runs argv in remote_dir: bash, `cd DIR && time { argv ; }`.
   RunResult run(const std::vector<std::string>& argv, const std::string& remote_dir, int timeout_ms);
 
   // Copies remote files into local_dir (created if missing) with one scp.
+  // A remote file that is not there is InfraError staging: pull only what a
+  // successful run (exit 0) was to write.
   void pull(const std::vector<std::string>& remote_files, const std::string& local_dir);
 
   // Releases the lock if held, then stops the master (ssh -O exit).
