@@ -65,13 +65,14 @@ bool accepts(int port) {
 // Every process whose ancestry includes root (from /proc), root excluded.
 std::vector<pid_t> descendants(pid_t root) {
   std::vector<std::pair<pid_t, pid_t>> links;  // pid, ppid
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "stat");
+  std::error_code ec;  // processes come and go while /proc is read
+  for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(it->path() / "stat");
     std::string stat((std::istreambuf_iterator<char>(in)), {});
     auto close = stat.rfind(')');
-    if (close == std::string::npos) continue;
+    if (close == std::string::npos || close + 2 > stat.size()) continue;
     std::istringstream rest(stat.substr(close + 2));
     char state;
     pid_t ppid;
@@ -108,7 +109,9 @@ TestSshd::TestSshd(const std::string& dir) : dir_(dir) {
       << "Subsystem sftp internal-sftp\n";
 }
 
-TestSshd::~TestSshd() { kill_all(); }
+TestSshd::~TestSshd() {
+  try { kill_all(); } catch (...) {}
+}
 
 void TestSshd::start() {
   if (geteuid() == 0) mkdir("/run/sshd", 0755);  // privilege separation dir
