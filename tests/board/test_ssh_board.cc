@@ -74,6 +74,7 @@ class SshBoardTest : public ::testing::Test {
     BoardOptions o;
     o.log = [this](const std::string& line) { notes_ += line + "\n"; };
     o.connect_timeout_s = 5;
+    o.control_persist_s = 60;  // a killed test leaves no master for long
     return o;
   }
   std::unique_ptr<SshBoard> board(const std::string& owner = "torq-board test") {

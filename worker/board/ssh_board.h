@@ -33,7 +33,8 @@ namespace torq::board {
 
 struct BoardOptions {
   int connect_timeout_s = 10;        // ssh ConnectTimeout for the master
-  int control_persist_s = 1800;      // an idle master exits after this
+  int control_persist_s = 600;       // an idle master exits after this (also
+                                     // bounds one left by a killed worker)
   int server_alive_interval_s = 5;   // a vanished board is noticed after
   int server_alive_count_max = 3;    //   interval * count seconds
   int command_timeout_ms = 20000;    // small control commands (mkdir, lock)
