@@ -71,6 +71,7 @@ struct FleetWorker::Impl {
     lo.threads_per_worker = o.threads_per_job;
     lo.max_attempts = o.max_attempts;
     lo.id_prefix = o.worker_id;
+    lo.backend_args = o.backend_args;
     return lo;
   }
 
@@ -103,7 +104,7 @@ struct FleetWorker::Impl {
     w.worker_id = opt.worker_id;
     w.target = opt.target;
     w.executors = opt.executors;
-    w.toolchain = toolchain_identity();
+    w.toolchain = opt.toolchain.empty() ? toolchain_identity() : opt.toolchain;
     w.capacity = draining ? 0 : static_cast<uint32_t>(opt.capacity);
     w.running.assign(active.begin(), active.end());
     return w;

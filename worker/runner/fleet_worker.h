@@ -55,6 +55,10 @@ struct FleetWorkerOptions {
   // Benchmarking only: "" (run jobs for real), "noop" or "sleep:MS" (see above).
   std::string bench_executor;
   std::function<void(const std::string&)> log;  // default: stderr
+  // The backend the job processes use (LocalPoolOptions::backend_args) and
+  // its identity for READY; empty: the sim backend.
+  std::vector<std::string> backend_args;
+  std::string toolchain;
 };
 
 class FleetWorker {

@@ -17,8 +17,6 @@
 namespace torq::runner {
 
 using engine::DType;
-using engine::EngineError;
-using engine::ErrorKind;
 using engine::Tensor;
 using pipeline::ExecResult;
 using pipeline::JobSpec;
@@ -27,24 +25,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-const engine::ExecutorProfile& profile_for(pipeline::Executor e) {
-  static std::map<pipeline::Executor, std::shared_ptr<engine::ExecutorProfile>> cache;
-  auto& p = cache[e];
-  if (!p) p = std::make_shared<engine::ExecutorProfile>(engine::ExecutorProfile::resolve(pipeline::executor_name(e)));
-  return *p;
-}
-
-std::shared_ptr<const engine::ExecutorProfile> shared_profile(pipeline::Executor e) {
-  return std::shared_ptr<const engine::ExecutorProfile>(&profile_for(e), [](const engine::ExecutorProfile*) {});
-}
-
-// The job's executor profile: the built-in one for target "sim", else the
-// profile file the target names (torq-gen-config --targets).
-std::shared_ptr<const engine::ExecutorProfile> profile_for_job(const JobSpec& job) {
-  if (job.target.empty() || job.target == "sim") return shared_profile(job.executor);
-  static std::map<std::string, std::shared_ptr<const engine::ExecutorProfile>> by_path;
-  auto& p = by_path[job.target];
-  if (!p) p = std::make_shared<engine::ExecutorProfile>(engine::ExecutorProfile::load(job.target));
+// The reference's profile: the built-in fp32 host profile.
+std::shared_ptr<const engine::ExecutorProfile> host_profile() {
+  static const auto p =
+      std::make_shared<const engine::ExecutorProfile>(engine::ExecutorProfile::resolve("host"));
   return p;
 }
 
@@ -79,11 +63,6 @@ ExecResult failed(ExecResult r, const std::string& cls, const std::string& msg, 
   return r;
 }
 
-std::string class_of(const EngineError& e, bool at_load) {
-  if (e.kind() == ErrorKind::kUnsupported) return "unsupported";
-  return at_load ? "compile" : "runtime";
-}
-
 }  // namespace
 
 std::string toolchain_identity() {
@@ -108,8 +87,8 @@ struct JobRunner::SubModel {
   std::string error;
 };
 
-JobRunner::JobRunner(FetchModel fetch, std::string worker_id, int threads)
-    : fetch_(std::move(fetch)), worker_id_(std::move(worker_id)), threads_(threads) {}
+JobRunner::JobRunner(FetchModel fetch, std::string worker_id, std::unique_ptr<Backend> backend, int threads)
+    : fetch_(std::move(fetch)), worker_id_(std::move(worker_id)), backend_(std::move(backend)), threads_(threads) {}
 JobRunner::~JobRunner() = default;
 
 JobRunner::ModelState& JobRunner::model(const JobSpec& job) {
@@ -266,51 +245,19 @@ std::map<std::string, Tensor> JobRunner::range_inputs(const ModelState& ms, uint
   return in;
 }
 
-// Runs the layer materialised in `sm` on executor e; false with *why set when
-// the executor's profile does not accept it (`accepted` false) or it fails.
-bool JobRunner::run_layer(const JobSpec& job, pipeline::Executor e, const SubModel& sm, LayerRun* lr) {
-  JobSpec layer_job = job;
-  layer_job.executor = e;
+BackendResult JobRunner::run_on(const JobSpec& job, pipeline::Executor e, const SubModel& sm, uint32_t runs) {
+  BackendRequest req;
+  req.model = &sm.proto;
+  req.feeds = &sm.feeds;
+  req.executor = e;
+  req.target = job.target;
   if (job.executor_targets.size() == 3 && !job.executor_targets[static_cast<size_t>(e)].empty())
-    layer_job.target = job.executor_targets[static_cast<size_t>(e)];
-  std::shared_ptr<const engine::ExecutorProfile> profile;
-  try {
-    profile = profile_for_job(layer_job);
-  } catch (const std::exception& ex) {
-    lr->error_class = "target";
-    lr->why = ex.what();
-    return false;
-  }
-  engine::SessionOptions so;
-  so.threads = threads_;
-  so.rounding = job.bf16_rne ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
-  so.profile = profile;
-  std::unique_ptr<engine::Session> exe;
-  try {
-    exe = engine::Session::from_proto(sm.proto, so);
-  } catch (const EngineError& ex) {
-    lr->error_class = class_of(ex, true);
-    lr->why = ex.what();
-    return false;
-  } catch (const std::exception& ex) {
-    lr->error_class = "compile";
-    lr->why = ex.what();
-    return false;
-  }
-  lr->accepted = true;
-  try {
-    lr->outs = exe->run(sm.feeds);
-    lr->sim_ms = exe->last_stats().sim_ms;
-  } catch (const EngineError& ex) {
-    lr->error_class = class_of(ex, false);
-    lr->why = ex.what();
-    return false;
-  } catch (const std::exception& ex) {
-    lr->error_class = "runtime";
-    lr->why = ex.what();
-    return false;
-  }
-  return true;
+    req.target = job.executor_targets[static_cast<size_t>(e)];
+  req.bf16_rne = job.bf16_rne;
+  req.runs = std::max<uint32_t>(1, runs);
+  req.timeout_ms = job.timeout_ms;
+  req.label = job.id;
+  return backend_->run(req);
 }
 
 ExecResult JobRunner::run_assigned(const JobSpec& job, ModelState& ms, ExecResult r,
@@ -333,25 +280,27 @@ ExecResult JobRunner::run_assigned(const JobSpec& job, ModelState& ms, ExecResul
                              (node.name().empty() ? node.output(0) : node.name()) + "')";
     SubModel sm;
     if (!materialise(ms, job, i, i, &assigned, &sm)) return fail("runtime", what + ": " + sm.error);
-    LayerRun lr;
+    BackendResult lr;
     std::string rejected;
     std::optional<pipeline::Executor> ran;
     for (pipeline::Executor e : pipeline::kExecutorPriority) {
       if (!decide && e != job.assignment[k]) continue;
-      lr = LayerRun{};
-      if (run_layer(job, e, sm, &lr)) {
+      lr = run_on(job, e, sm, 1);
+      if (lr.ok) {
         ran = e;
         break;
       }
       if (!decide || lr.accepted)  // an assigned executor, or the one the compiler chose, failed
-        return fail(lr.error_class, what + " on " + pipeline::executor_name(e) + ": " + lr.why);
-      rejected += std::string(rejected.empty() ? "" : "; ") + pipeline::executor_name(e) + ": " + lr.why;
+        return fail(lr.error_class, what + " on " + pipeline::executor_name(e) + ": " + lr.error_message);
+      rejected += std::string(rejected.empty() ? "" : "; ") + pipeline::executor_name(e) + ": " + lr.error_message;
     }
     if (!ran) return fail("unsupported", what + ": no executor accepts it (" + rejected + ")");
+    if (r.chip.empty()) r.chip = lr.chip;
     r.placed.push_back(*ran);
-    r.layer_ms.push_back(lr.sim_ms);
-    sim_ms += lr.sim_ms;
-    for (size_t o = 0; o < lr.outs.size() && o < sm.outs.size(); ++o) assigned.insert_or_assign(sm.outs[o], lr.outs[o]);
+    r.layer_ms.push_back(std::max(0.0, lr.runtime_ms));
+    sim_ms += std::max(0.0, lr.runtime_ms);
+    for (size_t o = 0; o < lr.outputs.size() && o < sm.outs.size(); ++o)
+      assigned.insert_or_assign(sm.outs[o], lr.outputs[o]);
   }
   for (const auto& name : range_outputs(ms, job.first_node, job.last_node)) {
     auto a = assigned.find(name);
@@ -373,7 +322,7 @@ ExecResult JobRunner::run(const JobSpec& job) {
   r.job_id = job.id;
   r.executor = job.executor;
   r.worker_id = worker_id_;
-  r.toolchain = toolchain_identity();
+  r.toolchain = backend_->identity();
   r.tolerance_used = job.tolerance;
   auto fail = [&](const std::string& cls, const std::string& msg) { return failed(r, cls, msg, t0); };
   ModelState* ms = nullptr;
@@ -398,47 +347,22 @@ ExecResult JobRunner::run(const JobSpec& job) {
     engine::SessionOptions so;
     so.threads = threads_;
     so.rounding = rounding;
-    so.profile = shared_profile(pipeline::Executor::kHost);
+    so.profile = host_profile();
     auto ref = engine::Session::from_proto(sub, so);
     expected = ref->run(feeds);
   } catch (const std::exception& e) {
     return fail("reference", std::string("reference (host fp32) failed: ") + e.what());
   }
-  // The executor under its profile.
-  std::shared_ptr<const engine::ExecutorProfile> profile;
-  try {
-    profile = profile_for_job(job);
-  } catch (const std::exception& e) {
-    return fail("target", e.what());
-  }
-  r.chip = profile->chip();
-  std::unique_ptr<engine::Session> exe;
-  try {
-    engine::SessionOptions so;
-    so.threads = threads_;
-    so.rounding = rounding;
-    so.profile = profile;
-    exe = engine::Session::from_proto(sub, so);
-  } catch (const EngineError& e) {
-    return fail(class_of(e, true), e.what());
-  } catch (const std::exception& e) {
-    return fail("compile", e.what());
-  }
-  std::vector<Tensor> actual;
-  double sim_ms = 0;
-  const uint32_t runs = std::max<uint32_t>(1, job.timing_runs);
-  try {
-    for (uint32_t k = 0; k < runs; ++k) {
-      actual = exe->run(feeds);
-      sim_ms += exe->last_stats().sim_ms;
-    }
-  } catch (const EngineError& e) {
-    return fail(class_of(e, false), e.what());
-  } catch (const std::exception& e) {
-    return fail("runtime", e.what());
-  }
-  r.runtime_ms = sim_ms / runs;
-  r.timing_runs = runs;
+  // The executor, by the backend.
+  BackendResult br = run_on(job, job.executor, sm, job.timing_runs);
+  r.chip = br.chip;
+  if (!br.ok) return fail(br.error_class, br.error_message);
+  const std::vector<Tensor>& actual = br.outputs;
+  if (actual.size() != expected.size())
+    return fail("runtime", "the executor produced " + std::to_string(actual.size()) + " outputs, the reference " +
+                               std::to_string(expected.size()));
+  r.runtime_ms = br.runtime_ms;
+  r.timing_runs = br.runs;
   for (size_t i = 0; i < actual.size() && i < expected.size(); ++i)
     r.outputs.push_back(pipeline::diff_output(outs[i], actual[i], expected[i], job.tolerance));
   pipeline::judge(&r, job.tolerance);

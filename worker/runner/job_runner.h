@@ -1,7 +1,8 @@
 // The worker-side job runner: for one job, materialise the layer's
 // sub-model with its real (or random) inputs, compute the fp32 host
-// reference, run the job's executor under its profile, and compare
-// (DESIGN §3). It knows jobs and tensors, no sockets or processes.
+// reference with the engine, ask the Backend to run the sub-model on the
+// job's executor, and compare (DESIGN §3). It knows jobs and tensors, no
+// sockets or processes, and no backend's details (worker/runner/backend.h).
 #pragma once
 
 #include <chrono>
@@ -12,8 +13,9 @@
 #include <vector>
 
 #include "pipeline/codec.h"
-#include "worker/engine/tensor.h"
 #include "pipeline/types.h"
+#include "worker/engine/tensor.h"
+#include "worker/runner/backend.h"
 
 namespace torq::engine {
 class Tensor;
@@ -26,17 +28,21 @@ class JobRunner {
   // Returns the model bytes for a content hash, or throws (e.g. not cached).
   using FetchModel = std::function<std::string(const std::string& hash)>;
 
-  JobRunner(FetchModel fetch, std::string worker_id, int threads = 1);
+  // `backend` runs the sub-models (required); `threads` is for the
+  // reference engine.
+  JobRunner(FetchModel fetch, std::string worker_id, std::unique_ptr<Backend> backend, int threads = 1);
   ~JobRunner();
   JobRunner(const JobRunner&) = delete;
   JobRunner& operator=(const JobRunner&) = delete;
 
   // Runs the job. Never throws: every failure is an `error` result with a
-  // class (unsupported, compile, runtime, reference, fetch, target) and a
-  // message. A job with an assignment is an assigned full-model run: every
-  // layer in order under its assigned executor's profile, fed the outputs
-  // the layers before it produced there, and the graph outputs compared
-  // with the fp32 host reference; an error names the layer that failed.
+  // class (the backend's: unsupported, import, compile, runtime, crash,
+  // timeout, target; or the runner's: reference, fetch) and a message. A job
+  // with an assignment is an assigned full-model run: every layer in order
+  // on its assigned executor (or, where the compiler decides, the first
+  // executor in priority order the backend accepts), fed the outputs the
+  // layers before it produced there, and the graph outputs compared with
+  // the fp32 host reference; an error names the layer that failed.
   pipeline::ExecResult run(const pipeline::JobSpec& job);
 
  private:
@@ -49,15 +55,11 @@ class JobRunner {
   // input has no value.
   bool materialise(ModelState& ms, const pipeline::JobSpec& job, uint32_t first, uint32_t last,
                    const std::map<std::string, engine::Tensor>* assigned, SubModel* out);
-  struct LayerRun {
-    bool accepted = false;            // the profile took the layer (it compiled)
-    std::vector<engine::Tensor> outs;
-    double sim_ms = 0;
-    std::string error_class, why;
-  };
   std::map<std::string, engine::Tensor> range_inputs(const ModelState& ms, uint32_t first, uint32_t last) const;
   std::vector<std::string> range_outputs(const ModelState& ms, uint32_t first, uint32_t last) const;
-  bool run_layer(const pipeline::JobSpec& job, pipeline::Executor e, const SubModel& sm, LayerRun* lr);
+  // The backend's run of `sm` on executor e, for `job` (its target for e,
+  // rounding, timeout; `runs` timing runs).
+  BackendResult run_on(const pipeline::JobSpec& job, pipeline::Executor e, const SubModel& sm, uint32_t runs);
   // An assigned run of [first_node, last_node]: starts from the reference
   // values entering the range, runs each layer where assigned (or where the
   // compiler decides), compares the range's outputs with the reference.
@@ -67,11 +69,13 @@ class JobRunner {
 
   FetchModel fetch_;
   std::string worker_id_;
+  std::unique_ptr<Backend> backend_;
   int threads_;
   std::map<std::string, std::unique_ptr<ModelState>> models_;  // by hash + activation key
 };
 
-// The identity this runner reports (engine version and profile set).
+// The engine's identity ("torq-sim 0.1 (oneDNN X.Y.Z)"): the reference's,
+// and the sim backend's.
 std::string toolchain_identity();
 
 }  // namespace torq::runner

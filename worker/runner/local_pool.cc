@@ -75,6 +75,7 @@ void LocalPool::spawn(Slot& s) {
   const std::string threads = std::to_string(opts_.threads_per_worker);
   std::vector<std::string> args = {opts_.worker_binary, "--stdio", "--cache", opts_.cache_dir,
                                    "--id", id, "--threads", threads};
+  args.insert(args.end(), opts_.backend_args.begin(), opts_.backend_args.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -29,6 +29,9 @@ struct LocalPoolOptions {
   int threads_per_worker = 1;
   int max_attempts = 3;
   std::string id_prefix = "local";  // worker ids in results: <prefix>-<slot>
+  // Extra worker arguments choosing the backend ("--backend toolchain
+  // --toolchain FILE"); empty: the sim backend.
+  std::vector<std::string> backend_args;
 };
 
 class LocalPool {

@@ -5,12 +5,17 @@
 //    torq-coordinator; each job runs in a `--stdio` child process.
 //  --connect ... --bench-executor noop|sleep:MS: BENCHMARKING ONLY, jobs
 //    answered in-process without the engine (tests/bench/fleet_bench.sh).
+//  --backend sim|toolchain [--toolchain FILE.yaml]: what runs the executor
+//    (worker/runner/backend.h): the engine under the executor profiles
+//    (default), or the Torq tools per the toolchain file (a bad file: exit 2
+//    with file:line:col). --check-backend validates and exits (0 or 2).
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -22,6 +27,8 @@
 #include "worker/runner/fleet_worker.h"
 #include "worker/runner/frame_io.h"
 #include "worker/runner/job_runner.h"
+#include "worker/sim/sim_backend.h"
+#include "worker/toolchain/toolchain_backend.h"
 
 using namespace torq;
 
@@ -67,10 +74,42 @@ int run_fleet(runner::FleetWorkerOptions o, const std::string& executors, const 
   }
 }
 
+struct BackendChoice {
+  std::string kind = "sim";
+  std::string toolchain_file;
+};
+
+// The backend a --stdio worker runs jobs with; throws for a bad toolchain file.
+std::unique_ptr<runner::Backend> make_backend(const BackendChoice& b, int threads) {
+  if (b.kind == "toolchain")
+    return std::make_unique<toolchain::ToolchainBackend>(toolchain::ToolchainConfig::load(b.toolchain_file));
+  return std::make_unique<sim::SimBackend>(threads);
+}
+
+// Validates the choice (the toolchain file) before serving anything: exit
+// code 0, or 2 with the message on stderr.
+int check_backend(const BackendChoice& b) {
+  if (b.kind == "toolchain" && b.toolchain_file.empty()) {
+    std::fprintf(stderr, "torq-worker: error: --backend toolchain needs --toolchain FILE.yaml\n");
+    return 2;
+  }
+  if (b.kind != "toolchain" && !b.toolchain_file.empty()) {
+    std::fprintf(stderr, "torq-worker: error: --toolchain is for --backend toolchain\n");
+    return 2;
+  }
+  try {
+    make_backend(b, 1);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "torq-worker: error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"torq-worker: runs executor-discovery jobs (sim backend)"};
+  CLI::App app{"torq-worker: runs executor-discovery jobs (sim or toolchain backend)"};
   bool stdio = false;
   std::string cache_dir = ".torq-cache/models";
   std::string id = "local";
@@ -98,7 +137,17 @@ int main(int argc, char** argv) {
       ->needs(o_connect);
   app.add_option("--server-key", server_key, "Fleet/CURVE: file with the coordinator's public key (z85)");
   app.add_option("--key", key_prefix, "Fleet/CURVE: this worker's key pair PREFIX.pub / PREFIX.key");
+  BackendChoice backend;
+  bool check_only = false;
+  app.add_option("--backend", backend.kind, "What runs the executor: sim (the engine under the profiles) or "
+                                            "toolchain (the Torq tools per --toolchain)")
+      ->check(CLI::IsMember({"sim", "toolchain"}))->capture_default_str();
+  app.add_option("--toolchain", backend.toolchain_file, "Toolchain file (configs/toolchains/*.yaml) for --backend toolchain");
+  app.add_flag("--check-backend", check_only, "Validate --backend/--toolchain and exit (0 ok, 2 bad)");
   CLI11_PARSE(app, argc, argv);
+  if (const int rc = check_backend(backend); rc != 0 || check_only) return rc;
+  if (!backend.toolchain_file.empty())
+    backend.toolchain_file = std::filesystem::absolute(backend.toolchain_file).lexically_normal().string();
   if (!stdio && fo.connect.empty()) {
     std::fprintf(stderr, "torq-worker: give --stdio or --connect tcp://HOST:PORT (see --help)\n");
     return 2;
@@ -107,6 +156,10 @@ int main(int argc, char** argv) {
     fo.cache_dir = cache_dir;
     fo.threads_per_job = threads;
     if (app.count("--id")) fo.worker_id = id;
+    if (backend.kind != "sim") {
+      fo.backend_args = {"--backend", backend.kind, "--toolchain", backend.toolchain_file};
+      fo.toolchain = make_backend(backend, threads)->identity();
+    }
     return run_fleet(std::move(fo), executors, key_prefix, server_key);
   }
 
@@ -119,7 +172,7 @@ int main(int argc, char** argv) {
     ss << f.rdbuf();
     return ss.str();
   };
-  runner::JobRunner runner(fetch, id, threads);
+  runner::JobRunner runner(fetch, id, make_backend(backend, threads), threads);
   // Fault injection for tests of the supervision (DESIGN §6): a comma list
   // of "hang:SUBSTR" / "crash:SUBSTR" matched against job ids
   // ("<model>/<layer>/<executor>"). Off unless the variable is set.

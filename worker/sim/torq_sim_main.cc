@@ -1,5 +1,8 @@
 // torq-sim: run ONNX models on the functional simulator under an executor
 // profile (nss, css, host), and check the engine against ONNX backend tests.
+// Invoked as torq-import-onnx / torq-compile / torq-run-module (a symlink),
+// or with one of those as its subcommand, it is the stand-in of the real
+// Torq tool (worker/sim/personas.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +19,7 @@
 #include "worker/engine/tensor_io.h"
 #include "worker/sim/conformance.h"
 #include "worker/sim/demo_model.h"
+#include "worker/sim/personas.h"
 
 using namespace torq::engine;
 
@@ -120,6 +124,10 @@ int run_model(const RunArgs& a, const std::string& bytes_or_empty) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::string self = std::filesystem::path(argv[0]).filename().string();
+  if (torq::sim::is_persona(self)) return torq::sim::run_persona(self, std::vector<std::string>(argv + 1, argv + argc));
+  if (argc > 1 && torq::sim::is_persona(argv[1]))
+    return torq::sim::run_persona(argv[1], std::vector<std::string>(argv + 2, argv + argc));
   CLI::App app{"torq-sim: the Torq functional simulator (ONNX engine on oneDNN with nss/css/host profiles)"};
   app.require_subcommand(1);
 

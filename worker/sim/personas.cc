@@ -1,0 +1,348 @@
+#include "worker/sim/personas.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+
+#include <onnx/onnx_pb.h>
+
+#include "pipeline/mlir.h"
+#include "pipeline/types.h"
+#include "worker/engine/error.h"
+#include "worker/engine/session.h"
+#include "worker/sim/sim_backend.h"
+#include "worker/toolchain/raw_tensor.h"
+
+namespace torq::sim {
+
+namespace {
+
+using engine::EngineError;
+using engine::ErrorKind;
+using pipeline::Executor;
+
+constexpr const char* kMagic = "TORQ-STANDIN-MODULE 1";
+
+// Bad usage: exit 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error(path + ": cannot open");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void spill(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << bytes;
+  if (!f) throw std::runtime_error(path + ": cannot write");
+}
+
+// "--key=value" -> value when arg starts with "--key=".
+std::optional<std::string> value_of(const std::string& arg, const std::string& key) {
+  const std::string p = key + "=";
+  if (arg.rfind(p, 0) == 0) return arg.substr(p.size());
+  return std::nullopt;
+}
+
+engine::SessionOptions options_for(Executor e, engine::Rounding rounding) {
+  engine::SessionOptions so;
+  so.threads = 1;
+  so.rounding = rounding;
+  so.profile = profile_for(e);
+  return so;
+}
+
+// --- profiling CSVs from the cost model ---
+
+struct Task {
+  std::string event, location;
+  double us = 0;
+  uint64_t bytes = 0;
+};
+
+std::vector<Task> tasks_of(const engine::RunStats& st, const engine::ExecutorProfile& p, Executor e) {
+  std::vector<Task> out;
+  const auto& c = p.cost();
+  const double cycles_per_us = std::max(1e-9, c.clock_mhz);
+  size_t n = 0;
+  for (const auto& node : st.nodes) {
+    const uint64_t half = node.cost.bytes / 2;
+    const double dma_us = static_cast<double>(half) / std::max(1e-9, c.dma_bytes_per_cycle) / cycles_per_us;
+    const double compute_us = std::max(0.0, node.cost.time_ms * 1000 - 2 * dma_us);
+    const std::string loc = node.name.empty() ? node.op_type : node.name;
+    const std::string unit = e == Executor::kNss ? "Slice " + std::to_string(n++ % std::max<int64_t>(1, c.slices))
+                             : e == Executor::kCss ? "CSS" : "HOST";
+    out.push_back({"DMA In", loc, dma_us, half});
+    out.push_back({unit, loc, compute_us, 0});
+    out.push_back({"DMA Out", loc, dma_us, node.cost.bytes - half});
+  }
+  return out;
+}
+
+void write_compile_profile(const std::string& path, const std::vector<Task>& tasks) {
+  std::ostringstream o;
+  o << "taskId,elapsed_time(us),timestamp(us),event,location,bytes\n";
+  double t = 0;
+  int id = 0;
+  for (const auto& k : tasks) {
+    if (k.event == "HOST") continue;  // the host executor is not profiled by the NPU
+    o << id++ << "," << k.us << "," << t << "," << k.event << ",\"" << k.location << "\"," << k.bytes << "\n";
+    t += k.us;
+  }
+  spill(path, o.str());
+}
+
+void write_host_profile(const std::string& path, const std::vector<Task>& tasks) {
+  std::ostringstream o;
+  o << "dispatch_name,invocation_id,action_id,timestamp_us,event\n";
+  double t = 0;
+  int action = 0;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const Task& k = tasks[i];
+    std::string type = k.event == "DMA In" ? "DMA_IN" : k.event == "DMA Out" ? "DMA_OUT" : k.event;
+    if (type.rfind("Slice ", 0) == 0) type = "SLICE_" + type.substr(6);
+    const std::string dispatch = "main_dispatch_" + std::to_string(i / 3);
+    o << dispatch << ",0," << action << "," << t << "," << type << "_BEGIN\n";
+    t += k.us;
+    o << dispatch << ",0," << action++ << "," << t << "," << type << "_END\n";
+  }
+  spill(path, o.str());
+}
+
+// --- import ---
+
+int import_persona(const std::vector<std::string>& args) {
+  std::string in, out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-o" && i + 1 < args.size()) out = args[++i];
+    else if (args[i] == "--data-prop") continue;
+    else if (!args[i].empty() && args[i][0] == '-') throw UsageError("unknown option " + args[i]);
+    else if (in.empty()) in = args[i];
+    else throw UsageError("more than one input file: " + args[i]);
+  }
+  if (in.empty() || out.empty()) throw UsageError("usage: torq-import-onnx MODEL.onnx -o OUT.mlir [--data-prop]");
+  const std::string bytes = slurp(in);
+  onnx::ModelProto m;
+  if (!m.ParseFromString(bytes)) throw std::runtime_error(in + ": not an ONNX model");
+  spill(out, pipeline::emit_torch_mlir(m));
+  spill(out + ".onnx", bytes);
+  return 0;
+}
+
+// --- compile ---
+
+struct CompileArgs {
+  std::string in, out, chip, profile_csv;
+  bool disable[3] = {false, false, false};  // by Executor
+  bool profiling = false;
+  engine::Rounding rounding = engine::Rounding::kTruncate;
+};
+
+CompileArgs parse_compile(const std::vector<std::string>& args) {
+  CompileArgs c;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-o" && i + 1 < args.size()) c.out = args[++i];
+    else if (auto v = value_of(a, "--torq-hw")) c.chip = *v;
+    else if (a == "--torq-disable-slices") c.disable[static_cast<int>(Executor::kNss)] = true;
+    else if (a == "--torq-disable-css") c.disable[static_cast<int>(Executor::kCss)] = true;
+    else if (a == "--torq-disable-host") c.disable[static_cast<int>(Executor::kHost)] = true;
+    else if (a == "--torq-enable-profiling") c.profiling = true;
+    else if (auto v = value_of(a, "--torq-dump-profiling")) c.profile_csv = *v;
+    else if (auto v = value_of(a, "--torq-bf16-rounding")) {
+      if (*v != "rne" && *v != "truncate") throw UsageError("--torq-bf16-rounding takes rne or truncate");
+      c.rounding = *v == "rne" ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
+    } else if (a.rfind("--torq-", 0) == 0 || a.rfind("--iree-", 0) == 0 || a.rfind("--mlir-", 0) == 0)
+      std::fprintf(stderr, "warning: torq-compile (stand-in): ignoring option %s\n", a.c_str());
+    else if (!a.empty() && a[0] == '-') throw UsageError("unknown option " + a);
+    else if (c.in.empty()) c.in = a;
+    else throw UsageError("more than one input file: " + a);
+  }
+  if (c.in.empty() || c.out.empty()) throw UsageError("usage: torq-compile IN.mlir -o OUT.vmfb --torq-hw=CHIP ...");
+  if (!c.profile_csv.empty() && !c.profiling) throw UsageError("--torq-dump-profiling needs --torq-enable-profiling");
+  return c;
+}
+
+// Loads `bytes` under e's profile and runs it once on zeros: nullopt when
+// the profile accepts it (stats in *st), else the profile's reason.
+std::optional<std::string> check_under(const std::string& bytes, Executor e, engine::Rounding rounding,
+                                       engine::RunStats* st) {
+  try {
+    auto s = engine::Session::from_bytes(bytes, options_for(e, rounding));
+    std::vector<engine::Tensor> zeros;
+    for (const auto& in : s->inputs()) {
+      engine::Shape shape;
+      for (int64_t d : in.dims) shape.push_back(d < 0 ? 1 : d);
+      zeros.push_back(engine::Tensor::zeros(in.dtype, shape));
+    }
+    try {
+      s->run(zeros);
+      *st = s->last_stats();
+    } catch (const EngineError& ex) {
+      if (ex.kind() == ErrorKind::kUnsupported) return std::string(ex.what());
+      // Anything else depends on the values: the run decides.
+    }
+    return std::nullopt;
+  } catch (const EngineError& ex) {
+    return std::string(ex.what());
+  }
+}
+
+int compile_persona(const std::vector<std::string>& args) {
+  const CompileArgs c = parse_compile(args);
+  std::string bytes;
+  try {
+    bytes = slurp(c.in + ".onnx");
+  } catch (const std::exception&) {
+    std::fprintf(stderr, "%s: error: no %s.onnx beside it (the stand-in compiles what torq-import-onnx wrote)\n",
+                 c.in.c_str(), c.in.c_str());
+    return 1;
+  }
+  std::optional<std::string> first_reason;
+  for (Executor e : pipeline::kExecutorPriority) {
+    if (c.disable[static_cast<int>(e)]) continue;
+    engine::RunStats st;
+    auto reason = check_under(bytes, e, c.rounding, &st);
+    if (reason) {
+      if (!first_reason) first_reason = pipeline::executor_name(e) + std::string(": ") + *reason;
+      continue;
+    }
+    std::ostringstream m;
+    m << kMagic << "\nexecutor " << pipeline::executor_name(e) << "\nchip " << c.chip << "\nrounding "
+      << engine::rounding_name(c.rounding) << "\nonnx " << bytes.size() << "\n"
+      << bytes;
+    spill(c.out, m.str());
+    if (!c.profile_csv.empty()) write_compile_profile(c.profile_csv, tasks_of(st, *profile_for(e), e));
+    return 0;
+  }
+  if (!first_reason) first_reason = "every executor is disabled (--torq-disable-slices/-css/-host)";
+  std::fprintf(stderr, "%s: error: %s\n", c.in.c_str(), first_reason->c_str());
+  return 1;
+}
+
+// --- run-module ---
+
+struct Module {
+  Executor executor = Executor::kHost;
+  engine::Rounding rounding = engine::Rounding::kTruncate;
+  std::string onnx;
+};
+
+Module load_module(const std::string& path) {
+  const std::string bytes = slurp(path);
+  std::istringstream in(bytes);
+  std::string line, key, value;
+  if (!std::getline(in, line) || line != kMagic) throw std::runtime_error(path + ": not a stand-in module");
+  Module m;
+  while (std::getline(in, line)) {
+    std::istringstream kv(line);
+    kv >> key >> value;
+    if (key == "executor") m.executor = *pipeline::executor_from_name(value);
+    else if (key == "rounding") m.rounding = value == "truncate" ? engine::Rounding::kTruncate : engine::Rounding::kNearestEven;
+    else if (key == "onnx") {
+      const size_t n = std::stoull(value);
+      const auto at = static_cast<size_t>(in.tellg());
+      if (at + n != bytes.size()) throw std::runtime_error(path + ": truncated module");
+      m.onnx = bytes.substr(at, n);
+      return m;
+    }
+  }
+  throw std::runtime_error(path + ": truncated module");
+}
+
+struct RunArgs {
+  std::string module, function, hw_type, host_profile;
+  std::vector<std::string> inputs, outputs;
+};
+
+RunArgs parse_run(const std::vector<std::string>& args) {
+  RunArgs r;
+  for (const auto& a : args) {
+    if (auto v = value_of(a, "--module")) r.module = *v;
+    else if (auto v = value_of(a, "--function")) r.function = *v;
+    else if (auto v = value_of(a, "--torq_hw_type")) r.hw_type = *v;
+    else if (auto v = value_of(a, "--input")) r.inputs.push_back(*v);
+    else if (auto v = value_of(a, "--output")) {
+      if (v->rfind("@", 0) != 0) throw UsageError("--output takes @FILE, got " + *v);
+      r.outputs.push_back(v->substr(1));
+    } else if (auto v = value_of(a, "--torq_profile_host")) r.host_profile = *v;
+    else if (value_of(a, "--device")) continue;
+    else if (a.rfind("--torq_", 0) == 0) std::fprintf(stderr, "warning: torq-run-module (stand-in): ignoring %s\n", a.c_str());
+    else throw UsageError("unknown argument " + a);
+  }
+  if (r.module.empty() || r.function.empty())
+    throw UsageError("usage: torq-run-module --module=M.vmfb --function=F --input=SHAPExDTYPE=@FILE... --output=@FILE...");
+  return r;
+}
+
+// The feeds the --input arguments give, checked against the session.
+std::vector<engine::Tensor> read_inputs(const RunArgs& a, const engine::Session& s) {
+  if (a.inputs.size() != s.inputs().size())
+    throw UsageError("the function takes " + std::to_string(s.inputs().size()) + " inputs, " +
+                     std::to_string(a.inputs.size()) + " given");
+  std::vector<engine::Tensor> feeds;
+  for (size_t i = 0; i < a.inputs.size(); ++i) {
+    const std::string& spec = a.inputs[i];
+    const size_t eq = spec.find("=@");
+    if (eq == std::string::npos) throw UsageError("--input takes SHAPExDTYPE=@FILE, got " + spec);
+    toolchain::TensorType t;
+    try {
+      t = toolchain::parse_iree_type(spec.substr(0, eq));
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("input ") + std::to_string(i) + ": " + e.what());
+    }
+    const auto& want = s.inputs()[i];
+    bool same = t.dtype == want.dtype && t.shape.size() == want.dims.size();
+    for (size_t d = 0; same && d < t.shape.size(); ++d) same = want.dims[d] < 0 || want.dims[d] == t.shape[d];
+    if (!same) throw UsageError("input " + std::to_string(i) + ": the function takes " + engine::dtype_name(want.dtype) +
+                                " of rank " + std::to_string(want.dims.size()) + ", got " + spec.substr(0, eq));
+    feeds.push_back(toolchain::read_raw(spec.substr(eq + 2), t.dtype, t.shape));
+  }
+  return feeds;
+}
+
+int run_persona_impl(const std::vector<std::string>& args) {
+  const RunArgs a = parse_run(args);
+  const Module m = load_module(a.module);
+  auto s = engine::Session::from_bytes(m.onnx, options_for(m.executor, m.rounding));
+  const auto feeds = read_inputs(a, *s);
+  if (a.outputs.size() != s->outputs().size())
+    throw UsageError("the function returns " + std::to_string(s->outputs().size()) + " results, " +
+                     std::to_string(a.outputs.size()) + " --output given");
+  const auto outs = s->run(feeds);
+  for (size_t i = 0; i < outs.size(); ++i) toolchain::write_raw(outs[i], a.outputs[i]);
+  if (!a.host_profile.empty()) write_host_profile(a.host_profile, tasks_of(s->last_stats(), *profile_for(m.executor), m.executor));
+  return 0;
+}
+
+}  // namespace
+
+bool is_persona(const std::string& name) {
+  return name == "torq-compile" || name == "torq-run-module" || name == "torq-import-onnx";
+}
+
+int run_persona(const std::string& name, const std::vector<std::string>& args) {
+  try {
+    if (name == "torq-import-onnx") return import_persona(args);
+    if (name == "torq-compile") return compile_persona(args);
+    if (name == "torq-run-module") return run_persona_impl(args);
+    std::fprintf(stderr, "error: unknown persona %s\n", name.c_str());
+    return 2;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "%s: error: %s\n", name.c_str(), e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", name.c_str(), e.what());
+    return 1;
+  }
+}
+
+}  // namespace torq::sim

@@ -1,0 +1,44 @@
+// torq-sim's stand-in personas of the real Torq tools (DESIGN §7), so the
+// toolchain backend can be tested end to end without a Torq release. Invoked
+// as `torq-import-onnx`, `torq-compile` or `torq-run-module` (argv[0]'s base
+// name: a symlink) or as `torq-sim <persona> ARGS...`. They honour the real
+// tools' arguments, exit codes and raw .bin I/O, with the engine and the
+// executor profiles underneath:
+//
+//  torq-import-onnx MODEL.onnx -o OUT.mlir [--data-prop]
+//    writes the torch-mlir text the real importer writes (locations match)
+//    and OUT.mlir.onnx, the sidecar the stand-in compile reads.
+//  torq-compile IN.mlir -o OUT.vmfb --torq-hw=CHIP [--torq-disable-slices]
+//      [--torq-disable-css] [--torq-disable-host] [--torq-enable-profiling
+//      --torq-dump-profiling=CSV] [--torq-bf16-rounding=rne|truncate]
+//    picks the executor the disable flags leave (several left: the first in
+//    priority order whose profile accepts the model), checks the model
+//    against that profile (loading it and running it once on zeros), and
+//    writes a module (header + executor + the ONNX bytes). A rejection exits
+//    1 with "IN.mlir: error: <the profile's reason>". Unknown --torq-*,
+//    --iree-* and --mlir-* options are ignored with a warning.
+//  torq-run-module --module=M --function=F --torq_hw_type=T
+//      --input=SHAPExDTYPE=@FILE... --output=@FILE... [--torq_profile_host=CSV]
+//    runs the module under its executor's profile on the raw inputs and
+//    writes the raw outputs (in the dtype the executor produces); exit 0,
+//    1 on a runtime error ("error: ..."), 2 on bad arguments.
+//
+// Profiling CSVs come from the profile's cost model, in the columns of the
+// real tools (DESIGN §5): compile `taskId,elapsed_time(us),timestamp(us),
+// event,location,bytes` (events DMA In, Slice <n>, CSS, DMA Out) and runtime
+// `dispatch_name,invocation_id,action_id,timestamp_us,event` (<TYPE>_BEGIN /
+// <TYPE>_END).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace torq::sim {
+
+// The persona named `name` ("torq-compile", ...), or false when none is.
+bool is_persona(const std::string& name);
+// Runs persona `name` with its arguments (program name excluded); returns
+// the exit code. Never throws.
+int run_persona(const std::string& name, const std::vector<std::string>& args);
+
+}  // namespace torq::sim

@@ -1,0 +1,143 @@
+#include "worker/toolchain/subprocess.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+namespace torq::toolchain {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kCapture = 64 * 1024;
+
+// Child side of fork: never returns.
+[[noreturn]] void exec_child(const std::vector<std::string>& argv, const std::string& cwd, int out_fd, int err_fd) {
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  const int null = open("/dev/null", O_RDONLY);
+  if (null >= 0) dup2(null, STDIN_FILENO);
+  dup2(out_fd, STDOUT_FILENO);
+  dup2(err_fd, STDERR_FILENO);
+  if (!cwd.empty() && chdir(cwd.c_str()) != 0) {
+    dprintf(STDERR_FILENO, "error: cannot enter %s: %s\n", cwd.c_str(), std::strerror(errno));
+    _exit(127);
+  }
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  execvp(args[0], args.data());
+  dprintf(STDERR_FILENO, "error: cannot execute %s: %s\n", args[0], std::strerror(errno));
+  _exit(127);
+}
+
+// Reads what is available from fd into buf (capped); false at EOF.
+bool drain(int fd, std::string& buf) {
+  char tmp[8192];
+  for (;;) {
+    const ssize_t n = read(fd, tmp, sizeof tmp);
+    if (n > 0) {
+      if (buf.size() < kCapture) buf.append(tmp, std::min<size_t>(static_cast<size_t>(n), kCapture - buf.size()));
+      continue;
+    }
+    if (n == 0) return false;
+    return errno == EAGAIN || errno == EINTR;
+  }
+}
+
+}  // namespace
+
+ProcessResult run_process(const std::vector<std::string>& argv, int timeout_ms, const std::string& cwd) {
+  if (argv.empty()) throw std::runtime_error("run_process: empty argv");
+  int out_pipe[2], err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    throw std::runtime_error("pipe failed");
+  }
+  const auto t0 = Clock::now();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) close(fd);
+    throw std::runtime_error("fork failed");
+  }
+  if (pid == 0) exec_child(argv, cwd, out_pipe[1], err_pipe[1]);
+  setpgid(pid, pid);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
+  fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
+  ProcessResult r;
+  const auto deadline = t0 + std::chrono::milliseconds(std::max(1, timeout_ms));
+  bool out_open = true, err_open = true, exited = false;
+  int status = 0;
+  Clock::time_point drain_until{};
+  while (out_open || err_open || !exited) {
+    if (!exited && waitpid(pid, &status, WNOHANG) == pid) {
+      exited = true;
+      kill(-pid, SIGKILL);  // whatever it left running in its group
+      drain_until = Clock::now() + std::chrono::milliseconds(500);
+    }
+    const auto now = Clock::now();
+    if (!exited && now >= deadline) {
+      r.timed_out = true;
+      kill(-pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      exited = true;
+      drain_until = Clock::now() + std::chrono::milliseconds(200);
+    }
+    if (exited && now >= drain_until) break;  // a grandchild that left the group holds the pipe
+    pollfd fds[2] = {{out_open ? out_pipe[0] : -1, POLLIN, 0}, {err_open ? err_pipe[0] : -1, POLLIN, 0}};
+    poll(fds, 2, 20);
+    if (out_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) out_open = drain(out_pipe[0], r.out);
+    if (err_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) err_open = drain(err_pipe[0], r.err);
+  }
+  close(out_pipe[0]);
+  close(err_pipe[0]);
+  r.wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  if (!r.timed_out) {
+    if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) r.term_signal = WTERMSIG(status);
+  }
+  return r;
+}
+
+std::string diagnostic_excerpt(const std::string& text, size_t max_lines, size_t max_chars) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) {
+    while (!l.empty() && (l.back() == '\r' || l.back() == ' ')) l.pop_back();
+    if (!l.empty()) lines.push_back(l);
+  }
+  size_t first = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::string low = lines[i];
+    std::transform(low.begin(), low.end(), low.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (low.find("error") != std::string::npos) {
+      first = i;
+      break;
+    }
+  }
+  std::string out;
+  for (size_t i = first; i < lines.size() && i < first + max_lines; ++i) out += (out.empty() ? "" : "\n") + lines[i];
+  if (out.size() > max_chars) out = out.substr(0, max_chars) + "...";
+  return out;
+}
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+}  // namespace torq::toolchain

@@ -1,0 +1,194 @@
+#include "worker/toolchain/toolchain_backend.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <onnx/onnx_pb.h>
+
+#include "worker/toolchain/raw_tensor.h"
+#include "worker/toolchain/subprocess.h"
+
+namespace torq::toolchain {
+
+namespace fs = std::filesystem;
+using runner::BackendRequest;
+using runner::BackendResult;
+using Clock = std::chrono::steady_clock;
+
+struct ToolchainBackend::Job {
+  const BackendRequest* req;
+  std::string dir;
+  TemplateValues values;
+  std::vector<TensorType> out_types;
+  Clock::time_point deadline;
+};
+
+namespace {
+
+std::string torq_sim_path() {
+  if (const char* env = std::getenv("TORQ_SIM_BIN")) return env;
+  const std::string beside = self_dir() + "/torq-sim";
+  return access(beside.c_str(), X_OK) == 0 ? beside : "torq-sim";
+}
+
+BackendResult& fail(BackendResult& r, const std::string& cls, const std::string& msg) {
+  r.ok = false;
+  r.error_class = cls;
+  r.error_message = msg;
+  return r;
+}
+
+// The declared type of each graph output of the sub-model.
+bool output_types(const onnx::ModelProto& m, std::vector<TensorType>* out, std::string* why) {
+  for (const auto& o : m.graph().output()) {
+    TensorType t;
+    const auto& tt = o.type().tensor_type();
+    t.dtype = engine::dtype_from_onnx(tt.elem_type());
+    bool known = t.dtype != engine::DType::kUndefined && tt.has_shape();
+    for (const auto& d : tt.shape().dim()) {
+      known = known && d.has_dim_value();
+      t.shape.push_back(d.dim_value());
+    }
+    if (!known) {
+      *why = "output '" + o.name() + "' has no static type and shape: the tools cannot be given one";
+      return false;
+    }
+    out->push_back(t);
+  }
+  return true;
+}
+
+// Removes the job's scratch folder unless asked to keep it.
+struct Scratch {
+  std::string dir;
+  bool keep = false;
+  ~Scratch() {
+    std::error_code ec;
+    if (!dir.empty() && !keep) fs::remove_all(dir, ec);
+  }
+};
+
+}  // namespace
+
+ToolchainBackend::ToolchainBackend(ToolchainConfig config) : cfg_(std::move(config)) {}
+
+std::string ToolchainBackend::identity() const {
+  return "toolchain " + cfg_.name + " (" + cfg_.path + "; chip " + cfg_.chip + ", hw " + cfg_.hw_type + ")";
+}
+
+bool ToolchainBackend::step(const Job& job, const Step& s, const std::string& which, BackendResult* r,
+                            double* wall_ms) {
+  std::vector<std::string> argv;
+  try {
+    argv = expand_argv(s.argv, job.values);
+  } catch (const std::exception& e) {
+    fail(*r, which == "run" ? "runtime" : which, which + " step: " + e.what());
+    return false;
+  }
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(job.deadline - Clock::now()).count();
+  const long long limit = std::min<long long>(static_cast<long long>(s.timeout_s * 1000), std::max<long long>(1, left));
+  ProcessResult p;
+  try {
+    p = run_process(argv, static_cast<int>(limit), job.dir);
+  } catch (const std::exception& e) {
+    fail(*r, which == "run" ? "runtime" : which, which + " step: " + e.what());
+    return false;
+  }
+  if (wall_ms) *wall_ms = p.wall_ms;
+  if (p.ok()) return true;
+  std::string tool = fs::path(argv[0]).filename().string();
+  if (argv.size() > 1 && argv[1].rfind("torq-", 0) == 0) tool += " " + argv[1];  // a persona of torq-sim
+  std::string diag = diagnostic_excerpt(p.err.empty() ? p.out : p.err);
+  std::string cls = which == "run" ? "runtime" : which, what;
+  if (p.timed_out) {
+    if (which == "run") cls = "timeout";
+    what = which + " step (" + tool + ") timed out after " + std::to_string(limit / 1000.0).substr(0, 6) +
+           " s; its process group was killed";
+  } else if (p.term_signal) {
+    if (which == "run") cls = "crash";
+    what = which + " step (" + tool + ") killed by " + signal_name(p.term_signal);
+  } else {
+    what = which + " step (" + tool + ") exited with status " + std::to_string(p.exit_code);
+  }
+  fail(*r, cls, diag.empty() ? what : what + ": " + diag);
+  return false;
+}
+
+bool ToolchainBackend::read_outputs(const Job& job, BackendResult* r) {
+  for (size_t i = 0; i < job.out_types.size(); ++i) {
+    const std::string file = job.values.outputs[i].file;
+    const TensorType& t = job.out_types[i];
+    try {
+      // A bf16 result the executor widened to f32 (nss MatMul/Gemm: bf16 in,
+      // f32 out) comes back as f32: read it as such.
+      const long long f32_bytes = static_cast<long long>(engine::Tensor(engine::DType::kF32, t.shape).numel()) * 4;
+      const bool widened = t.dtype == engine::DType::kBF16 && file_size(file) == f32_bytes;
+      r->outputs.push_back(read_raw(file, widened ? engine::DType::kF32 : t.dtype, t.shape));
+    } catch (const std::exception& e) {
+      fail(*r, "runtime", std::string("run step: output ") + std::to_string(i) + ": " + e.what());
+      return false;
+    }
+  }
+  return true;
+}
+
+BackendResult ToolchainBackend::run(const BackendRequest& req) {
+  BackendResult r;
+  r.chip = cfg_.chip;
+  Job job;
+  job.req = &req;
+  job.deadline = Clock::now() + std::chrono::milliseconds(std::max<int64_t>(1000, int64_t{req.timeout_ms} - 500));
+  std::string why;
+  if (!output_types(*req.model, &job.out_types, &why)) return fail(r, "import", why);
+  std::string base = cfg_.work_dir.empty() ? (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") : cfg_.work_dir;
+  std::string templ = base + "/torq-job-XXXXXX";
+  if (!mkdtemp(templ.data())) return fail(r, "runtime", "cannot create a scratch folder in " + base);
+  Scratch scratch{templ, cfg_.keep_work_dir};
+  job.dir = templ;
+  TemplateValues& v = job.values;
+  v.scalars = {{"onnx", job.dir + "/model.onnx"}, {"mlir", job.dir + "/model.mlir"}, {"vmfb", job.dir + "/model.vmfb"},
+               {"workdir", job.dir}, {"chip", cfg_.chip}, {"hw_type", cfg_.hw_type}, {"function", cfg_.function},
+               {"executor", pipeline::executor_name(req.executor)}, {"rounding", req.bf16_rne ? "rne" : "truncate"},
+               {"torq_sim", torq_sim_path()}, {"worker_dir", self_dir()}};
+  for (const auto& [name, path] : cfg_.tools) v.scalars[name] = path;
+  v.lists["executor_flags"] = cfg_.executor_flags.count(req.executor) ? cfg_.executor_flags.at(req.executor)
+                                                                      : std::vector<std::string>{};
+  v.lists["compiler_options"] = cfg_.compiler_options;
+  try {
+    std::ofstream f(v.scalars["onnx"], std::ios::binary);
+    if (!req.model->SerializeToOstream(&f)) throw std::runtime_error(v.scalars["onnx"] + ": cannot write");
+    f.close();
+    for (size_t i = 0; i < req.feeds->size(); ++i) {
+      const engine::Tensor& t = (*req.feeds)[i];
+      v.inputs.push_back({job.dir + "/in" + std::to_string(i) + ".bin", shape_text(t.shape()), iree_dtype_name(t.dtype())});
+      write_raw(t, v.inputs.back().file);
+    }
+    for (size_t i = 0; i < job.out_types.size(); ++i)
+      v.outputs.push_back({job.dir + "/out" + std::to_string(i) + ".bin", shape_text(job.out_types[i].shape),
+                           iree_dtype_name(job.out_types[i].dtype)});
+  } catch (const std::exception& e) {
+    return fail(r, "runtime", std::string("cannot stage the job: ") + e.what());
+  }
+  if (!step(job, cfg_.import_step, "import", &r, nullptr)) return r;
+  if (!step(job, cfg_.compile_step, "compile", &r, nullptr)) return r;
+  r.accepted = true;
+  const uint32_t runs = std::max<uint32_t>(1, req.runs);
+  double total_ms = 0;
+  for (uint32_t k = 0; k < runs; ++k) {
+    double ms = 0;
+    if (!step(job, cfg_.run_step, "run", &r, &ms)) return r;
+    total_ms += ms;
+  }
+  if (!read_outputs(job, &r)) return r;
+  r.ok = true;
+  r.runs = runs;
+  r.runtime_ms = total_ms / runs;
+  return r;
+}
+
+}  // namespace torq::toolchain

@@ -1,0 +1,86 @@
+// The toolchain file (torq-worker --backend toolchain --toolchain FILE.yaml):
+// how to run the Torq tools, as argv templates (lists of strings, never shell
+// strings), validated strictly like the executor profiles (unknown or
+// duplicate keys, bad types, unknown placeholders: "file:line:col: ..." with
+// a "did you mean").
+//
+//   name: torq                     # identity in results (default: file stem)
+//   chip: sl2610                   # {chip}
+//   hw_type: astra_machina         # {hw_type}
+//   function: main                 # {function}
+//   tools: {torq_compile: /opt/torq/bin/torq-compile}   # {torq_compile}; a
+//                                  # relative path with '/' is relative to this file
+//   compiler_options: []           # {compiler_options}
+//   executor_flags: {nss: [...], css: [...], host: [...]}  # {executor_flags}
+//   work_dir: /tmp                 # per-job scratch folders (default $TMPDIR or /tmp)
+//   keep_work_dir: false
+//   import:  {argv: [...], timeout_s: 300}
+//   compile: {argv: [...], timeout_s: 600}
+//   run:     {argv: [...], timeout_s: 300}
+//
+// Every key is optional; the steps default to the real tools' commands:
+//   import:  python3 -m iree.compiler.tools.import_onnx {onnx} -o {mlir} --data-prop
+//   compile: torq-compile {mlir} -o {vmfb} --torq-hw={chip} {executor_flags} {compiler_options}
+//   run:     torq-run-module --module={vmfb} --function={function} --torq_hw_type={hw_type}
+//            --input={shape}x{dtype}=@{in_i} --output=@{out_i}
+//
+// Placeholders: {onnx} {mlir} {vmfb} {workdir} {chip} {hw_type} {function}
+// {executor} {rounding} (rne | truncate), {torq_sim} (torq-sim beside the
+// worker binary, or $TORQ_SIM_BIN), {worker_dir}, and each `tools` name.
+// {executor_flags} and {compiler_options} must be a whole argv item and
+// expand to any number of items. An item with {in_i} is repeated once per
+// input, one with {out_i} once per output; {shape} and {dtype} (IREE's
+// names: f32, bf16, i8...) describe that tensor and appear only in such
+// items ("{shape}x" vanishes for a scalar).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pipeline/types.h"
+
+namespace torq::toolchain {
+
+struct Step {
+  std::vector<std::string> argv;
+  double timeout_s = 300;
+};
+
+struct ToolchainConfig {
+  std::string path;          // the file it came from (absolute)
+  std::string name;
+  std::string chip = "sl2610";
+  std::string hw_type = "astra_machina";
+  std::string function = "main";
+  std::map<std::string, std::string> tools;  // resolved paths (or PATH names)
+  std::vector<std::string> compiler_options;
+  std::map<pipeline::Executor, std::vector<std::string>> executor_flags;
+  std::string work_dir;
+  bool keep_work_dir = false;
+  Step import_step, compile_step, run_step;
+
+  // Parses and validates; throws engine::EngineError(kInvalidInput) with
+  // "file:line:col: message".
+  static ToolchainConfig load(const std::string& path);
+  static ToolchainConfig parse(const std::string& text, const std::string& path);
+};
+
+// Values of one step's placeholders.
+struct TemplateValues {
+  std::map<std::string, std::string> scalars;             // name -> value
+  std::map<std::string, std::vector<std::string>> lists;  // executor_flags, compiler_options
+  struct Tensor {
+    std::string file, shape, dtype;
+  };
+  std::vector<Tensor> inputs, outputs;
+};
+
+// Expands a step's argv. Throws std::invalid_argument for a placeholder
+// without a value (load() has rejected unknown ones).
+std::vector<std::string> expand_argv(const std::vector<std::string>& argv, const TemplateValues& v);
+
+// Directory of the running executable (for {worker_dir} and {torq_sim}).
+std::string self_dir();
+
+}  // namespace torq::toolchain
