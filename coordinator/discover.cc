@@ -169,6 +169,10 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
     lo.threads_per_job = std::max(1, o.threads_per_worker);
     lo.log_file = store_dir + "/workers.log";
     lo.target = "local";
+    lo.backend = o.backend;
+    lo.toolchain_file = o.toolchain_file;
+    if (o.backend != "sim" && !o.targets_file.empty())
+      throw PipelineError("--targets (sim profiles) does not apply to --backend " + o.backend);
     workers = std::make_unique<LocalWorkers>(lo);
     ImportOptions io;
     io.convert_bf16 = o.convert_bf16;
@@ -271,7 +275,7 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
   po.job_template.input_lo = o.input_lo;
   po.job_template.input_hi = o.input_hi;
   po.job_template.bf16_rne = o.rounding == engine::Rounding::kNearestEven;
-  po.job_template.target = "sim";
+  po.job_template.target = o.backend == "toolchain" ? toolchain_target(o.toolchain_file) : "sim";
   u.recommend_by_timing = o.recommend_by_timing;
   u.use_store = !o.recompute_cache;
   u.layer_tolerances = layer_tols;
@@ -309,7 +313,8 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
                                                             fmt(o.input_hi, 3)
                                                       : "a" + std::to_string(o.seed)) +
                                      (po.job_template.bf16_rne ? "|rne" : "|trunc") + "|" +
-                                     digests[Executor::kNss] + digests[Executor::kCss] + digests[Executor::kHost])
+                                     digests[Executor::kNss] + digests[Executor::kCss] + digests[Executor::kHost] +
+                                     (o.backend == "sim" ? "" : "|" + po.job_template.target))
                               .substr(0, 16);
   if (o.recompute_cache) {
     for (const auto& l : model->layers())

@@ -39,6 +39,11 @@ struct DiscoverOptions {
   uint32_t timeout_ms = 120000;
   pipeline::Tolerance tolerance;
   std::string targets_file;  // --targets: YAML {nss|css|host: profile path}
+  // --backend sim|toolchain, --toolchain FILE: what the local workers run
+  // the executors with (the engine under the profiles, or the Torq tools
+  // per the toolchain file; its jobs' target is toolchain_target(FILE)).
+  std::string backend = "sim";
+  std::string toolchain_file;
   bool quiet = false;
   // --subgraph-from / --subgraph-to: discover only these layers (layer id,
   // output name or index; inclusive) plus one run of the whole range on the

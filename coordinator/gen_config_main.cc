@@ -63,6 +63,31 @@ void apply_passthrough(const std::vector<std::string>& args, coordinator::Discov
   }
 }
 
+// --backend sim|toolchain and --toolchain FILE on a subcommand.
+void add_backend_options(CLI::App* sub, std::string* backend, std::string* toolchain_file) {
+  sub->add_option("--backend", *backend,
+                  "What runs the executors: sim (the engine under the executor profiles) or toolchain "
+                  "(the Torq tools per --toolchain)")
+      ->check(CLI::IsMember({"sim", "toolchain"}))
+      ->capture_default_str();
+  sub->add_option("--toolchain", *toolchain_file,
+                  "Toolchain file for --backend toolchain (configs/toolchains/torq.yaml: the real tools; "
+                  "standin.yaml: torq-sim's stand-in)");
+}
+
+// Exit code 2 with a message when --backend/--toolchain do not go together.
+int check_backend_options(const std::string& backend, const std::string& toolchain_file) {
+  if (backend == "toolchain" && toolchain_file.empty()) {
+    std::cerr << "torq-gen-config: error: --backend toolchain needs --toolchain FILE.yaml\n";
+    return 2;
+  }
+  if (backend != "toolchain" && !toolchain_file.empty()) {
+    std::cerr << "torq-gen-config: error: --toolchain needs --backend toolchain\n";
+    return 2;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,6 +126,7 @@ int main(int argc, char** argv) {
   disc->add_option("--allowed-wrong", d.tolerance.allowed_wrong, "Fraction of elements allowed over fp_max_tol")->capture_default_str();
   disc->add_option("--targets", d.targets_file, "YAML map {nss|css|host: profile.yaml} replacing the built-in executor profiles");
   disc->add_flag("--quiet,-q", d.quiet, "Only errors");
+  add_backend_options(disc, &d.backend, &d.toolchain_file);
   disc->add_option("--subgraph-from", d.subgraph_from,
                    "First layer of a subgraph to discover (layer id, output name or index; with --subgraph-to)");
   disc->add_option("--subgraph-to", d.subgraph_to, "Last layer of the subgraph (inclusive)");
@@ -135,6 +161,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   runc->add_flag("!--no-bisect", ro.bisect, "Do not bisect a failing run");
   runc->add_flag("--quiet,-q", ro.quiet, "Only errors");
+  add_backend_options(runc, &ro.backend, &ro.toolchain_file);
 
   std::string c_a, c_b, c_exec;
   bool c_json = false;
@@ -177,10 +204,12 @@ int main(int argc, char** argv) {
     if (*runc) {
       ro.debug_ir = runc->count("--debug-ir") > 0;
       ro.rounding = r_rounding == "rne" ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
+      if (const int rc = check_backend_options(ro.backend, ro.toolchain_file)) return rc;
       return coordinator::run_model(ro, std::cout, std::cerr);
     }
     if (*disc) {
       apply_passthrough(d_passthrough, &d);
+      if (const int rc = check_backend_options(d.backend, d.toolchain_file)) return rc;
       if (!skip_execs.empty()) {
         auto skip = parse_executor_list(skip_execs);
         std::vector<Executor> keep;

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "pipeline/model_import.h"
 #include "pipeline/types.h"
 
 namespace torq::coordinator {
@@ -35,12 +36,59 @@ std::string default_worker_binary() {
   }
   return "/usr/bin/torq-worker";
 }
+// The worker's own check of a backend choice: throws its message when bad.
+void check_backend(const std::string& binary, const std::vector<std::string>& backend_args) {
+  int err[2];
+  if (pipe2(err, O_CLOEXEC) != 0) throw pipeline::PipelineError("cannot check the backend: pipe failed");
+  std::vector<std::string> args{binary, "--check-backend"};
+  args.insert(args.end(), backend_args.begin(), backend_args.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(err[1], STDERR_FILENO);
+    const int null = open("/dev/null", O_RDWR);
+    if (null >= 0) dup2(null, STDOUT_FILENO);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(err[1]);
+  std::string msg;
+  char buf[4096];
+  for (ssize_t n; (n = read(err[0], buf, sizeof buf)) > 0;) msg.append(buf, static_cast<size_t>(n));
+  close(err[0]);
+  int status = 0;
+  if (pid > 0) waitpid(pid, &status, 0);
+  if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+    const std::string prefix = "torq-worker: error: ";
+    if (msg.rfind(prefix, 0) == 0) msg = msg.substr(prefix.size());
+    throw pipeline::PipelineError(msg.empty() ? "the worker rejected --backend " + backend_args[1] : msg);
+  }
+}
+
 }  // namespace
+
+std::string toolchain_target(const std::string& toolchain_file) {
+  std::ifstream f(toolchain_file, std::ios::binary);
+  if (!f) throw pipeline::PipelineError(toolchain_file + ": cannot open toolchain file");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return "toolchain:" + std::filesystem::path(toolchain_file).stem().string() + "-" +
+         pipeline::sha256_hex(ss.str()).substr(0, 8);
+}
 
 LocalWorkers::LocalWorkers(LocalWorkersOptions o) : opts_(std::move(o)) {
   if (opts_.worker_binary.empty()) opts_.worker_binary = default_worker_binary();
   if (access(opts_.worker_binary.c_str(), X_OK) != 0)
     throw pipeline::PipelineError("worker binary " + opts_.worker_binary + " is not executable");
+  std::vector<std::string> backend_args;
+  if (opts_.backend != "sim") {
+    backend_args = {"--backend", opts_.backend, "--toolchain",
+                    std::filesystem::absolute(opts_.toolchain_file).lexically_normal().string()};
+    check_backend(opts_.worker_binary, backend_args);
+  }
   const pid_t parent = getpid();
   for (int i = 0; i < std::max(1, opts_.workers); ++i) {
     std::vector<std::string> args{opts_.worker_binary, "--connect", opts_.endpoint,
@@ -51,6 +99,7 @@ LocalWorkers::LocalWorkers(LocalWorkersOptions o) : opts_(std::move(o)) {
                                   "--threads", std::to_string(std::max(1, opts_.threads_per_job)),
                                   "--heartbeat-ms", std::to_string(opts_.heartbeat_ms),
                                   "--id", opts_.id_prefix + "-" + std::to_string(i)};
+    args.insert(args.end(), backend_args.begin(), backend_args.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

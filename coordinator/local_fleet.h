@@ -33,7 +33,16 @@ struct LocalWorkersOptions {
   std::string log_file;        // worker stderr; empty: /dev/null
   std::string worker_binary;   // default: $TORQ_WORKER_BIN, else torq-worker beside this executable
   std::string id_prefix = "local";
+  std::string backend = "sim";   // sim | toolchain (torq-worker --backend)
+  std::string toolchain_file;    // --toolchain, for backend toolchain
 };
+
+// The target name of jobs run with a toolchain file (matrix `{toolchain:
+// FILE}` targets, and discover/run --backend toolchain):
+// "toolchain:<file stem>-<first 8 hex of the file's SHA-256>", so results
+// and cache entries of two toolchains, or of a changed file, never mix.
+// Throws pipeline::PipelineError when the file cannot be read.
+std::string toolchain_target(const std::string& toolchain_file);
 
 class LocalWorkers {
  public:

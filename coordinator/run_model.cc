@@ -87,7 +87,12 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
     lo.cache_dir = store_dir + "/models";
     lo.log_file = store_dir + "/workers.log";
     lo.target = "local";
+    lo.backend = o.backend;
+    lo.toolchain_file = o.toolchain_file;
+    if (o.backend != "sim" && !o.targets_file.empty())
+      throw PipelineError("--targets (sim profiles) does not apply to --backend " + o.backend);
     workers = std::make_unique<LocalWorkers>(lo);
+    if (o.backend == "toolchain") u.plan.job_template.target = toolchain_target(o.toolchain_file);
     const std::string cached = lo.cache_dir + "/" + u.model->hash() + ".onnx";
     if (!fs::exists(cached)) {
       std::ofstream f(cached + ".tmp", std::ios::binary);

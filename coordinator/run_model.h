@@ -35,6 +35,8 @@ struct RunOptions {
   uint64_t seed = 0;
   uint32_t timeout_ms = 300000;
   std::string targets_file;          // as discover --targets
+  std::string backend = "sim";       // as discover --backend / --toolchain
+  std::string toolchain_file;
   bool bisect = true;
   bool quiet = false;
 };

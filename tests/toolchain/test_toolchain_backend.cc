@@ -1,0 +1,276 @@
+// The toolchain backend with real processes: the stand-in personas give the
+// sim backend's results, and every error class comes from a real child
+// (fake tools written as small shell scripts by the tests).
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include "tests/toolchain/toolchain_helpers.h"
+#include "worker/engine/error.h"
+#include "worker/sim/demo_model.h"
+#include "worker/toolchain/toolchain_backend.h"
+
+namespace torq::test {
+namespace {
+
+using toolchain::ToolchainBackend;
+using toolchain::ToolchainConfig;
+
+// A fake tool: an executable shell script at dir/name.
+std::string script(const std::string& dir, const std::string& name, const std::string& body) {
+  const std::string path = dir + "/" + name;
+  std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+  chmod(path.c_str(), 0755);
+  return path;
+}
+
+// A one-node model: y = Relu(x), x of shape [1, 8] in `elem` (ONNX type).
+onnx::ModelProto relu_model(int elem = onnx::TensorProto::FLOAT) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("relu");
+  auto* n = g->add_node();
+  n->set_op_type("Relu");
+  n->set_name("relu0");
+  n->add_input("x");
+  n->add_output("y");
+  for (auto* v : {g->add_input(), g->add_output()}) {
+    v->set_name(v == &g->input(0) ? "x" : "y");
+    auto* tt = v->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(elem);
+    tt->mutable_shape()->add_dim()->set_dim_value(1);
+    tt->mutable_shape()->add_dim()->set_dim_value(8);
+  }
+  return m;
+}
+
+struct Fixture : ::testing::Test {
+  std::string dir;
+  onnx::ModelProto model = relu_model();
+  std::vector<engine::Tensor> feeds;
+  void SetUp() override {
+    dir = fresh_dir(std::string("toolchain/") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    setenv("TORQ_SIM_BIN", bin("torq-sim").c_str(), 1);
+    engine::Tensor x(engine::DType::kF32, {1, 8});
+    for (int i = 0; i < 8; ++i) x.data<float>()[i] = static_cast<float>(i) - 4.f;
+    feeds = {x};
+  }
+  // The stand-in toolchain with `overrides` (YAML lines) appended.
+  ToolchainConfig config(const std::string& extra_yaml) {
+    std::string text = slurp(standin_yaml());
+    // Replace whole steps by later keys: the stand-in file's steps are kept
+    // unless extra_yaml names them (a YAML file with the key twice is an
+    // error, so cut them out).
+    for (const char* step : {"import:", "run:"}) {
+      if (extra_yaml.find(std::string("\n") + step) == std::string::npos &&
+          extra_yaml.rfind(step, 0) != 0)
+        continue;
+      const size_t at = text.find(std::string("\n") + step);
+      const size_t end = text.find("\n  timeout_s:", at);
+      text.erase(at, text.find('\n', end + 1) - at);
+    }
+    const std::string path = dir + "/toolchain.yaml";
+    std::ofstream(path) << text << "\n" << extra_yaml;
+    return ToolchainConfig::load(path);
+  }
+  runner::BackendResult run(const ToolchainConfig& c, pipeline::Executor e = pipeline::Executor::kHost,
+                            uint32_t timeout_ms = 60000) {
+    ToolchainBackend b(c);
+    runner::BackendRequest req;
+    req.model = &model;
+    req.feeds = &feeds;
+    req.executor = e;
+    req.timeout_ms = timeout_ms;
+    req.label = "test";
+    return b.run(req);
+  }
+};
+
+using ToolchainBackendTest = Fixture;
+
+TEST_F(ToolchainBackendTest, StandinRunsTheModelAndReadsRawOutputsBack) {
+  const auto r = run(config(""));
+  ASSERT_TRUE(r.ok) << r.error_class << ": " << r.error_message;
+  EXPECT_TRUE(r.accepted);
+  ASSERT_EQ(r.outputs.size(), 1u);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(r.outputs[0].data<float>()[i], std::max(0.f, static_cast<float>(i) - 4.f));
+  EXPECT_GT(r.runtime_ms, 0);
+  EXPECT_EQ(r.runs, 1u);
+  EXPECT_EQ(r.chip, "sl2610");
+}
+
+TEST_F(ToolchainBackendTest, ImportFailureIsClassImportWithTheToolsDiagnostic) {
+  const std::string tool = script(dir, "bad-import", "echo 'note: reading model' >&2\necho 'error: unsupported opset 99' >&2\nexit 1");
+  const auto r = run(config("import:\n  argv: [\"" + tool + "\", \"{onnx}\", -o, \"{mlir}\"]\n  timeout_s: 10\n"));
+  EXPECT_FALSE(r.ok);
+  EXPECT_FALSE(r.accepted);
+  EXPECT_EQ(r.error_class, "import");
+  EXPECT_NE(r.error_message.find("error: unsupported opset 99"), std::string::npos) << r.error_message;
+  EXPECT_NE(r.error_message.find("exited with status 1"), std::string::npos) << r.error_message;
+  EXPECT_EQ(r.error_message.find("model.onnx"), std::string::npos) << "no argv dump: " << r.error_message;
+}
+
+TEST_F(ToolchainBackendTest, CompileFailureIsTheStandinRejectingFp32OnNss) {
+  const auto r = run(config(""), pipeline::Executor::kNss);
+  EXPECT_FALSE(r.ok);
+  EXPECT_FALSE(r.accepted);
+  EXPECT_EQ(r.error_class, "compile");
+  EXPECT_NE(r.error_message.find("FP32 not supported on nss"), std::string::npos) << r.error_message;
+  EXPECT_NE(r.error_message.find("error:"), std::string::npos) << r.error_message;
+}
+
+TEST_F(ToolchainBackendTest, RunFailureIsClassRuntime) {
+  const std::string tool = script(dir, "bad-run", "echo 'error: DEVICE_LOST: torq device not responding' >&2\nexit 3");
+  const auto r = run(config("run:\n  argv: [\"" + tool + "\", \"--module={vmfb}\", \"--input={shape}x{dtype}=@{in_i}\"]\n  timeout_s: 10\n"));
+  EXPECT_TRUE(r.accepted);
+  EXPECT_EQ(r.error_class, "runtime");
+  EXPECT_NE(r.error_message.find("exited with status 3"), std::string::npos) << r.error_message;
+  EXPECT_NE(r.error_message.find("DEVICE_LOST: torq device not responding"), std::string::npos) << r.error_message;
+}
+
+TEST_F(ToolchainBackendTest, CrashingToolIsClassCrash) {
+  const std::string tool = script(dir, "segv-run", "echo 'about to fall over' >&2\nkill -SEGV $$");
+  const auto r = run(config("run:\n  argv: [\"" + tool + "\", \"{vmfb}\"]\n  timeout_s: 10\n"));
+  EXPECT_EQ(r.error_class, "crash");
+  EXPECT_NE(r.error_message.find("SIGSEGV"), std::string::npos) << r.error_message;
+}
+
+bool gone(pid_t pid) {
+  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  if (stat.empty()) return true;
+  const size_t p = stat.rfind(')');
+  return p != std::string::npos && p + 2 < stat.size() && stat[p + 2] == 'Z';
+}
+
+TEST_F(ToolchainBackendTest, HungToolTimesOutAndItsProcessGroupIsKilled) {
+  // The tool starts a helper in the background, then hangs: both must die.
+  const std::string pids = dir + "/pids";
+  const std::string tool = script(dir, "hang-run", "sleep 300 &\necho $! > '" + pids + "'\necho $$ >> '" + pids + "'\nsleep 300");
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = run(config("run:\n  argv: [\"" + tool + "\"]\n  timeout_s: 1\n"));
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.error_class, "timeout");
+  EXPECT_NE(r.error_message.find("timed out"), std::string::npos) << r.error_message;
+  EXPECT_LT(s, 10.0);
+  std::ifstream f(pids);
+  pid_t helper = 0, shell = 0;
+  ASSERT_TRUE(f >> helper >> shell);
+  for (int i = 0; i < 100 && !(gone(helper) && gone(shell)); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(gone(helper)) << "orphan helper " << helper;
+  EXPECT_TRUE(gone(shell)) << "orphan tool " << shell;
+}
+
+TEST_F(ToolchainBackendTest, ArgvTemplatesRepeatPerTensorAndNeverGoThroughAShell) {
+  // The tool records its argv one per line: a model-controlled name with
+  // shell metacharacters arrives as one literal argument.
+  const std::string log = dir + "/argv";
+  const std::string tool = script(dir, "echo-run", "for a in \"$@\"; do echo \"$a\" >> '" + log + "'; done\nexit 7");
+  auto c = config("run:\n  argv: [\"" + tool + "\", \"--function={function}\", \"--input={shape}x{dtype}=@{in_i}\", "
+                  "\"--output=@{out_i}\", \"{executor_flags}\"]\n  timeout_s: 10\n");
+  c.function = "main; touch /tmp/pwned-$$";
+  const auto r = run(c, pipeline::Executor::kCss);
+  EXPECT_EQ(r.error_class, "runtime");
+  const std::string args = slurp(log);
+  EXPECT_NE(args.find("--function=main; touch /tmp/pwned-$$\n"), std::string::npos) << args;
+  EXPECT_NE(args.find("--input=1x8xf32=@"), std::string::npos) << args;
+  EXPECT_NE(args.find("/in0.bin\n--output=@"), std::string::npos) << args;
+  EXPECT_NE(args.find("--torq-disable-slices\n--torq-disable-host\n"), std::string::npos) << args;
+}
+
+TEST(ToolchainConfigTest, TypoKeyIsAnErrorWithLineColumnAndHint) {
+  try {
+    ToolchainConfig::parse("chip: sl2610\ncompile:\n  argv: [torq-compile]\n  timout_s: 5\n", "tc.yaml");
+    FAIL() << "no error";
+  } catch (const engine::EngineError& e) {
+    EXPECT_NE(std::string(e.what()).find("tc.yaml:4:3: unknown key 'timout_s'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("did you mean 'timeout_s'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ToolchainConfigTest, ListPlaceholdersMustBeWholeItemsAndShapeNeedsATensor) {
+  EXPECT_THROW(ToolchainConfig::parse("compile:\n  argv: [c, \"x{executor_flags}\"]\n", "a.yaml"), engine::EngineError);
+  EXPECT_THROW(ToolchainConfig::parse("run:\n  argv: [r, \"--t={shape}\"]\n", "a.yaml"), engine::EngineError);
+  EXPECT_THROW(ToolchainConfig::parse("run:\n  argv: [r, \"{in_i}{out_i}\"]\n", "a.yaml"), engine::EngineError);
+  EXPECT_THROW(ToolchainConfig::parse("name: [a]\n", "a.yaml"), engine::EngineError);
+}
+
+TEST(ToolchainConfigTest, DefaultsAreTheRealToolsCommands) {
+  const auto c = ToolchainConfig::parse("", "empty.yaml");
+  toolchain::TemplateValues v;
+  v.scalars = {{"onnx", "m.onnx"}, {"mlir", "m.mlir"}, {"vmfb", "m.vmfb"}, {"chip", "sl2610"},
+               {"hw_type", "astra_machina"}, {"function", "main"}};
+  v.lists["executor_flags"] = c.executor_flags.at(pipeline::Executor::kNss);
+  v.inputs = {{"in0.bin", "1x3", "bf16"}, {"in1.bin", "", "i64"}};
+  v.outputs = {{"out0.bin", "1x3", "f32"}};
+  using V = std::vector<std::string>;
+  EXPECT_EQ(toolchain::expand_argv(c.import_step.argv, v),
+            (V{"python3", "-m", "iree.compiler.tools.import_onnx", "m.onnx", "-o", "m.mlir", "--data-prop"}));
+  EXPECT_EQ(toolchain::expand_argv(c.compile_step.argv, v),
+            (V{"torq-compile", "m.mlir", "-o", "m.vmfb", "--torq-hw=sl2610", "--torq-disable-css", "--torq-disable-host"}));
+  EXPECT_EQ(toolchain::expand_argv(c.run_step.argv, v),
+            (V{"torq-run-module", "--module=m.vmfb", "--function=main", "--torq_hw_type=astra_machina",
+               "--input=1x3xbf16=@in0.bin", "--input=i64=@in1.bin", "--output=@out0.bin"}));
+}
+
+TEST(ToolchainCli, BadToolchainFileIsExit2WithLineColumn) {
+  const std::string dir = fresh_dir("toolchain/bad-yaml");
+  std::ofstream(dir + "/typo.yaml") << "name: x\nchip: sl2610\nrn:\n  argv: [torq-run-module]\n";
+  const auto w = run_cmd(bin("torq-worker") + " --stdio --backend toolchain --toolchain " + dir + "/typo.yaml");
+  EXPECT_EQ(w.code, 2) << w.output;
+  EXPECT_NE(w.output.find("typo.yaml:3:1: unknown key 'rn'"), std::string::npos) << w.output;
+  EXPECT_NE(w.output.find("did you mean 'run'"), std::string::npos) << w.output;
+  const std::string model = dir + "/demo.onnx";
+  std::ofstream(model, std::ios::binary) << sim::build_demo_model();
+  const auto d = discover(model, dir + "/out", "--backend toolchain --toolchain " + dir + "/typo.yaml");
+  EXPECT_EQ(d.code, 2) << d.output;
+  EXPECT_NE(d.output.find("typo.yaml:3:1: unknown key 'rn'"), std::string::npos) << d.output;
+  const auto n = discover(model, dir + "/out", "--backend toolchain");
+  EXPECT_EQ(n.code, 2) << n.output;
+  EXPECT_NE(n.output.find("--backend toolchain needs --toolchain"), std::string::npos) << n.output;
+}
+
+TEST(ToolchainDiscover, DemoMatchesTheSimBackend) {
+  const std::string dir = fresh_dir("toolchain/demo-model");
+  const std::string model = dir + "/demo.onnx";
+  std::ofstream(model, std::ios::binary) << sim::build_demo_model();
+  discover_both_and_compare(model, "demo-fp32", "--workers 2");
+  discover_both_and_compare(model, "demo-bf16", "--workers 2 --auto-convert-bf16");
+}
+
+TEST(ToolchainDiscover, ARunFailureReachesTheReportWithTheToolsDiagnostic) {
+  const std::string dir = fresh_dir("toolchain/run-failure");
+  const std::string model = dir + "/demo.onnx";
+  std::ofstream(model, std::ios::binary) << sim::build_demo_model();
+  // The device fails host modules only: the workers' health check (the
+  // demo where the compiler decides: css) still passes.
+  const std::string tool = script(dir, "bad-run",
+                                  "if [ \"$1\" = host ]; then echo 'error: HAL_ERROR: out of device memory' >&2; exit 3; fi\n"
+                                  "shift\nexec \"" + bin("torq-sim") + "\" torq-run-module \"$@\"");
+  std::string yaml = slurp(standin_yaml());
+  const std::string from = "run:\n  argv: [\"{torq_sim}\", torq-run-module,";
+  ASSERT_NE(yaml.find(from), std::string::npos);
+  yaml.replace(yaml.find(from), from.size(), "run:\n  argv: [\"" + tool + "\", \"{executor}\",");
+  std::ofstream(dir + "/tc.yaml") << yaml;
+  setenv("TORQ_SIM_BIN", bin("torq-sim").c_str(), 1);
+  const auto d = discover(model, dir + "/out", "--workers 2 --skip-executors nss,css --backend toolchain --toolchain " +
+                                                   dir + "/tc.yaml");
+  EXPECT_EQ(d.code, 1) << d.output;  // every layer fails everywhere: critical
+  const auto rep = read_json(dir + "/out/torq_gen_config_demo.json");
+  const auto& host = rep["ops"]["Conv_conv1"]["executors"]["host"];
+  EXPECT_EQ(host["status"], "error");
+  EXPECT_EQ(host["failure_report"]["type"], "runtime");
+  EXPECT_NE(host["failure_report"]["summary"].get<std::string>().find("HAL_ERROR: out of device memory"),
+            std::string::npos)
+      << host.dump();
+}
+
+}  // namespace
+}  // namespace torq::test
