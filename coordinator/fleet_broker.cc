@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <set>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -50,12 +52,37 @@ struct Worker {
   Clock::time_point expiry;     // silent past this: dead
   Clock::time_point last_sent;  // heartbeat when nothing sent for an interval
   bool unreachable = false;     // a send failed: dropped in the next purge
+  // Only a Good device takes jobs (LAVA: Unknown waits for its health
+  // check, Bad and Maintenance take none).
   long credits() const {
-    return unreachable ? 0 : static_cast<long>(info.capacity) - static_cast<long>(leased.size());
+    return unreachable || info.health != "Good" ? 0
+                                                : static_cast<long>(info.capacity) - static_cast<long>(leased.size());
   }
 };
 
-using QueueKey = std::pair<std::string, Executor>;  // (target, executor)
+// (target, required tags joined by ',', executor)
+using QueueKey = std::tuple<std::string, std::string, Executor>;
+
+std::string tag_key(const std::vector<std::string>& tags) {
+  std::vector<std::string> t = tags;
+  std::sort(t.begin(), t.end());
+  t.erase(std::unique(t.begin(), t.end()), t.end());
+  std::string k;
+  for (const auto& x : t) k += (k.empty() ? "" : ",") + x;
+  return k;
+}
+
+// True when every tag of `key` (as tag_key makes it) is in `offered`.
+bool offers(const std::vector<std::string>& offered, const std::string& key) {
+  size_t at = 0;
+  while (at < key.size()) {
+    size_t end = key.find(',', at);
+    if (end == std::string::npos) end = key.size();
+    if (std::find(offered.begin(), offered.end(), key.substr(at, end - at)) == offered.end()) return false;
+    at = end + 1;
+  }
+  return true;
+}
 
 std::string hex(const std::string& s) {
   static const char* d = "0123456789abcdef";
@@ -158,23 +185,28 @@ struct FleetBroker::Impl {
   // sim profile file is served by sim workers); embedded runs match any.
   std::string queue_target(const std::string& worker_target) const { return opt.any_target ? "*" : worker_target; }
   std::string queue_target(const JobSpec& spec) const { return opt.any_target ? "*" : serving_target(spec); }
+  QueueKey queue_key(const JobSpec& spec) const { return {queue_target(spec), tag_key(spec.tags), spec.executor}; }
   void enqueue(Job& j) {
     j.state = Job::State::kQueued;
     j.worker.clear();
-    queues[{queue_target(j.spec), j.spec.executor}].emplace(j.seq, j.spec.id);
+    queues[queue_key(j.spec)].emplace(j.seq, j.spec.id);
     ++queued;
   }
   void unqueue(Job& j) {
-    queues[{queue_target(j.spec), j.spec.executor}].erase({j.seq, j.spec.id});
+    queues[queue_key(j.spec)].erase({j.seq, j.spec.id});
     --queued;
   }
-  // The oldest queued job this worker can run, or nullptr.
+  // The oldest queued job this worker can run (its target, one of its
+  // executors, every tag the job requires), or nullptr.
   Job* next_for(const Worker& w) {
     const std::pair<uint64_t, std::string>* best = nullptr;
-    for (Executor e : w.info.executors) {
-      auto q = queues.find({queue_target(w.info.target), e});
-      if (q == queues.end() || q->second.empty()) continue;
-      if (!best || q->second.begin()->first < best->first) best = &*q->second.begin();
+    const std::string target = queue_target(w.info.target);
+    for (auto& [key, q] : queues) {
+      const auto& [qt, tags, e] = key;
+      if (q.empty() || qt != target) continue;
+      if (std::find(w.info.executors.begin(), w.info.executors.end(), e) == w.info.executors.end()) continue;
+      if (!tags.empty() && !offers(w.info.tags, tags)) continue;
+      if (!best || q.begin()->first < best->first) best = &*q.begin();
     }
     return best ? &jobs.at(best->second) : nullptr;
   }
@@ -324,12 +356,64 @@ struct FleetBroker::Impl {
     enqueue(jobs.emplace(spec.id, std::move(j)).first->second);
   }
 
+  // ---- device tags ----
+  // Queued jobs whose required tags no registered worker of their target
+  // and executor offers, once the workers had missing_tags_wait_ms to come:
+  // said once per kind; true when the run must stop (fail_on_missing_tags).
+  std::optional<Clock::time_point> tags_check_from;
+  Clock::time_point next_tags_check;
+  std::set<QueueKey> tags_reported;
+  bool missing_tags(Clock::time_point now) {
+    if (!tags_check_from) tags_check_from = now + milliseconds(opt.missing_tags_wait_ms);
+    if (now < *tags_check_from || now < next_tags_check) return false;
+    next_tags_check = now + milliseconds(1000);
+    bool stop = false;
+    for (const auto& [key, q] : queues) {
+      const auto& [target, tags, e] = key;
+      if (q.empty() || tags.empty()) continue;
+      bool served = false;
+      for (const auto& [id, w] : workers)
+        served = served || (queue_target(w.info.target) == target && offers(w.info.tags, tags) &&
+                            std::find(w.info.executors.begin(), w.info.executors.end(), e) != w.info.executors.end());
+      if (served || !tags_reported.insert(key).second) continue;
+      stats.missing_tags += (stats.missing_tags.empty() ? "" : "; ") + std::string("no registered worker of target ") +
+                            target + " offers tags [" + tags + "] for " + executor_name(e) + " (" +
+                            std::to_string(q.size()) + " jobs wait)";
+      log("error: " + stats.missing_tags + (opt.fail_on_missing_tags ? "; stopping" : "; waiting for such a worker"));
+      stop = stop || opt.fail_on_missing_tags;
+    }
+    return stop;
+  }
+
   // ---- handlers, one per message type ----
+  // The worker's device health as the summary lists it; a transition is
+  // logged and written to the store with its reason and time.
+  void note_health(const WorkerInfo& info) {
+    auto& b = stats.boards[info.worker_id];
+    const bool changed = b.health != info.health || b.reason != info.health_reason;
+    b.target = info.target;
+    b.tags = info.tags;
+    if (!changed) return;
+    log("worker " + info.worker_id + " health " + (b.health.empty() ? "-" : b.health) + " -> " + info.health +
+        (info.health_reason.empty() ? "" : ": " + info.health_reason));
+    b.health = info.health;
+    b.reason = info.health_reason;
+    b.since = info.health_since;
+    ++b.transitions;
+    try {
+      store.append_health(info.worker_id, info.health, info.health_reason, info.health_since);
+    } catch (const PipelineError& e) {
+      log("health of worker " + info.worker_id + " not stored: " + e.what());
+    }
+  }
+
   void on_ready(const std::string& identity, const WorkerInfo& info) {
+    note_health(info);
     auto it = workers.find(identity);
-    if (it != workers.end()) {  // capacity change (0: draining) or new offer
+    if (it != workers.end()) {  // capacity change (0: draining), health or new offer
       it->second.info = info;
-      log("worker " + info.worker_id + " updated: capacity " + std::to_string(info.capacity));
+      log("worker " + info.worker_id + " updated: capacity " + std::to_string(info.capacity) + ", health " +
+          info.health);
       return;
     }
     for (auto& [other, w] : workers)
@@ -378,6 +462,20 @@ struct FleetBroker::Impl {
     }
     if (r.executor != j.spec.executor) {
       bad(w.identity, "result of job " + r.job_id + " names executor " + executor_name(r.executor));
+      return;
+    }
+    // Lost to the infrastructure (ssh, board unreachable, runner missing):
+    // not the op's result and not an attempt; the job goes back to the queue.
+    if (r.status == Status::kError && r.error_class == "infrastructure") {
+      if (j.state == Job::State::kLeased && j.worker == w.identity) {
+        --j.leases;
+        ++stats.infra_requeued;
+        log("job " + j.spec.id + " lost to an infrastructure error on worker " + w.info.worker_id + " (" +
+            r.error_message + "); requeued, not counted as an attempt");
+        unlease(j, false);
+        --stats.requeued;  // counted as infra_requeued instead
+      }
+      acks.emplace_back(w.identity, r.job_id);
       return;
     }
     if (j.state == Job::State::kLeased) {
@@ -602,6 +700,10 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
             std::to_string(m.leased) + " leased jobs");
     }
     if (stop_by && (m.leased == 0 || now >= *stop_by)) return false;
+    if (!stop_by && m.missing_tags(now)) {
+      stop_by = now;  // opt.fail_on_missing_tags: nothing can serve them
+      continue;
+    }
 
     // Pull from the source, hand out jobs by credit (one per worker per round).
     if (!stop_by) {

@@ -39,6 +39,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -85,6 +86,11 @@ struct BrokerOptions {
   // A second stop flag, for embedded runs: set when every local worker has
   // exited (the caller then reports the run as failed, not as stopped).
   const std::atomic<bool>* workers_gone = nullptr;
+  // Jobs requiring device tags that no registered worker offers are
+  // reported after this long; with fail_on_missing_tags the run then stops
+  // (run() returns false), else it keeps waiting for such a worker.
+  int missing_tags_wait_ms = 10000;
+  bool fail_on_missing_tags = false;
   // Log lines (no trailing newline). Default: stderr.
   std::function<void(const std::string&)> log;
 };
@@ -110,6 +116,16 @@ struct BrokerStats {
   size_t lease_commits = 0;      // synced store writes of leases (dispatch rounds)
   // The q-quantile (0..1) of dispatch_latency_us in milliseconds; -1 when empty.
   double dispatch_latency_ms(double q) const;
+  size_t infra_requeued = 0;     // jobs lost to an infrastructure error, requeued (not attempts)
+  // Every worker seen, by worker id: its device health (LAVA's model).
+  struct Board {
+    std::string target, health, reason, since;
+    std::vector<std::string> tags;
+    size_t transitions = 0;
+  };
+  std::map<std::string, Board> boards;
+  // Jobs whose required tags no registered worker offered in time.
+  std::string missing_tags;
 };
 
 class FleetBroker {

@@ -44,6 +44,14 @@ void print_serve_totals(const ServeTotals& t, double wall_s, std::ostream& out) 
   out << "fleet     " << f.workers_seen << " worker registrations, " << f.workers_expired << " expired, " << f.requeued
       << " jobs requeued, " << f.crashed << " crashed, " << f.duplicates << " duplicate results dropped, "
       << f.bad_frames << " bad frames, " << f.blobs_served << " model blobs served\n";
+  if (f.infra_requeued) out << "infra     " << f.infra_requeued << " jobs lost to infrastructure errors, requeued (not attempts)\n";
+  for (const auto& [id, b] : f.boards) {
+    std::string tags;
+    for (const auto& t : b.tags) tags += (tags.empty() ? "" : ",") + t;
+    out << "board     " << id << " " << b.health << " (target " << b.target << (tags.empty() ? "" : ", tags " + tags)
+        << ")" << (b.reason.empty() ? "" : ": " + b.reason) << "\n";
+  }
+  if (!f.missing_tags.empty()) out << "tags      " << f.missing_tags << "\n";
   out << "time      wall " << fmt(wall_s, 2) << " s, fleet " << fmt(t.run_s, 2) << " s, "
       << fmt(t.run_s > 0 ? static_cast<double>(t.fleet_jobs) / t.run_s : 0) << " jobs/s\n";
   if (!f.dispatch_latency_us.empty())

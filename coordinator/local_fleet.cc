@@ -98,6 +98,10 @@ LocalWorkers::LocalWorkers(LocalWorkersOptions o) : opts_(std::move(o)) {
                                   "--cache", opts_.cache_dir,
                                   "--threads", std::to_string(std::max(1, opts_.threads_per_job)),
                                   "--heartbeat-ms", std::to_string(opts_.heartbeat_ms),
+                                  // This machine is not a board: no device health check (a
+                                  // broken local toolchain shows as op errors, not a Bad device
+                                  // that would leave the run waiting).
+                                  "--no-health-check",
                                   "--id", opts_.id_prefix + "-" + std::to_string(i)};
     args.insert(args.end(), backend_args.begin(), backend_args.end());
     std::vector<char*> argv;

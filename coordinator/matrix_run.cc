@@ -139,7 +139,8 @@ TestRun run_from_report(const ModelReport& rep, const std::optional<ExecResult>&
     run.full_model = true;
     if (full->status == Status::kError) {
       const std::string& c = full->error_class;
-      run.failed_step = (c == "unsupported" || c == "compile" || c == "target") ? "compile" : "runtime";
+      run.failed_step = c == "import" ? "import"
+                        : (c == "unsupported" || c == "compile" || c == "target") ? "compile" : "runtime";
       run.message = "assigned full-model run: " + c + ": " + full->error_message;
       run.pcc = run.max_abs = run.max_rel = -1;
     } else {
@@ -155,6 +156,11 @@ TestRun run_from_report(const ModelReport& rep, const std::optional<ExecResult>&
       run.failed_step = "runtime";
       for (const auto& [e, r] : l.results) {
         const std::string& c = r.error_class;
+        if (c == "import") {  // the toolchain's importer: FAILED_FE_COMPILATION
+          run.failed_step = "import";
+          first = &r;
+          break;
+        }
         if (c == "unsupported" || c == "compile" || c == "target" ||
             (c == "reference" && r.error_message.find("not supported") != std::string::npos)) {
           run.failed_step = "compile";
@@ -223,8 +229,11 @@ RunUnit make_unit(const TestCase& t, const Spec& spec, const MatrixRunOptions& o
   u.plan.skip_mode = spec.options.skip_mode;
   u.plan.dedup = spec.options.dedup ? DedupMode::kSignature : DedupMode::kOff;
   JobSpec& jt = u.plan.job_template;
-  jt.target = t.target.board.empty() ? "sim" : t.target.board;
+  jt.target = !t.target.toolchain.empty() ? toolchain_target(t.target.toolchain)
+              : t.target.board.empty()      ? "sim"
+                                            : t.target.board;
   for (const auto& [e, path] : t.target.profiles) u.plan.executor_targets[e] = path;
+  jt.tags = t.target.requires_tags;
   jt.tolerance = o.tolerance;
   jt.timing_runs = spec.options.timing_runs;
   jt.timeout_ms = spec.options.job_timeout_ms;
@@ -365,8 +374,11 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
       store->put_run_meta(run_id, meta.dump());
       BrokerOptions bo = o.broker;
       bo.stop_flag = o.stop;
+      bo.fail_on_missing_tags = spec.options.missing_tags_fail;
+      bo.missing_tags_wait_ms = static_cast<int>(spec.options.missing_tags_wait_s * 1000);
       bo.workers_gone = &workers_gone;
       std::unique_ptr<LocalWorkers> workers;
+      std::vector<std::unique_ptr<LocalWorkers>> toolchain_workers;  // one set per toolchain target
       struct RemoveEndpoint {
         std::string ep;
         ~RemoveEndpoint() { LocalWorkers::remove_endpoint_file(ep); }
@@ -383,9 +395,23 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
         fs::create_directories(lo.cache_dir);
         workers = std::make_unique<LocalWorkers>(lo);
         workers->watch(&workers_gone);
+        std::map<std::string, std::string> toolchains;  // target -> file
+        for (const TestCase* t : selected)
+          if (!t->target.toolchain.empty()) toolchains[toolchain_target(t->target.toolchain)] = t->target.toolchain;
+        for (const auto& [target, file] : toolchains) {
+          LocalWorkersOptions tl = lo;
+          tl.target = target;
+          tl.backend = "toolchain";
+          tl.toolchain_file = file;
+          tl.id_prefix = "local-" + target;
+          toolchain_workers.push_back(std::make_unique<LocalWorkers>(tl));
+          toolchain_workers.back()->watch(&workers_gone);
+          log("started " + std::to_string(o.local_workers) + " local workers for " + target + " (" + file + ")");
+        }
         std::set<std::string> boards;
         for (const auto& u : units)
-          if (serving_target(u.plan.job_template) != "sim") boards.insert(serving_target(u.plan.job_template));
+          if (serving_target(u.plan.job_template) != "sim" && !toolchains.count(serving_target(u.plan.job_template)))
+            boards.insert(serving_target(u.plan.job_template));
         for (const auto& b : boards)
           log("warning: local workers serve target sim only; tests on board class '" + b +
               "' wait for workers started with --target " + b);
@@ -393,6 +419,7 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
       }
       totals = serve_units(units, *store, run_id, bo, log, [&] {
         if (workers && !workers_gone.load()) workers->stop();
+        for (auto& w : toolchain_workers) w->stop();
       });
       if (!totals.complete && workers_gone.load())
         throw PipelineError("every local worker exited before the run completed (" + std::to_string(totals.pending) +
@@ -401,6 +428,11 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
       workers.reset();
     } catch (const std::exception& e) {
       err << "torq-coordinator: error: " << e.what() << "\n";
+      return 2;
+    }
+    if (!totals.complete && !totals.fleet.missing_tags.empty() && spec.options.missing_tags_fail) {
+      err << "torq-coordinator: error: " << totals.fleet.missing_tags
+          << " (options.missing_tags: fail); the store keeps what finished\n";
       return 2;
     }
     if (!totals.complete) {
@@ -471,6 +503,11 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
   info.preset = o.preset;
   info.strict_xfail = o.strict_xfail;
   info.deselected = deselected;
+  for (const auto& [id, b] : totals.fleet.boards) {
+    std::string tags;
+    for (const auto& t : b.tags) tags += (tags.empty() ? "" : ",") + t;
+    info.boards.push_back(RunInfo::Board{id, b.target, tags, b.health, b.reason, b.since});
+  }
   int code = 0;
   for (const TestResult& r : results)
     if (unexpected(r)) code = 1;

@@ -163,6 +163,8 @@ std::string encode_job(const JobSpec& j) {
     exec_targets = b.CreateVectorOfStrings(j.executor_targets);
     if (!j.decide.empty()) decide = b.CreateVector(j.decide);
   }
+  auto tags = j.tags.empty() ? flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>>()
+                             : b.CreateVectorOfStrings(j.tags);
   fb::JobBuilder jb(b);
   jb.add_id(id);
   jb.add_model_hash(hash);
@@ -179,6 +181,7 @@ std::string encode_job(const JobSpec& j) {
   jb.add_input_hi(j.input_hi);
   jb.add_bf16_rounding_rne(j.bf16_rne);
   if (!j.result_key.empty()) jb.add_result_key(rkey);
+  if (!j.tags.empty()) jb.add_tags(tags);
   if (!j.assignment.empty()) {
     jb.add_assignment(assignment);
     jb.add_executor_targets(exec_targets);
@@ -221,6 +224,8 @@ JobSpec decode_job(const void* data, size_t size) {
     for (const auto* t : *j->executor_targets()) out.executor_targets.push_back(str(t));
   if (j->decide())
     for (const auto d : *j->decide()) out.decide.push_back(d ? 1 : 0);
+  if (j->tags())
+    for (const auto* t : *j->tags()) out.tags.push_back(str(t));
   if (!out.decide.empty() && out.decide.size() != out.assignment.size())
     throw PipelineError("job decide has " + std::to_string(out.decide.size()) + " entries for " +
                         std::to_string(out.assignment.size()) + " assigned layers");

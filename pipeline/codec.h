@@ -39,6 +39,8 @@ struct JobSpec {
   // is ignored): the first executor in priority order whose profile accepts
   // it. Empty, or one entry per assignment entry.
   std::vector<uint8_t> decide;
+  // Device tags the serving worker must offer (sorted, unique); empty: any.
+  std::vector<std::string> tags;
 };
 
 // The key a job's results are stored under (result_key, else model_hash).

@@ -63,6 +63,10 @@ bool is_sha256_hex(const std::string& s) {
   return true;
 }
 
+bool is_health_state(const std::string& s) {
+  return s == "Good" || s == "Unknown" || s == "Bad" || s == "Maintenance";
+}
+
 std::string encode_ready(const WorkerInfo& w) {
   flatbuffers::FlatBufferBuilder b(256);
   std::vector<fb::Executor> ex;
@@ -72,7 +76,11 @@ std::string encode_ready(const WorkerInfo& w) {
   auto exv = b.CreateVector(ex);
   auto tc = b.CreateString(w.toolchain);
   auto running = b.CreateVectorOfStrings(w.running);
-  auto body = fb::CreateReady(b, id, target, exv, tc, w.capacity, running);
+  auto tags = b.CreateVectorOfStrings(w.tags);
+  auto health = b.CreateString(w.health);
+  auto reason = b.CreateString(w.health_reason);
+  auto since = b.CreateString(w.health_since);
+  auto body = fb::CreateReady(b, id, target, exv, tc, w.capacity, running, tags, health, reason, since);
   return finish(b, fb::Message::Ready, body.Union());
 }
 
@@ -148,6 +156,13 @@ FleetMessage decode_fleet_message(const void* data, size_t size, size_t max_byte
         for (auto e : *r->executors()) m.ready.executors.push_back(checked_executor(static_cast<int>(e), "READY"));
       if (r->running())
         for (const auto* s : *r->running()) m.ready.running.push_back(str(s));
+      if (r->tags())
+        for (const auto* s : *r->tags()) m.ready.tags.push_back(str(s));
+      if (r->health()) m.ready.health = str(r->health());
+      m.ready.health_reason = str(r->health_reason());
+      m.ready.health_since = str(r->health_since());
+      if (!is_health_state(m.ready.health))
+        throw PipelineError("READY health '" + m.ready.health + "' (expected Good, Unknown, Bad or Maintenance)");
       if (m.ready.worker_id.empty()) throw PipelineError("READY without a worker id");
       if (m.ready.target.empty()) throw PipelineError("READY without a target");
       if (m.ready.executors.empty()) throw PipelineError("READY offers no executor");

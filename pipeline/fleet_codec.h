@@ -52,7 +52,13 @@ struct WorkerInfo {
   std::string toolchain;
   uint32_t capacity = 1;               // 0: draining, send no more jobs
   std::vector<std::string> running;    // job ids still running after a reconnect
+  std::vector<std::string> tags;       // device tags offered
+  std::string health = "Good";         // Good | Unknown | Bad | Maintenance
+  std::string health_reason, health_since;
 };
+
+// True for the four health states of LAVA's model.
+bool is_health_state(const std::string& s);
 
 // One decoded message; only the fields of `type` are set.
 struct FleetMessage {

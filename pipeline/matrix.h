@@ -21,12 +21,15 @@
 //     sim: {}                     # the built-in sim profile set
 //     sim-strict: {profiles: {nss: targets/nss-strict.yaml}}   # a sim profile set
 //     astra: {board: astra}       # a board class: served by workers --target astra
+//     chip: {board: astra, requires: [sl2610]}   # only workers started with --tags sl2610,...
+//     tools: {toolchain: toolchains/standin.yaml} # the Torq tools (torq-worker --backend toolchain)
 //   modes: [discover]             # discover | run | subgraph (IDs <model>-<variant>-<target>-subgraph-<from>-<to>)
 //   test_config: [test_config/nightly.yaml]   # per-test config files
 //   presets:
 //     push: {k: "squeezenet or demo", m: "push"}
 //     nightly: {m: "not slow"}
-//   options: {dedup: false, skip_mode: false, timing_runs: 1, job_timeout_ms: 120000}
+//   options: {dedup: false, skip_mode: false, timing_runs: 1, job_timeout_ms: 120000,
+//             missing_tags: wait|fail, missing_tags_wait_s: 10}
 //
 // Per-test config file:
 //
@@ -85,6 +88,8 @@ struct Target {
   std::string name = "sim";
   std::string board;                             // board class; empty: a sim profile set
   std::map<Executor, std::string> profiles;      // sim: profile files overriding built-ins (absolute paths)
+  std::vector<std::string> requires_tags;        // device tags a serving worker must offer (sorted)
+  std::string toolchain;                         // toolchain file (absolute): the Torq tools run the executors
 };
 
 struct SubgraphRef {
@@ -106,6 +111,10 @@ struct SpecOptions {
   bool skip_mode = false;
   uint32_t timing_runs = 1;
   uint32_t job_timeout_ms = 120000;
+  // Jobs whose required tags no registered worker offers are reported after
+  // missing_tags_wait_s; then the run fails (exit 2) or keeps waiting.
+  bool missing_tags_fail = false;
+  uint32_t missing_tags_wait_s = 10;
 };
 
 struct Preset {

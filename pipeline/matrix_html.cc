@@ -95,6 +95,7 @@ std::string header_html(const std::vector<TestResult>& results, const RunInfo& i
   selection += std::to_string(results.size()) + " selected, " + std::to_string(info.deselected) + " deselected";
   row("selection", selection);
   row("strict xfail", info.strict_xfail ? "yes" : "no");
+  for (const auto& b : info.boards) row("board " + b.worker, board_line(b));
   h += "</dl>\n<ul class=\"counts\">\n";
   for (const Outcome o : kOutcomes) {
     size_t n = 0;

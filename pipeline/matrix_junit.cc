@@ -107,6 +107,11 @@ nlohmann::json number_or_null(double v) {
 
 }  // namespace
 
+std::string board_line(const RunInfo::Board& b) {
+  return b.worker + " " + b.health + " (target " + b.target + (b.tags.empty() ? "" : ", tags " + b.tags) + ")" +
+         (b.reason.empty() ? "" : ": " + b.reason) + (b.since.empty() ? "" : " since " + b.since);
+}
+
 std::string junit_xml(const std::vector<TestResult>& results, const RunInfo& info) {
   size_t failures = 0, skipped = 0;
   for (const TestResult& r : results) {
@@ -133,6 +138,7 @@ std::string junit_xml(const std::vector<TestResult>& results, const RunInfo& inf
   run_property("cache_hits", std::to_string(info.cache_hits));
   run_property("jobs_per_s", fixed(info.jobs_per_s, 2));
   run_property("deselected", std::to_string(info.deselected));
+  for (const auto& b : info.boards) run_property("board." + b.worker, board_line(b));
   x += "  </properties>\n";
   for (const TestResult& r : results) x += testcase_xml(r, info);
   x += "</testsuite>\n";
@@ -188,6 +194,11 @@ nlohmann::json summary_json(const std::vector<TestResult>& results, const RunInf
                         {"strict_xfail", info.strict_xfail},
                         {"selected", results.size()},
                         {"deselected", info.deselected}};
+  nlohmann::json boards = nlohmann::json::array();
+  for (const auto& b : info.boards)
+    boards.push_back({{"worker", b.worker}, {"target", b.target}, {"tags", b.tags}, {"health", b.health},
+                      {"reason", b.reason}, {"since", b.since}});
+  run["boards"] = boards;
   return {{"run", run}, {"counts", counts}, {"exit_code", exit_code}, {"tests", tests}};
 }
 

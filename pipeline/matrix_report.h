@@ -28,7 +28,15 @@ struct RunInfo {
   std::string k, m, preset;    // selection used
   bool strict_xfail = false;
   size_t deselected = 0;       // tests collected but not selected
+  // The workers (boards) that served the run, with their device health.
+  struct Board {
+    std::string worker, target, tags, health, reason, since;
+  };
+  std::vector<Board> boards;
 };
+
+// "w1 Good (sl2610,astra-machina): health check passed" — one line per board.
+std::string board_line(const RunInfo::Board& b);
 
 // JUnit XML: one <testsuite name="torq-matrix"> with one <testcase
 // classname="<model>" name="<ID>" time="wall_s"> per result; failed →

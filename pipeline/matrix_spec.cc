@@ -5,6 +5,7 @@
 // file, a missing profile or test_config file, a duplicate name, a bad enum
 // or type, an unknown key or an invalid preset expression is a PipelineError
 // "file:line:col: message".
+#include <algorithm>
 #include <glob.h>
 
 #include <filesystem>
@@ -238,9 +239,18 @@ class SpecParser {
       const YAML::Node& v = kv.second;
       if (!v.IsNull()) {
         const std::string what = "target '" + t.name + "'";
-        r_.expect_map(v, {"board", "profiles"}, what);
+        r_.expect_map(v, {"board", "profiles", "requires", "toolchain"}, what);
+        if (v["requires"]) t.requires_tags = tag_list(v["requires"], what);
         if (v["board"] && v["profiles"])
           r_.fail(v["profiles"], what + " is either a board class (board) or a sim profile set (profiles), not both");
+        if (v["toolchain"] && (v["board"] || v["profiles"]))
+          r_.fail(v["toolchain"], what + ": a toolchain target takes neither board nor profiles");
+        if (v["toolchain"]) {
+          const std::string file = r_.str(v["toolchain"], "toolchain file");
+          t.toolchain = resolve(file);
+          if (!fs::is_regular_file(t.toolchain))
+            r_.fail(v["toolchain"], "toolchain file '" + file + "' not found (looked for " + t.toolchain + ")");
+        }
         if (v["board"]) {
           t.board = r_.str(v["board"], "board");
           if (t.board.empty()) r_.fail(v["board"], "board must not be empty");
@@ -260,6 +270,20 @@ class SpecParser {
       out.push_back(std::move(t));
     }
     return out;
+  }
+
+  // requires: [sl2610, ...]: device tags, sorted and unique.
+  std::vector<std::string> tag_list(const YAML::Node& n, const std::string& what) const {
+    std::vector<std::string> tags;
+    for (const YAML::Node& item : r_.seq(n, what + " requires")) {
+      const std::string t = r_.str(item, "tag");
+      if (t.empty() || t.find(',') != std::string::npos || t.find(' ') != std::string::npos)
+        r_.fail(item, "tag '" + t + "' must be non-empty, without ',' or spaces");
+      tags.push_back(t);
+    }
+    std::sort(tags.begin(), tags.end());
+    tags.erase(std::unique(tags.begin(), tags.end()), tags.end());
+    return tags;
   }
 
   std::vector<Mode> modes(const YAML::Node& n) const {
@@ -318,8 +342,11 @@ class SpecParser {
   }
 
   SpecOptions options(const YAML::Node& n) const {
-    r_.expect_map(n, {"dedup", "skip_mode", "timing_runs", "job_timeout_ms"}, "options");
+    r_.expect_map(n, {"dedup", "skip_mode", "timing_runs", "job_timeout_ms", "missing_tags", "missing_tags_wait_s"},
+                  "options");
     SpecOptions o;
+    if (n["missing_tags"]) o.missing_tags_fail = r_.choice(n["missing_tags"], {"wait", "fail"}, "missing_tags") == "fail";
+    if (n["missing_tags_wait_s"]) o.missing_tags_wait_s = positive_u32(n["missing_tags_wait_s"], "missing_tags_wait_s");
     if (n["dedup"]) o.dedup = r_.boolean(n["dedup"], "dedup");
     if (n["skip_mode"]) o.skip_mode = r_.boolean(n["skip_mode"], "skip_mode");
     if (n["timing_runs"]) o.timing_runs = positive_u32(n["timing_runs"], "timing_runs");

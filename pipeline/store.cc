@@ -1,6 +1,8 @@
 // The durable store (store.h): opening RocksDB with its five column
 // families, key layout, synced writes, and decoding reads into
 // PipelineErrors that name the key.
+#include <chrono>
+#include <cstdio>
 #include "pipeline/store.h"
 
 #include <rocksdb/db.h>
@@ -307,6 +309,32 @@ void Store::put_run_meta(const std::string& run, const std::string& json) {
   if (!nlohmann::json::accept(json))
     throw PipelineError(fail_prefix(dir_) + "metadata of run '" + run + "' is not valid JSON");
   check_write(dir_, db_->Put(synced(), runs_, run, json), kRuns, run);
+}
+
+void Store::append_health(const std::string& worker, const std::string& health, const std::string& reason,
+                          const std::string& since) {
+  check_component(dir_, "worker id", worker);
+  // The key orders a worker's transitions: nanoseconds since the epoch.
+  char seq[32];
+  std::snprintf(seq, sizeof seq, "%020lld",
+                static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                           std::chrono::system_clock::now().time_since_epoch())
+                                           .count()));
+  const std::string key = "health/" + worker + "/" + seq;
+  const std::string v =
+      nlohmann::json({{"worker", worker}, {"health", health}, {"reason", reason}, {"since", since}}).dump();
+  check_write(dir_, db_->Put(synced(), runs_, key, v), kRuns, key);
+}
+
+std::vector<Store::HealthEntry> Store::health_log() const {
+  std::vector<HealthEntry> out;
+  scan(dir_, db_, runs_, kRuns, "health/", [&](const std::string& key, const rocksdb::Slice& v) {
+    const auto j = nlohmann::json::parse(v.ToString(), nullptr, false);
+    if (!j.is_object()) throw PipelineError(fail_prefix(dir_) + "corrupt health entry at runs key '" + key + "'");
+    out.push_back(HealthEntry{j.value("worker", ""), j.value("health", ""), j.value("reason", ""),
+                              j.value("since", "")});
+  });
+  return out;
 }
 
 std::optional<std::string> Store::get_run_meta(const std::string& run) const {

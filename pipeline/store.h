@@ -110,6 +110,15 @@ class Store {
 
   // Stores run metadata; `json` must parse as JSON (else PipelineError).
   void put_run_meta(const std::string& run, const std::string& json);
+  // Device health transitions (LAVA's model), in the runs column family
+  // under "health/<worker>/<seq>": one synced write each.
+  struct HealthEntry {
+    std::string worker, health, reason, since;
+  };
+  void append_health(const std::string& worker, const std::string& health, const std::string& reason,
+                     const std::string& since);
+  // Every transition recorded, per worker in order.
+  std::vector<HealthEntry> health_log() const;
   std::optional<std::string> get_run_meta(const std::string& run) const;
 
   // Writes a result and marks its job done atomically (one WriteBatch): the

@@ -41,12 +41,13 @@ struct Fleet {
     args.insert(args.end(), extra.begin(), extra.end());
     return Proc(args, dir + "/" + log);
   }
-  void add_worker(const std::vector<std::string>& env = {}) {
+  void add_worker(const std::vector<std::string>& env = {}, const std::vector<std::string>& extra = {}) {
     const std::string id = "w" + std::to_string(workers.size() + 1);
-    workers.emplace_back(std::vector<std::string>{bin("torq-worker"), "--connect", ep, "--id", id, "--cache",
-                                                  dir + "/cache-" + id, "--capacity", "1", "--heartbeat-ms",
-                                                  std::to_string(kHeartbeatMs), "-v"},
-                         dir + "/" + id + ".log", env);
+    std::vector<std::string> args{bin("torq-worker"), "--connect", ep, "--id", id, "--cache",
+                                  dir + "/cache-" + id, "--capacity", "1", "--heartbeat-ms",
+                                  std::to_string(kHeartbeatMs), "-v"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    workers.emplace_back(args, dir + "/" + id + ".log", env);
   }
   // SIGTERM every worker; each must leave cleanly.
   void stop_workers() {
@@ -420,5 +421,100 @@ TEST(FleetProcesses, SubgraphRangeJobSurvivesItsWorkerBeingKilled) {
   EXPECT_EQ(sub["ops"].size(), 8u);
   EXPECT_EQ(sub["full_model"]["passed"], true);
   EXPECT_EQ(sub["full_model"]["worker"], "w2");
+  f.stop_workers();
+}
+
+// Device health (LAVA's model): every worker checks itself before its first
+// job; one whose check fails is Bad, takes no job and retries with backoff;
+// the coordinator's summary lists the boards and the store keeps every
+// transition with its reason.
+TEST(FleetHealth, ABadBoardTakesNoJobAndItsTransitionsAreStored) {
+  Fleet f("health_bad");
+  const std::string model = demo_model(f.dir);
+  Proc coord = f.coordinator(model, "coordinator.log");
+  f.add_worker({"TORQ_WORKER_FAULT=crash:health-check"}, {"--health-retry-s", "1"});
+  f.add_worker();
+  auto code = coord.wait(120000);
+  ASSERT_TRUE(code) << coord.output();
+  EXPECT_EQ(*code, 0) << coord.output();
+  const std::string out = coord.output();
+  EXPECT_EQ(count(f.workers[0].output(), "finished "), 0u) << f.workers[0].output();
+  EXPECT_EQ(count(f.workers[1].output(), "finished "), 42u) << f.workers[1].output();
+  EXPECT_NE(out.find("board     w1 Bad (target sim): health check failed: crash"), std::string::npos) << out;
+  EXPECT_NE(out.find("board     w2 Good (target sim): health check passed"), std::string::npos) << out;
+  f.stop_workers();
+  auto store = pipeline::Store::open(f.dir + "/db");
+  std::map<std::string, std::vector<std::string>> seen;
+  for (const auto& h : store->health_log()) seen[h.worker].push_back(h.health + ": " + h.reason);
+  ASSERT_GE(seen["w1"].size(), 2u);
+  EXPECT_EQ(seen["w1"][0], "Unknown: starting: health check before the first job");
+  EXPECT_EQ(seen["w1"][1].rfind("Bad: health check failed: crash", 0), 0u) << seen["w1"][1];
+  ASSERT_GE(seen["w2"].size(), 2u);
+  EXPECT_EQ(seen["w2"][1], "Good: health check passed");
+}
+
+// A job lost to an infrastructure error is requeued without counting as an
+// attempt or as the op's error, and the board checks its health again.
+TEST(FleetHealth, AnInfrastructureErrorRequeuesTheJobAndTriggersACheck) {
+  Fleet f("health_infra");
+  const std::string model = demo_model(f.dir);
+  Proc coord = f.coordinator(model, "coordinator.log");
+  f.add_worker({"TORQ_WORKER_FAULT=infra:/3/css"});
+  auto code = coord.wait(120000);
+  ASSERT_TRUE(code) << coord.output();
+  EXPECT_EQ(*code, 0) << coord.output();
+  const std::string out = coord.output();
+  EXPECT_NE(out.find("lost to an infrastructure error on worker w1"), std::string::npos) << out;
+  EXPECT_EQ(summary_number(out, "infra     (\\d+) jobs lost"), 1) << out;
+  EXPECT_EQ(summary_number(out, "(\\d+) crashed"), 0) << out;
+  StoreView v = read_store(f.dir + "/db", run_id(out));
+  ASSERT_EQ(v.results.size(), 14u);
+  bool found = false;
+  for (const auto& r : v.results[3])
+    if (r.executor == pipeline::Executor::kCss) {
+      found = true;
+      EXPECT_EQ(r.status, pipeline::Status::kSuccess);  // the op did not fail
+      EXPECT_EQ(r.attempts, 1u);                        // and the lost run was not an attempt
+    }
+  EXPECT_TRUE(found);
+  f.stop_workers();
+  auto store = pipeline::Store::open(f.dir + "/db");
+  std::vector<std::string> w1;
+  for (const auto& h : store->health_log())
+    if (h.worker == "w1") w1.push_back(h.health);
+  EXPECT_EQ(w1, (std::vector<std::string>{"Unknown", "Good", "Unknown", "Good"}));
+}
+
+// Device tags: a matrix target that requires tags is served only by workers
+// offering them; when no registered worker does, the run says so and (with
+// missing_tags: fail) stops with exit 2 instead of starving silently.
+TEST(FleetHealth, TaggedTargetsGoToTaggedWorkersAndMissingTagsAreReported) {
+  Fleet f("tags");
+  demo_model(f.dir);
+  {
+    std::ofstream s(f.dir + "/spec.yaml");
+    s << "models: [demo.onnx]\ntargets: {chip: {requires: [sl2610]}}\n"
+         "options: {missing_tags: fail, missing_tags_wait_s: 1}\n";
+  }
+  Proc local({bin("torq-coordinator"), "--spec", f.dir + "/spec.yaml", "--db", f.dir + "/db-local", "--export",
+              f.dir + "/out-local", "--local-workers", "1"},
+             f.dir + "/local.log");
+  EXPECT_EQ(local.wait(60000), 2) << local.output();
+  EXPECT_NE(local.output().find("offers tags [sl2610]"), std::string::npos) << local.output();
+
+  Proc coord({bin("torq-coordinator"), "--spec", f.dir + "/spec.yaml", "--bind", f.ep, "--db", f.dir + "/db",
+              "--export", f.dir + "/out", "--heartbeat-ms", std::to_string(kHeartbeatMs)},
+             f.dir + "/coordinator.log");
+  f.add_worker({}, {"--tags", "sl2610,astra-machina"});
+  f.add_worker();
+  auto code = coord.wait(120000);
+  ASSERT_TRUE(code) << coord.output();
+  EXPECT_EQ(*code, 0) << coord.output();
+  EXPECT_GE(count(f.workers[0].output(), "finished "), 42u) << f.workers[0].output();
+  EXPECT_EQ(count(f.workers[1].output(), "finished "), 0u) << f.workers[1].output();
+  const std::string junit = slurp(f.dir + "/out/junit.xml");
+  EXPECT_NE(junit.find("name=\"board.w1\" value=\"w1 Good (target sim, tags sl2610,astra-machina)"),
+            std::string::npos) << junit;
+  EXPECT_NE(slurp(f.dir + "/out/report.html").find("board w1"), std::string::npos);
   f.stop_workers();
 }

@@ -139,3 +139,26 @@ TEST_F(MatrixModes, AFailingAssignedRunIsBisectedAndItsRangeIsReported) {
   EXPECT_NE(slurp(dir_ + "/out/junit.xml").find("first failing range: " + range), std::string::npos);
   EXPECT_NE(slurp(dir_ + "/out/report.html").find("first failing range: " + range), std::string::npos);
 }
+
+// A matrix target {toolchain: FILE}: the Torq tools (here the stand-in
+// personas of torq-sim) run the executors, on local workers started with
+// that backend; results equal the sim target's, kept apart from them.
+TEST_F(MatrixModes, AToolchainTargetRunsTheStandInToolsAndAgreesWithSim) {
+  write(dir_ + "/spec.yaml",
+        std::string("models: [demo.onnx]\n"
+                    "targets: {sim: {}, tools: {toolchain: ") + TORQ_SOURCE_DIR + "/configs/toolchains/standin.yaml}}\n");
+  auto [code, out] = coordinator("spec.yaml", "out");
+  ASSERT_EQ(code, 0) << out;
+  auto t = tests_by_id(read_json(dir_ + "/out/summary.json"));
+  EXPECT_EQ(t["demo-fp32-tools-discover"]["outcome"], "passed") << t["demo-fp32-tools-discover"].dump();
+  EXPECT_EQ(t["demo-fp32-tools-discover"]["executor_distribution"], t["demo-fp32-sim-discover"]["executor_distribution"]);
+  const json sim = read_json(dir_ + "/out/reports/demo-fp32-sim-discover/torq_gen_config_demo.json");
+  const json tools = read_json(dir_ + "/out/reports/demo-fp32-tools-discover/torq_gen_config_demo.json");
+  for (auto& [id, op] : sim["ops"].items()) {
+    EXPECT_EQ(tools["ops"][id]["recommended_executor"], op["recommended_executor"]) << id;
+    for (auto& [e, r] : op["executors"].items())
+      EXPECT_EQ(tools["ops"][id]["executors"][e]["status"], r["status"]) << id << " " << e;
+  }
+  EXPECT_NE(tools["ops"]["Conv_conv1"]["executors"]["css"]["toolchain"].get<std::string>().find("standin"),
+            std::string::npos) << tools["ops"]["Conv_conv1"]["executors"]["css"].dump();
+}

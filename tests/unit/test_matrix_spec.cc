@@ -191,7 +191,7 @@ TEST(MatrixSpec, BadTargets) {
   EXPECT_EQ(error_of([] { parse_spec("models: []\ntargets:\n  x: {board: a, profiles: {}}\n", "s.yaml"); }),
             "s.yaml:3:27: target 'x' is either a board class (board) or a sim profile set (profiles), not both");
   EXPECT_EQ(error_of([] { parse_spec("models: []\ntargets:\n  x: {bord: a}\n", "s.yaml"); }),
-            "s.yaml:3:7: unknown key 'bord' in target 'x' (did you mean 'board'?); allowed: board, profiles");
+            "s.yaml:3:7: unknown key 'bord' in target 'x' (did you mean 'board'?); allowed: board, profiles, requires, toolchain");
   EXPECT_EQ(error_of([] { parse_spec("models: []\ntargets:\n  x: {profiles: {npu: p.yaml}}\n", "s.yaml"); }),
             "s.yaml:3:18: unknown key 'npu' in target 'x' profiles (did you mean 'nss'?); allowed: css, host, nss");
   const std::string spec = d.write("spec.yaml", "models: []\ntargets:\n  x: {profiles: {nss: p.yaml}}\n");

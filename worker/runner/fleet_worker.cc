@@ -16,10 +16,14 @@
 #include <set>
 #include <sstream>
 
+#include <onnx/onnx_pb.h>
+
 #include "pipeline/fleet_codec.h"
 #include "pipeline/model_import.h"
+#include "worker/runner/board_health.h"
 #include "worker/runner/job_runner.h"
 #include "worker/runner/local_pool.h"
+#include "worker/sim/demo_model.h"
 
 namespace torq::runner {
 
@@ -55,10 +59,31 @@ int parse_bench_executor(const std::string& spec) {
   throw PipelineError("bad bench executor '" + spec + "' (noop or sleep:MS, MS <= 3600000)");
 }
 
+BoardHealth::Options health_options(const FleetWorkerOptions& o) {
+  BoardHealth::Options h;
+  h.checks = o.health_checks && o.bench_executor.empty();
+  h.interval = std::chrono::seconds(std::max(1, o.health_interval_s));
+  h.retry = std::chrono::seconds(std::max(1, o.health_retry_s));
+  return h;
+}
+
+// Test aid: TORQ_WORKER_FAULT=infra:ID makes the first job whose id
+// contains ID fail once with an infrastructure error (as a lost ssh link
+// would), in this process.
+std::vector<std::string> infra_faults() {
+  std::vector<std::string> out;
+  const char* env = std::getenv("TORQ_WORKER_FAULT");
+  std::stringstream ss(env ? env : "");
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (item.rfind("infra:", 0) == 0) out.push_back(item.substr(6));
+  return out;
+}
+
 }  // namespace
 
 struct FleetWorker::Impl {
-  explicit Impl(FleetWorkerOptions o) : opt(std::move(o)) {
+  explicit Impl(FleetWorkerOptions o) : opt(std::move(o)), health(health_options(opt)), infra(infra_faults()) {
     if (opt.bench_executor.empty()) pool.emplace(pool_options(opt));
     else bench_ms = parse_bench_executor(opt.bench_executor);
   }
@@ -87,6 +112,10 @@ struct FleetWorker::Impl {
   std::set<std::string> verified;                      // cached models checked this process
   Clock::time_point broker_seen, last_sent;
   bool draining = false;
+  BoardHealth health;
+  std::vector<std::string> infra;     // injected one-shot infrastructure faults (test aid)
+  std::string health_job;             // id of the running health check
+  int health_seq = 0;
 
   void log(const std::string& s) const { opt.log("[worker " + opt.worker_id + "] " + s); }
 
@@ -107,7 +136,70 @@ struct FleetWorker::Impl {
     w.toolchain = opt.toolchain.empty() ? toolchain_identity() : opt.toolchain;
     w.capacity = draining ? 0 : static_cast<uint32_t>(opt.capacity);
     w.running.assign(active.begin(), active.end());
+    w.tags = opt.tags;
+    w.health = health.state();
+    w.health_reason = health.reason();
+    w.health_since = health.since();
     return w;
+  }
+
+  // ---- health (LAVA's model) ----
+  void health_changed() {
+    log("health " + health.state() + ": " + health.reason());
+    send(encode_ready(ready_info()));
+  }
+  // The check: the built-in demo CNN, every layer where the compiler
+  // decides (the executors this device accepts), against the fp32 host
+  // reference computed here; it passes when it runs and matches.
+  void start_health_check() {
+    const std::string bytes = torq::sim::build_demo_model();
+    const std::string hash = sha256_hex(bytes);
+    if (!have_model(hash)) store_model(hash, bytes);
+    onnx::ModelProto proto;
+    proto.ParseFromString(bytes);
+    std::vector<int> pos;
+    const size_t layers = list_layers(proto, &pos).size();
+    JobSpec j;
+    j.id = "health-check/" + std::to_string(++health_seq);
+    j.model_hash = hash;
+    j.first_node = 0;
+    j.last_node = static_cast<uint32_t>(layers - 1);
+    j.executor = Executor::kHost;
+    j.assignment.assign(layers, Executor::kHost);
+    j.decide.assign(layers, 1);
+    j.executor_targets.assign(3, "");
+    j.timeout_ms = 60000;
+    health_job = j.id;
+    health.check_started();
+    log("health check " + j.id + " started");
+    pool->submit(j);
+  }
+  void health_check_done(const ExecResult& r) {
+    health_job.clear();
+    const bool passed = r.status != Status::kError && r.pcc >= 0.999;
+    const std::string why = r.status == Status::kError ? r.error_class + ": " + r.error_message
+                                                      : "pcc " + std::to_string(r.pcc) + " < 0.999";
+    if (health.check_done(passed, why, Clock::now())) health_changed();
+  }
+  // A finished job: the health check's result stays here; an
+  // infrastructure error makes the device Unknown (checked at once).
+  void finished(const JobSpec& job, ExecResult r) {
+    if (job.id == health_job) return health_check_done(r);
+    const bool infra_error = r.status == Status::kError && r.error_class == "infrastructure";
+    const std::string why = job.id + ": " + r.error_message;
+    send_result(job, std::move(r));
+    if (infra_error && health.infrastructure_error(why, Clock::now())) health_changed();
+  }
+  void poll_health() {
+    if (!pool) return;
+    const auto now = Clock::now();
+    if (!opt.maintenance_file.empty()) {
+      const bool on = fs::exists(opt.maintenance_file);
+      if (health.maintenance(on, (on ? "maintenance file " : "maintenance file removed: ") + opt.maintenance_file,
+                             now))
+        health_changed();
+    }
+    if (!draining && health.check_due(now)) start_health_check();
   }
 
   // A fresh connection: READY, then everything the coordinator may have lost.
@@ -202,6 +294,17 @@ struct FleetWorker::Impl {
   void on_job(const JobSpec& job) {
     if (active.count(job.id)) return;  // already running it (a re-sent lease)
     active.insert(job.id);
+    // Not Good (a lease that crossed a health change): back to the queue,
+    // as an infrastructure error, never as the op's failure.
+    if (pool && !health.takes_jobs())
+      return fail(job, "infrastructure", "worker " + opt.worker_id + " is " + health.state() + ": " + health.reason());
+    for (auto it = infra.begin(); it != infra.end(); ++it)
+      if (job.id.find(*it) != std::string::npos) {
+        infra.erase(it);
+        fail(job, "infrastructure", "injected infrastructure fault (TORQ_WORKER_FAULT)");
+        if (health.infrastructure_error("injected fault on " + job.id, Clock::now())) health_changed();
+        return;
+      }
     if (!pool) {  // benchmark mode: no engine, no model needed
       if (bench_ms == 0) bench_answer(job, Clock::now());
       else sleeping.emplace_back(Clock::now() + milliseconds(bench_ms), job);
@@ -345,9 +448,10 @@ int FleetWorker::run() {
 
     // Finished jobs go back (and stay until acknowledged).
     if (m.pool)
-      for (auto& [job, r] : m.pool->service()) m.send_result(job, std::move(r));
+      for (auto& [job, r] : m.pool->service()) m.finished(job, std::move(r));
     else
       m.bench_service();
+    m.poll_health();
 
     now = Clock::now();
     if (!reconnect && now - m.broker_seen > broker_timeout) {

@@ -52,6 +52,16 @@ struct FleetWorkerOptions {
   // CURVE (z85): all three set, or none.
   std::string server_public_key, public_key, secret_key;
   bool verbose = false;                // log one line per finished job
+  // Device tags offered (a matrix target may require them) and device
+  // health (worker/runner/board_health.h): a check runs before the first
+  // job, every health_interval_s and after an infrastructure error; a Bad
+  // device retries from health_retry_s, doubling. While maintenance_file
+  // exists the worker is in Maintenance and takes no jobs.
+  std::vector<std::string> tags;
+  bool health_checks = true;
+  int health_interval_s = 24 * 3600;
+  int health_retry_s = 30;
+  std::string maintenance_file;
   // Benchmarking only: "" (run jobs for real), "noop" or "sleep:MS" (see above).
   std::string bench_executor;
   std::function<void(const std::string&)> log;  // default: stderr

@@ -130,6 +130,18 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-ms", fo.heartbeat_ms, "Fleet: heartbeat interval")->capture_default_str()->check(
       CLI::Range(10, 60000));
   app.add_flag("--verbose,-v", fo.verbose, "Fleet: log every finished job");
+  std::string tags_csv;
+  double health_interval_h = 24;
+  app.add_option("--tags", tags_csv, "Fleet: device tags offered, comma-separated (e.g. sl2610,astra-machina)");
+  app.add_flag("!--no-health-check", fo.health_checks,
+               "Fleet: no device health check (the worker is Good from the start)");
+  app.add_option("--health-interval-h", health_interval_h, "Fleet: hours between health checks")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--health-retry-s", fo.health_retry_s,
+                 "Fleet: first retry of a failed health check (doubles, up to 1 h)")
+      ->capture_default_str()->check(CLI::Range(1, 3600));
+  app.add_option("--maintenance-file", fo.maintenance_file,
+                 "Fleet: while this file exists the device is in Maintenance and takes no jobs");
   app.add_option("--bench-executor", fo.bench_executor,
                  "Fleet, BENCHMARKING ONLY: answer jobs in this process without running the engine: "
                  "'noop' (success at once) or 'sleep:MS' (success after MS ms, standing in for a board); "
@@ -156,6 +168,13 @@ int main(int argc, char** argv) {
     fo.cache_dir = cache_dir;
     fo.threads_per_job = threads;
     if (app.count("--id")) fo.worker_id = id;
+    fo.health_interval_s = static_cast<int>(health_interval_h * 3600);
+    for (size_t at = 0; at < tags_csv.size();) {
+      size_t end = tags_csv.find(',', at);
+      if (end == std::string::npos) end = tags_csv.size();
+      if (end > at) fo.tags.push_back(tags_csv.substr(at, end - at));
+      at = end + 1;
+    }
     if (backend.kind != "sim") {
       fo.backend_args = {"--backend", backend.kind, "--toolchain", backend.toolchain_file};
       fo.toolchain = make_backend(backend, threads)->identity();
