@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -22,6 +23,7 @@
 #include "pipeline/mlir.h"
 #include "pipeline/model_import.h"
 #include "pipeline/plan.h"
+#include "pipeline/profile_merge.h"
 #include "pipeline/recommend.h"
 #include "pipeline/report.h"
 #include "pipeline/store.h"
@@ -116,6 +118,23 @@ std::map<Executor, std::string> read_targets(const std::string& file) {
     out[*executor_from_name(kv.first.Scalar())] = path;
   }
   return out;
+}
+
+// Every layer result's profiling CSVs, with its trace JSON and overview,
+// as <dir>/<layer id>_<executor>.*; returns how many were written.
+size_t export_layer_profiles(const ModelReport& rep, const std::string& dir) {
+  fs::create_directories(dir);
+  size_t n = 0;
+  for (const auto& l : rep.layers)
+    for (const auto& [e, r] : l.results) {
+      if (r.profiles.empty()) continue;
+      std::string stem = l.info.id + "_" + executor_name(e);
+      for (char& c : stem)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+      export_profile(merge_layer_profiles(r.profiles, stem), dir, stem, nullptr);
+      ++n;
+    }
+  return n;
 }
 
 void check_writable_dir(const std::string& dir) {
@@ -269,6 +288,7 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
   po.dedup = o.dedup ? (o.dedup_exact ? DedupMode::kExact : DedupMode::kSignature) : DedupMode::kOff;
   po.job_template.tolerance = o.tolerance;
   po.job_template.timing_runs = o.collect_timing ? std::max<uint32_t>(1, o.timing_runs) : 1;
+  po.job_template.collect_profile = o.collect_profile;
   po.job_template.timeout_ms = o.timeout_ms;
   po.job_template.random_inputs = o.random_inputs;
   po.job_template.seed = o.seed;
@@ -411,6 +431,16 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
   } catch (const std::exception& e) {
     err << "torq-gen-config: error: " << e.what() << "\n";
     return 2;
+  }
+  if (o.collect_profile) {
+    try {
+      const size_t n = export_layer_profiles(rep, o.output_dir + "/" + name + "_profiles");
+      log->line("profiles: " + std::to_string(n) + " layer runs in " + o.output_dir + "/" + name +
+                "_profiles (CSVs and Perfetto trace JSON each)");
+    } catch (const std::exception& e) {
+      err << "torq-gen-config: error: " << e.what() << "\n";
+      return 2;
+    }
   }
   const ReportSummary sum = summarize(rep);
   if (!o.quiet) {

@@ -22,6 +22,10 @@ struct DiscoverOptions {
                                             pipeline::Executor::kHost};
   bool dedup = false, dedup_exact = false;
   bool collect_timing = false;
+  // --collect-profile: every job returns its profiling CSVs (stored with the
+  // result); each is exported with its Perfetto trace under
+  // <output_dir>/<model>_profiles/<layer id>_<executor>.*.
+  bool collect_profile = false;
   uint32_t timing_runs = 5;
   bool recommend_by_timing = false;
   bool convert_bf16 = false;

@@ -105,6 +105,8 @@ int main(int argc, char** argv) {
   disc->add_flag("--dedup-layers", d.dedup, "Test one layer per signature (op, attributes, dtypes, shapes) and copy its results");
   disc->add_flag("--dedup-exact", d.dedup_exact, "With --dedup-layers, also require identical weights");
   disc->add_flag("--collect-timing", d.collect_timing, "Average executor time over --timing-runs runs");
+  disc->add_flag("--collect-profile", d.collect_profile,
+                 "Collect each job's profiling CSVs; export them with a Perfetto trace JSON per layer run");
   disc->add_option("--timing-runs", d.timing_runs, "Runs per timing")->capture_default_str();
   disc->add_flag("--recommend-by-timing", d.recommend_by_timing, "Recommend the fastest successful executor (falls back to priority without timing)");
   disc->add_flag("--auto-convert-bf16", d.convert_bf16, "Convert fp32 weights and I/O to bf16 before testing");
@@ -160,6 +162,8 @@ int main(int argc, char** argv) {
   runc->add_option("--timeout-ms", ro.timeout_ms, "Timeout of the run (and of each bisect range run)")
       ->capture_default_str();
   runc->add_flag("!--no-bisect", ro.bisect, "Do not bisect a failing run");
+  runc->add_flag("--collect-profile", ro.collect_profile,
+                 "Collect the profiling CSVs; write a Perfetto trace JSON and print the Host Profile Overview");
   runc->add_flag("--quiet,-q", ro.quiet, "Only errors");
   add_backend_options(runc, &ro.backend, &ro.toolchain_file);
 

@@ -29,6 +29,7 @@
 #include "pipeline/matrix_internal.h"
 #include "pipeline/subgraph.h"
 #include "pipeline/full_model.h"
+#include "pipeline/profile_merge.h"
 #include "pipeline/matrix_report.h"
 #include "pipeline/model_import.h"
 #include "pipeline/report.h"
@@ -234,6 +235,7 @@ RunUnit make_unit(const TestCase& t, const Spec& spec, const MatrixRunOptions& o
                                             : t.target.board;
   for (const auto& [e, path] : t.target.profiles) u.plan.executor_targets[e] = path;
   jt.tags = t.target.requires_tags;
+  jt.collect_profile = spec.options.collect_profile;
   jt.tolerance = o.tolerance;
   jt.timing_runs = spec.options.timing_runs;
   jt.timeout_ms = spec.options.job_timeout_ms;
@@ -468,6 +470,12 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
         nlohmann::ordered_json j = report_to_json(rep);
         attach_full_model(&j, full);
         write_json_atomic(report_path(dir, rep.model_name), j);
+        if (!full.result.profiles.empty()) {
+          j["full_model"]["profile_overview"] = export_profile(
+              merge_layer_profiles(full.result.profiles, rep.model_name), dir, rep.model_name, &r.profile_overview);
+          write_json_atomic(report_path(dir, rep.model_name), j);
+          r.profile_trace = dir + "/" + rep.model_name + ".trace.json";
+        }
         if (full.failing)
           r.failing_range = std::to_string(full.failing->first) + ".." + std::to_string(full.failing->last) + " (" +
                             j["full_model"]["first_failing_range"]["first_layer"].get<std::string>() + " .. " +

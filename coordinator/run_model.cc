@@ -14,6 +14,7 @@
 #include "pipeline/full_model.h"
 #include "pipeline/mlir.h"
 #include "pipeline/model_import.h"
+#include "pipeline/profile_merge.h"
 #include "pipeline/report.h"
 #include "pipeline/store.h"
 #include "pipeline/subgraph.h"
@@ -124,6 +125,7 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
   jt.seed = o.seed;
   jt.timeout_ms = o.timeout_ms;
   jt.bf16_rne = o.rounding == engine::Rounding::kNearestEven;
+  jt.collect_profile = o.collect_profile;
   std::string assigned;
   for (const auto& a : plan.assignment) assigned += a ? executor_name(*a)[0] : '-';
   const std::string run = sha256_hex(units_run_id("run", units) + "|" + assigned).substr(0, 16);
@@ -150,9 +152,13 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
     return 2;
   }
   const FullModelRun full = full_model_run(u, layers, rule);
+  std::string overview;
   try {
     if (plan.from_report) {
       attach_full_model(&plan.report, full);
+      if (o.collect_profile && !full.result.profiles.empty())
+        plan.report["full_model"]["profile_overview"] =
+            export_profile(merge_layer_profiles(full.result.profiles, name), o.output_dir, name, &overview);
       write_json_atomic(report_path(o.output_dir, name), plan.report);
     }
     if (o.debug_ir) {
@@ -165,7 +171,18 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
     err << "torq-gen-config: error: " << e.what() << "\n";
     return 2;
   }
+  if (o.collect_profile && !plan.from_report && !full.result.profiles.empty()) {
+    try {
+      export_profile(merge_layer_profiles(full.result.profiles, name), o.output_dir, name, &overview);
+    } catch (const std::exception& e) {
+      err << "torq-gen-config: error: " << e.what() << "\n";
+      return 2;
+    }
+  }
   std::string text = full_model_text(full);
+  if (!overview.empty())
+    text += "\n" + overview + (overview.back() == '\n' ? "" : "\n") + "profile: " + o.output_dir + "/" + name +
+            ".trace.json (open in ui.perfetto.dev), " + name + ".device_trace.csv, " + name + ".host_profile.csv\n";
   if (!o.quiet) out << text;
   if (logf) logf << text;
   say(out, logf, o.quiet,

@@ -38,6 +38,10 @@ struct RunOptions {
   std::string backend = "sim";       // as discover --backend / --toolchain
   std::string toolchain_file;
   bool bisect = true;
+  // --collect-profile: the run's compile-time trace and runtime host profile
+  // CSVs (per layer, laid end to end), a Chrome/Perfetto trace JSON and the
+  // "Host Profile Overview", written next to the report and printed.
+  bool collect_profile = false;
   bool quiet = false;
 };
 

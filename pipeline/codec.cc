@@ -54,6 +54,13 @@ flatbuffers::Offset<fb::Result> put_result(flatbuffers::FlatBufferBuilder& b, co
   auto tc = b.CreateString(r.toolchain);
   auto dd = b.CreateString(r.dedup_of);
   auto chip = r.chip.empty() ? flatbuffers::Offset<flatbuffers::String>() : b.CreateString(r.chip);
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::LayerProfile>>> profiles;
+  if (!r.profiles.empty()) {
+    std::vector<flatbuffers::Offset<fb::LayerProfile>> v;
+    for (const auto& p : r.profiles)
+      v.push_back(fb::CreateLayerProfile(b, b.CreateString(p.device_csv), b.CreateString(p.host_csv)));
+    profiles = b.CreateVector(v);
+  }
   flatbuffers::Offset<flatbuffers::Vector<fb::Executor>> placed;
   flatbuffers::Offset<flatbuffers::Vector<double>> layer_ms;
   if (!r.placed.empty()) {
@@ -86,6 +93,7 @@ flatbuffers::Offset<fb::Result> put_result(flatbuffers::FlatBufferBuilder& b, co
     rb.add_layer_ms(layer_ms);
   }
   if (!r.chip.empty()) rb.add_chip(chip);
+  if (!r.profiles.empty()) rb.add_profiles(profiles);
   return rb.Finish();
 }
 
@@ -134,6 +142,8 @@ ExecResult get_result(const fb::Result* r) {
     }
   if (r->layer_ms()) out.layer_ms.assign(r->layer_ms()->begin(), r->layer_ms()->end());
   out.chip = str(r->chip());
+  if (r->profiles())
+    for (const auto* p : *r->profiles()) out.profiles.push_back({str(p->device_csv()), str(p->host_csv())});
   if (out.layer_ms.size() != out.placed.size())
     throw PipelineError("result has " + std::to_string(out.layer_ms.size()) + " layer times for " +
                         std::to_string(out.placed.size()) + " placed layers");
@@ -182,6 +192,7 @@ std::string encode_job(const JobSpec& j) {
   jb.add_bf16_rounding_rne(j.bf16_rne);
   if (!j.result_key.empty()) jb.add_result_key(rkey);
   if (!j.tags.empty()) jb.add_tags(tags);
+  if (j.collect_profile) jb.add_collect_profile(true);
   if (!j.assignment.empty()) {
     jb.add_assignment(assignment);
     jb.add_executor_targets(exec_targets);
@@ -226,6 +237,7 @@ JobSpec decode_job(const void* data, size_t size) {
     for (const auto d : *j->decide()) out.decide.push_back(d ? 1 : 0);
   if (j->tags())
     for (const auto* t : *j->tags()) out.tags.push_back(str(t));
+  out.collect_profile = j->collect_profile();
   if (!out.decide.empty() && out.decide.size() != out.assignment.size())
     throw PipelineError("job decide has " + std::to_string(out.decide.size()) + " entries for " +
                         std::to_string(out.assignment.size()) + " assigned layers");

@@ -41,6 +41,7 @@ struct JobSpec {
   std::vector<uint8_t> decide;
   // Device tags the serving worker must offer (sorted, unique); empty: any.
   std::vector<std::string> tags;
+  bool collect_profile = false;  // return the profiling CSVs with the result
 };
 
 // The key a job's results are stored under (result_key, else model_hash).

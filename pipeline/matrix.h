@@ -115,6 +115,7 @@ struct SpecOptions {
   // missing_tags_wait_s; then the run fails (exit 2) or keeps waiting.
   bool missing_tags_fail = false;
   uint32_t missing_tags_wait_s = 10;
+  bool collect_profile = false;  // jobs return profiling CSVs; tests export trace + overview
 };
 
 struct Preset {
@@ -220,6 +221,9 @@ struct TestRun {
   bool full_model = false;              // pcc/max_* come from an assigned full-model run
   // Auto-bisect of a failing assigned run: "a..b (id_a .. id_b): figures".
   std::string failing_range;
+  // With options.collect_profile: the assigned run's "Host Profile
+  // Overview" text and its Perfetto trace JSON file.
+  std::string profile_overview, profile_trace;
   int layers = 0;
   int critical_failures = 0;
   std::map<std::string, int> executor_distribution;  // recommended executor -> layers

@@ -202,6 +202,17 @@ std::vector<Executor> grid_executors(const ModelReport& r) {
   return out;
 }
 
+// The "Host Profile Overview" of each test that collected profiles.
+std::string profiles_html(const std::vector<TestResult>& results) {
+  std::string h;
+  for (const TestResult& r : results) {
+    if (r.run.profile_overview.empty()) continue;
+    h += "<details class=\"profile\" data-id=\"" + esc(r.test->id) + "\"><summary>profile: " + esc(r.test->id) +
+         " (trace " + esc(r.run.profile_trace) + ")</summary><pre>" + esc(r.run.profile_overview) + "</pre></details>\n";
+  }
+  return h.empty() ? h : "<section id=\"profiles\">\n<h2>Host Profile Overview</h2>\n" + h + "</section>\n";
+}
+
 std::string grid_html(const std::string& test_id, const ModelReport& r) {
   const ReportSummary s = summarize(r);
   const std::vector<Executor> executors = grid_executors(r);
@@ -270,7 +281,7 @@ std::string html_report(const std::vector<TestResult>& results, const std::map<s
   h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   h += "<title>torq matrix " + esc(info.run_id) + "</title>\n<style>" + html_template::kStyle + "</style>\n</head>\n";
   h += "<body>\n" + header_html(results, info) + controls_html() + matrix_html(results, reports) +
-       grids_html(results, reports);
+       grids_html(results, reports) + profiles_html(results);
   h += "<div id=\"detail-panel\" hidden><button type=\"button\" aria-label=\"close\">×</button>"
        "<strong class=\"where\"></strong><pre></pre></div>\n";
   h += std::string("<script>") + html_template::kScript + "</script>\n</body>\n</html>\n";

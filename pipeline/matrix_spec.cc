@@ -342,9 +342,11 @@ class SpecParser {
   }
 
   SpecOptions options(const YAML::Node& n) const {
-    r_.expect_map(n, {"dedup", "skip_mode", "timing_runs", "job_timeout_ms", "missing_tags", "missing_tags_wait_s"},
+    r_.expect_map(n, {"dedup", "skip_mode", "timing_runs", "job_timeout_ms", "missing_tags", "missing_tags_wait_s",
+                      "collect_profile"},
                   "options");
     SpecOptions o;
+    if (n["collect_profile"]) o.collect_profile = r_.boolean(n["collect_profile"], "collect_profile");
     if (n["missing_tags"]) o.missing_tags_fail = r_.choice(n["missing_tags"], {"wait", "fail"}, "missing_tags") == "fail";
     if (n["missing_tags_wait_s"]) o.missing_tags_wait_s = positive_u32(n["missing_tags_wait_s"], "missing_tags_wait_s");
     if (n["dedup"]) o.dedup = r_.boolean(n["dedup"], "dedup");

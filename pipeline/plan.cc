@@ -193,7 +193,7 @@ std::string cache_key(const JobSpec& j, const std::string& profile_digest, const
      << j.target << "|" << profile_digest << "|" << j.tolerance.fp_avg_tol << "," << j.tolerance.fp_max_tol << ","
      << j.tolerance.allowed_wrong << "|" << j.timing_runs << "|" << (j.random_inputs ? "random" : "activations")
      << "," << j.seed << "," << j.input_lo << "," << j.input_hi << "|" << (j.bf16_rne ? "rne" : "trunc") << "|"
-     << engine_identity;
+     << engine_identity << (j.collect_profile ? "|profile" : "");
   if (!j.assignment.empty()) {  // an assigned full-model run: where each layer ran
     os << "|assigned:";
     for (Executor e : j.assignment) os << static_cast<int>(e);

@@ -53,6 +53,13 @@ struct ExecResult {
   double host_ms = 0;         // wall time the job took on its worker
   std::string worker_id, toolchain;
   std::string chip;           // the chip the executor's profile models, if it names one
+  // With collect_profile: per layer run, the compile-time trace CSV and the
+  // runtime host profile CSV (DESIGN §5 columns).
+  struct Profile {
+    std::string device_csv, host_csv;
+    bool operator==(const Profile&) const = default;
+  };
+  std::vector<Profile> profiles;
   uint32_t attempts = 1;
   bool cached = false;        // served from the content-addressed cache
   std::string dedup_of;       // layer id whose result this copies

@@ -162,3 +162,18 @@ TEST_F(MatrixModes, AToolchainTargetRunsTheStandInToolsAndAgreesWithSim) {
   EXPECT_NE(tools["ops"]["Conv_conv1"]["executors"]["css"]["toolchain"].get<std::string>().find("standin"),
             std::string::npos) << tools["ops"]["Conv_conv1"]["executors"]["css"].dump();
 }
+
+// options.collect_profile: each test's assigned run is profiled; its
+// Perfetto trace sits next to the test's report and the HTML report shows
+// the Host Profile Overview.
+TEST_F(MatrixModes, CollectProfileExportsTheTraceAndTheHtmlShowsTheOverview) {
+  write(dir_ + "/spec.yaml", "models: [demo.onnx]\nvariants: [bf16]\noptions: {collect_profile: true}\n");
+  auto [code, out] = coordinator("spec.yaml", "out");
+  ASSERT_EQ(code, 0) << out;
+  const std::string trace = dir_ + "/out/reports/demo-bf16-sim-discover/demo.trace.json";
+  ASSERT_TRUE(std::filesystem::exists(trace)) << out;
+  EXPECT_GT(read_json(trace)["traceEvents"].size(), 14u);
+  const std::string html = slurp(dir_ + "/out/report.html");
+  EXPECT_NE(html.find("Host Profile Overview"), std::string::npos);
+  EXPECT_NE(html.find("WALL_TIME"), std::string::npos);
+}

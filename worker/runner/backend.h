@@ -36,6 +36,7 @@ struct BackendRequest {
   uint32_t runs = 1;              // timing runs (>= 1); runtime_ms is their mean
   uint32_t timeout_ms = 60000;    // the whole job's budget (a backend may split it)
   std::string label;              // for diagnostics and scratch names (job id; untrusted text)
+  bool collect_profile = false;   // also return the profiling CSVs (DESIGN §5)
 };
 
 struct BackendResult {
@@ -51,6 +52,9 @@ struct BackendResult {
   // When !ok: a class (unsupported, import, compile, runtime, crash,
   // timeout, target) and a human message (the tool's own diagnostic).
   std::string error_class, error_message;
+  // With collect_profile: the compile-time trace CSV and the runtime host
+  // profile CSV of this run (sim: from the cost model; toolchain: the tools').
+  std::string device_csv, host_csv;
 };
 
 class Backend {

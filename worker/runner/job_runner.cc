@@ -257,6 +257,7 @@ BackendResult JobRunner::run_on(const JobSpec& job, pipeline::Executor e, const 
   req.runs = std::max<uint32_t>(1, runs);
   req.timeout_ms = job.timeout_ms;
   req.label = job.id;
+  req.collect_profile = job.collect_profile;
   return backend_->run(req);
 }
 
@@ -296,6 +297,7 @@ ExecResult JobRunner::run_assigned(const JobSpec& job, ModelState& ms, ExecResul
     }
     if (!ran) return fail("unsupported", what + ": no executor accepts it (" + rejected + ")");
     if (r.chip.empty()) r.chip = lr.chip;
+    if (job.collect_profile) r.profiles.push_back({lr.device_csv, lr.host_csv});
     r.placed.push_back(*ran);
     r.layer_ms.push_back(std::max(0.0, lr.runtime_ms));
     sim_ms += std::max(0.0, lr.runtime_ms);
@@ -363,6 +365,7 @@ ExecResult JobRunner::run(const JobSpec& job) {
                                std::to_string(expected.size()));
   r.runtime_ms = br.runtime_ms;
   r.timing_runs = br.runs;
+  if (job.collect_profile) r.profiles.push_back({br.device_csv, br.host_csv});
   for (size_t i = 0; i < actual.size() && i < expected.size(); ++i)
     r.outputs.push_back(pipeline::diff_output(outs[i], actual[i], expected[i], job.tolerance));
   pipeline::judge(&r, job.tolerance);

@@ -1,5 +1,7 @@
 #include "worker/sim/sim_backend.h"
 
+#include "worker/engine/profile_csv.h"
+
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -42,6 +44,32 @@ BackendResult& fail(BackendResult& r, const std::string& cls, const std::string&
 
 }  // namespace
 
+// The two profiling CSVs of the last run from the cost model (the sim's
+// stand-in for what the device writes): one entry per node.
+void SimBackend::profile_csvs(const engine::Session& exe, const engine::ExecutorProfile& profile,
+                              const BackendRequest& req, BackendResult* r) {
+  std::vector<engine::LayerProfileInput> layers;
+  uint64_t out_bytes = 0;
+  for (const auto& t : r->outputs) out_bytes += static_cast<uint64_t>(t.numel()) * engine::dtype_size(t.dtype());
+  const auto& nodes = exe.last_stats().nodes;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    engine::LayerProfileInput l;
+    l.name = nodes[i].name;
+    l.op_type = nodes[i].op_type;
+    l.location = nodes[i].name;
+    l.cost = nodes[i].cost;
+    // A layer job is one node: its outputs are the run's; the rest of the
+    // bytes it moved came in.
+    l.output_bytes = nodes.size() == 1 ? out_bytes : 0;
+    l.input_bytes = l.cost.bytes > l.output_bytes ? l.cost.bytes - l.output_bytes : 0;
+    layers.push_back(l);
+  }
+  const auto ex = engine::trace_executor_from_name(pipeline::executor_name(req.executor));
+  const engine::ProfileCsvs csvs = engine::make_profile_csvs(layers, profile.cost(), *ex);
+  r->device_csv = csvs.device_trace;
+  r->host_csv = csvs.host_profile;
+}
+
 BackendResult SimBackend::run(const BackendRequest& req) {
   BackendResult r;
   std::shared_ptr<const engine::ExecutorProfile> profile;
@@ -82,6 +110,7 @@ BackendResult SimBackend::run(const BackendRequest& req) {
   r.ok = true;
   r.runtime_ms = sim_ms / runs;
   r.runs = runs;
+  if (req.collect_profile) profile_csvs(*exe, *profile, req, &r);
   return r;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "worker/engine/profile.h"
+#include "worker/engine/session.h"
 #include "worker/runner/backend.h"
 
 namespace torq::sim {
@@ -21,6 +22,8 @@ class SimBackend : public runner::Backend {
   runner::BackendResult run(const runner::BackendRequest& req) override;
 
  private:
+  void profile_csvs(const engine::Session& exe, const engine::ExecutorProfile& profile,
+                    const runner::BackendRequest& req, runner::BackendResult* r);
   int threads_;
 };
 
