@@ -9,6 +9,10 @@
 //    (worker/runner/backend.h): the engine under the executor profiles
 //    (default), or the Torq tools per the toolchain file (a bad file: exit 2
 //    with file:line:col). --check-backend validates and exits (0 or 2).
+//  --board [USER@]HOST[:PORT] [--ssh-key FILE] [--board-lock-timeout-s N]
+//    (with --backend toolchain): compile here, run the module on the board
+//    over ssh (worker/toolchain/toolchain_backend.h, board mode); one job at
+//    a time per board, so a fleet worker's capacity is forced to 1.
 #include <signal.h>
 #include <unistd.h>
 
@@ -24,6 +28,7 @@
 #include <CLI/CLI.hpp>
 
 #include "pipeline/codec.h"
+#include "worker/board/address.h"
 #include "worker/runner/fleet_worker.h"
 #include "worker/runner/frame_io.h"
 #include "worker/runner/job_runner.h"
@@ -77,12 +82,37 @@ int run_fleet(runner::FleetWorkerOptions o, const std::string& executors, const 
 struct BackendChoice {
   std::string kind = "sim";
   std::string toolchain_file;
+  std::string board, ssh_key;       // board mode: [USER@]HOST[:PORT], key file
+  double board_lock_timeout_s = 600;
+  std::string cache_dir, id;        // the board's control dir and lock owner
 };
 
-// The backend a --stdio worker runs jobs with; throws for a bad toolchain file.
+std::string host_name() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+// The backend a --stdio worker runs jobs with; throws for a bad toolchain
+// file or board address.
 std::unique_ptr<runner::Backend> make_backend(const BackendChoice& b, int threads) {
-  if (b.kind == "toolchain")
-    return std::make_unique<toolchain::ToolchainBackend>(toolchain::ToolchainConfig::load(b.toolchain_file));
+  if (b.kind == "toolchain") {
+    std::optional<toolchain::BoardSettings> bs;
+    if (!b.board.empty()) {
+      bs.emplace();
+      bs->address = board::parse_board(b.board);
+      bs->address.key_file = b.ssh_key;
+      bs->control_dir = toolchain::board_control_dir(b.cache_dir, bs->address);
+      bs->owner = "torq-worker " + b.id + " pid " + std::to_string(getpid()) + " on " + host_name();
+      bs->lock_timeout = std::chrono::milliseconds(static_cast<long long>(b.board_lock_timeout_s * 1000));
+      const std::string who = b.id;
+      bs->options.log = [who, addr = board::to_string(bs->address)](const std::string& line) {
+        std::fprintf(stderr, "torq-worker %s: board %s: %s\n", who.c_str(), addr.c_str(), line.c_str());
+      };
+    }
+    return std::make_unique<toolchain::ToolchainBackend>(toolchain::ToolchainConfig::load(b.toolchain_file),
+                                                         std::move(bs));
+  }
   return std::make_unique<sim::SimBackend>(threads);
 }
 
@@ -95,6 +125,14 @@ int check_backend(const BackendChoice& b) {
   }
   if (b.kind != "toolchain" && !b.toolchain_file.empty()) {
     std::fprintf(stderr, "torq-worker: error: --toolchain is for --backend toolchain\n");
+    return 2;
+  }
+  if (b.kind != "toolchain" && (!b.board.empty() || !b.ssh_key.empty())) {
+    std::fprintf(stderr, "torq-worker: error: --board and --ssh-key are for --backend toolchain\n");
+    return 2;
+  }
+  if (!b.ssh_key.empty() && access(b.ssh_key.c_str(), R_OK) != 0) {
+    std::fprintf(stderr, "torq-worker: error: --ssh-key %s: not a readable file\n", b.ssh_key.c_str());
     return 2;
   }
   try {
@@ -156,7 +194,19 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"sim", "toolchain"}))->capture_default_str();
   app.add_option("--toolchain", backend.toolchain_file, "Toolchain file (configs/toolchains/*.yaml) for --backend toolchain");
   app.add_flag("--check-backend", check_only, "Validate --backend/--toolchain and exit (0 ok, 2 bad)");
+  app.add_option("--board", backend.board,
+                 "With --backend toolchain: compile here, run on this board over ssh, [USER@]HOST[:PORT] "
+                 "(one job at a time: forces --capacity 1)");
+  app.add_option("--ssh-key", backend.ssh_key, "With --board: the ssh private key (default: ssh's own identities)");
+  app.add_option("--board-lock-timeout-s", backend.board_lock_timeout_s,
+                 "With --board: how long a job waits for the board lock (/tmp/torq_board_test.lock) before it is "
+                 "given back as an infrastructure error")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
+  backend.cache_dir = cache_dir;
+  backend.id = app.count("--id") ? id : (fo.connect.empty() ? id : host_name() + "-" + std::to_string(getpid()));
+  if (!backend.ssh_key.empty())
+    backend.ssh_key = std::filesystem::absolute(backend.ssh_key).lexically_normal().string();
   if (const int rc = check_backend(backend); rc != 0 || check_only) return rc;
   if (!backend.toolchain_file.empty())
     backend.toolchain_file = std::filesystem::absolute(backend.toolchain_file).lexically_normal().string();
@@ -177,6 +227,16 @@ int main(int argc, char** argv) {
     }
     if (backend.kind != "sim") {
       fo.backend_args = {"--backend", backend.kind, "--toolchain", backend.toolchain_file};
+      if (!backend.board.empty()) {
+        // One job at a time per board (its lock serialises them anyway).
+        if (fo.capacity != 1)
+          std::fprintf(stderr, "torq-worker: note: --board runs one job at a time: capacity %d -> 1\n", fo.capacity);
+        fo.capacity = 1;
+        std::ostringstream lock_s;
+        lock_s << backend.board_lock_timeout_s;
+        fo.backend_args.insert(fo.backend_args.end(), {"--board", backend.board, "--board-lock-timeout-s", lock_s.str()});
+        if (!backend.ssh_key.empty()) fo.backend_args.insert(fo.backend_args.end(), {"--ssh-key", backend.ssh_key});
+      }
       fo.toolchain = make_backend(backend, threads)->identity();
     }
     return run_fleet(std::move(fo), executors, key_prefix, server_key);

@@ -7,8 +7,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 
 #include <onnx/onnx_pb.h>
+
+#include "worker/board/remote_script.h"
 
 #include "worker/toolchain/raw_tensor.h"
 #include "worker/toolchain/subprocess.h"
@@ -75,10 +78,113 @@ struct Scratch {
 
 }  // namespace
 
-ToolchainBackend::ToolchainBackend(ToolchainConfig config) : cfg_(std::move(config)) {}
+std::string board_control_dir(const std::string& cache_dir, const board::BoardAddress& a) {
+  std::string key = a.host + "-" + std::to_string(a.port);
+  for (char& c : key)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+  std::error_code ec;
+  const std::string beside = fs::absolute(cache_dir, ec).lexically_normal().string() + "/ssh-" + key;
+  // SshBoard adds "/mux-<pid>-<n>" and ssh ".<16 chars>" to a 107-byte sun_path.
+  if (!ec && beside.size() <= 64) return beside;
+  return "/tmp/torq-ssh-" + std::to_string(geteuid()) + "/" + key;
+}
+
+ToolchainBackend::ToolchainBackend(ToolchainConfig config, std::optional<BoardSettings> board)
+    : cfg_(std::move(config)), board_settings_(std::move(board)) {
+  if (board_settings_)  // throws std::invalid_argument for a bad address or control dir
+    board_ = std::make_unique<board::SshBoard>(board_settings_->address, board_settings_->control_dir,
+                                               board_settings_->owner, board_settings_->options);
+}
+
+ToolchainBackend::~ToolchainBackend() = default;  // the board: lock released, master stopped
 
 std::string ToolchainBackend::identity() const {
-  return "toolchain " + cfg_.name + " (" + cfg_.path + "; chip " + cfg_.chip + ", hw " + cfg_.hw_type + ")";
+  std::string id = "toolchain " + cfg_.name + " (" + cfg_.path + "; chip " + cfg_.chip + ", hw " + cfg_.hw_type + ")";
+  if (board_settings_) id += " on board " + board::to_string(board_settings_->address);
+  return id;
+}
+
+bool ToolchainBackend::run_on_board(const Job& job, uint32_t runs, BackendResult* r, double* total_ms) {
+  const BoardSettings& bs = *board_settings_;
+  // /tmp/torq-board-XXXXXX: never the local scratch folder's own name, even
+  // when the board is this machine.
+  std::string stem = fs::path(job.dir).filename().string();
+  if (stem.rfind("torq-job-", 0) == 0) stem = "torq-board-" + stem.substr(9);
+  else stem = "torq-board-" + stem;
+  const std::string remote = bs.remote_base + "/" + stem;
+  // The run step's values with the board's paths.
+  TemplateValues v = job.values;
+  v.scalars["vmfb"] = remote + "/" + fs::path(job.values.scalars.at("vmfb")).filename().string();
+  v.scalars["workdir"] = remote;
+  std::vector<std::string> staged = {job.values.scalars.at("vmfb")}, pulled;
+  for (auto& t : v.inputs) {
+    staged.push_back(t.file);
+    t.file = remote + "/" + fs::path(t.file).filename().string();
+  }
+  for (auto& t : v.outputs) {
+    t.file = remote + "/" + fs::path(t.file).filename().string();
+    pulled.push_back(t.file);
+  }
+  std::vector<std::string> argv;
+  try {
+    argv = expand_argv(cfg_.run_step.argv, v);
+  } catch (const std::exception& e) {
+    fail(*r, "runtime", std::string("run step: ") + e.what());
+    return false;
+  }
+  auto left_ms = [&] {
+    return std::max<long long>(
+        1, std::chrono::duration_cast<std::chrono::milliseconds>(job.deadline - Clock::now()).count());
+  };
+  board::SshBoard& b = *board_;
+  try {
+    if (!b.is_open()) b.open();
+    // A lock this process still holds from a job whose connection was cut
+    // (its token is ours): release it before taking it again.
+    if (b.locked()) b.unlock();
+    // The wait for the lock must end before the job's own deadline, so that
+    // a busy board is an infrastructure error (requeued), not a timeout.
+    b.lock(std::min<std::chrono::milliseconds>(bs.lock_timeout, std::chrono::milliseconds(left_ms() / 2)));
+    b.stage(staged, remote);
+    for (uint32_t k = 0; k < runs; ++k) {
+      const long long limit = std::min<long long>(static_cast<long long>(cfg_.run_step.timeout_s * 1000), left_ms());
+      board::RunResult rr = b.run(argv, remote, static_cast<int>(limit));
+      std::string tool = fs::path(argv[0]).filename().string();
+      if (argv.size() > 1 && argv[1].rfind("torq-", 0) == 0) tool += " " + argv[1];  // a persona of torq-sim
+      const std::string where = "run step (" + tool + ") on board " + board::to_string(bs.address);
+      if (rr.timed_out) {
+        fail(*r, "timeout", where + " timed out after " + std::to_string(limit / 1000.0).substr(0, 6) +
+                                " s; the remote process group was killed");
+      } else if (rr.exit_code != 0) {
+        const std::string diag = diagnostic_excerpt(rr.err.empty() ? rr.out : rr.err);
+        // bash reports a child killed by signal N as 128+N.
+        std::string what = rr.exit_code > 128 && rr.exit_code < 128 + 65
+                               ? where + " killed by " + signal_name(rr.exit_code - 128)
+                               : where + " exited with status " + std::to_string(rr.exit_code);
+        fail(*r, rr.exit_code > 128 && rr.exit_code < 128 + 65 ? "crash" : "runtime",
+             diag.empty() ? what : what + ": " + diag);
+      } else {
+        *total_ms += rr.wall_s * 1000.0;
+        continue;
+      }
+      break;
+    }
+    if (r->error_class.empty()) b.pull(pulled, job.dir);
+    if (!cfg_.keep_work_dir) {
+      board::RunResult rm = b.run({"rm", "-rf", "--", remote}, bs.remote_base, 20000);
+      if (rm.exit_code != 0) std::cerr << "torq-worker: could not remove " << remote << " on the board\n";
+    }
+    b.unlock();
+  } catch (const board::InfraError& e) {
+    // Never the op's error: the coordinator requeues the job and the
+    // worker checks the board's health.
+    fail(*r, "infrastructure", e.what());
+    return false;
+  } catch (const std::exception& e) {  // a local file the steps did not write (not the board's fault)
+    fail(*r, "runtime", std::string("run step on board ") + board::to_string(bs.address) + ": " + e.what());
+    return false;
+  }
+  return r->error_class.empty();
 }
 
 bool ToolchainBackend::step(const Job& job, const Step& s, const std::string& which, BackendResult* r,
@@ -179,7 +285,10 @@ BackendResult ToolchainBackend::run(const BackendRequest& req) {
   r.accepted = true;
   const uint32_t runs = std::max<uint32_t>(1, req.runs);
   double total_ms = 0;
-  for (uint32_t k = 0; k < runs; ++k) {
+  if (board_) {
+    if (!run_on_board(job, runs, &r, &total_ms)) return r;
+  }
+  for (uint32_t k = 0; !board_ && k < runs; ++k) {
     double ms = 0;
     if (!step(job, cfg_.run_step, "run", &r, &ms)) return r;
     total_ms += ms;

@@ -10,18 +10,52 @@
 // its process group is killed). The message keeps the tool's own diagnostic
 // (the first useful lines of its stderr). runtime_ms is the measured wall
 // time of the run step (mean over the timing runs).
+//
+// Board mode (torq-worker --board [USER@]HOST[:PORT], issue 10): import and
+// compile run here as above; the run step runs on the board over ssh
+// (worker/board/ssh_board.h): under the board lock, the module and the raw
+// inputs are staged to /tmp/<stem>/ (<stem>: torq-board-XXXXXX, per job),
+// the run argv runs there with {vmfb}, {in_i}, {out_i} and {workdir}
+// expanded to the remote paths, the outputs are pulled back into the scratch
+// folder, the remote folder is removed and the lock released. runtime_ms is
+// the board's wall time (`time { ...; }`). One SshBoard (one ControlMaster
+// connection) serves every job of the process; a job that finds it gone
+// reconnects. Any InfraError (unreachable, auth, ssh, runner_missing,
+// lock_timeout, staging) is the error class `infrastructure` with the
+// InfraError's message, never the op's error; a runner that fails on the
+// board is `runtime` (non-zero exit), `crash` (exit 128+signal) or `timeout`.
 #pragma once
 
+#include <chrono>
+#include <memory>
+#include <optional>
 #include <string>
 
+#include "worker/board/ssh_board.h"
 #include "worker/runner/backend.h"
 #include "worker/toolchain/toolchain_config.h"
 
 namespace torq::toolchain {
 
+// Where the run step runs in board mode.
+struct BoardSettings {
+  board::BoardAddress address;       // parse_board() plus the key file
+  std::string control_dir;           // ControlPath socket and known_hosts (short)
+  std::string owner;                 // who holds the lock, e.g. "torq-worker w1 pid N on host"
+  std::chrono::milliseconds lock_timeout{std::chrono::minutes(10)};
+  std::string remote_base = "/tmp";  // staging folders are <remote_base>/<stem>
+  board::BoardOptions options;
+};
+
+// The control directory for a board of a worker whose model cache is
+// cache_dir: <cache_dir>/ssh-<host>-<port> when short enough for a unix
+// socket path, else /tmp/torq-ssh-<uid>/<host>-<port>.
+std::string board_control_dir(const std::string& cache_dir, const board::BoardAddress& a);
+
 class ToolchainBackend : public runner::Backend {
  public:
-  explicit ToolchainBackend(ToolchainConfig config);
+  explicit ToolchainBackend(ToolchainConfig config, std::optional<BoardSettings> board = std::nullopt);
+  ~ToolchainBackend() override;
   std::string identity() const override;
   runner::BackendResult run(const runner::BackendRequest& req) override;
 
@@ -30,7 +64,11 @@ class ToolchainBackend : public runner::Backend {
   // Runs one step; false with r's error set when it failed.
   bool step(const Job& job, const Step& s, const std::string& which, runner::BackendResult* r, double* wall_ms);
   bool read_outputs(const Job& job, runner::BackendResult* r);
+  // Board mode: the timing runs on the board; false with r's error set.
+  bool run_on_board(const Job& job, uint32_t runs, runner::BackendResult* r, double* total_ms);
   ToolchainConfig cfg_;
+  std::optional<BoardSettings> board_settings_;
+  std::unique_ptr<board::SshBoard> board_;
 };
 
 }  // namespace torq::toolchain
