@@ -1,4 +1,5 @@
-// Comparison and status (DESIGN §4): per output tensor, computed in double.
+// Comparison and status (DESIGN §4): per output tensor, computed in double
+// (the tensor diff itself is the worker's: worker/runner/compare_outputs.h).
 // A float output succeeds when count(rel > fp_max_tol) / size <=
 // allowed_wrong, with rel = |e-o| / (|e|+|o|+1e-6); an integer or bool
 // output when every |e-o| <= 1. NaN/Inf position mismatches, and dtype or
@@ -9,12 +10,9 @@
 #include <vector>
 
 #include "pipeline/types.h"
-#include "worker/engine/tensor.h"
 
 namespace torq::pipeline {
 
-OutputDiff diff_output(const std::string& name, const engine::Tensor& actual, const engine::Tensor& expected,
-                       const Tolerance& tol);
 // True when the output passes the rule above.
 bool output_ok(const OutputDiff& d, const Tolerance& tol);
 // success or difference for a set of compared outputs; fills the result's

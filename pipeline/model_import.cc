@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -13,7 +14,6 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "worker/engine/error.h"
-#include "worker/engine/tensor_io.h"
 
 namespace torq::pipeline {
 
@@ -51,18 +51,37 @@ std::vector<LayerInfo> list_layers(const onnx::ModelProto& model, std::vector<in
 
 namespace {
 
+// The values of an fp32 initializer (raw_data or float_data).
+std::vector<float> f32_values(const onnx::TensorProto& t, const std::string& name) {
+  int64_t n = 1;
+  for (int64_t d : t.dims()) n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != v.size() * sizeof(float))
+      throw PipelineError("initializer '" + name + "': raw data of " + std::to_string(t.raw_data().size()) +
+                          " bytes for " + std::to_string(n) + " floats");
+    std::memcpy(v.data(), t.raw_data().data(), t.raw_data().size());
+  } else if (t.float_data_size() == n) {
+    std::copy(t.float_data().begin(), t.float_data().end(), v.begin());
+  } else if (n != 0) {
+    throw PipelineError("initializer '" + name + "': " + std::to_string(t.float_data_size()) + " floats for " +
+                        std::to_string(n) + " elements (external data is not supported)");
+  }
+  return v;
+}
+
 void convert_tensor(onnx::TensorProto* t, engine::Rounding r, std::vector<ConversionError>* errs,
                     const std::string& name) {
   if (t->data_type() != onnx::TensorProto::FLOAT) return;
-  engine::Tensor f = engine::tensor_from_proto(*t);
-  engine::Tensor b = engine::cast_tensor(f, engine::DType::kBF16, r);
+  const std::vector<float> f = f32_values(*t, name);
+  std::vector<engine::bf16_t> b(f.size());
+  engine::convert_f32_to_bf16(f.data(), b.data(), f.size(), r);
   ConversionError e;
   e.tensor = name;
-  e.size = f.numel();
-  const float* fp = f.data<float>();
+  e.size = static_cast<int64_t>(f.size());
   double sum_abs = 0, sum_sq = 0;
-  for (int64_t i = 0; i < f.numel(); ++i) {
-    const double a = fp[i], c = engine::bf16_to_f32(b.bf16()[i]);
+  for (size_t i = 0; i < f.size(); ++i) {
+    const double a = f[i], c = engine::bf16_to_f32(b[i]);
     const double d = std::fabs(a - c);
     e.max_abs = std::max(e.max_abs, d);
     if (a != 0) e.max_rel = std::max(e.max_rel, d / std::fabs(a));
@@ -74,8 +93,9 @@ void convert_tensor(onnx::TensorProto* t, engine::Rounding r, std::vector<Conver
     e.rmse = std::sqrt(sum_sq / static_cast<double>(e.size));
   }
   errs->push_back(e);
-  const std::string keep_name = t->name();
-  engine::tensor_to_proto(b, t, keep_name);
+  t->clear_float_data();
+  t->set_data_type(onnx::TensorProto::BFLOAT16);
+  t->set_raw_data(std::string(reinterpret_cast<const char*>(b.data()), b.size() * sizeof(engine::bf16_t)));
 }
 
 void mark_bf16(onnx::ValueInfoProto* v) {

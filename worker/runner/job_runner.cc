@@ -10,6 +10,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "pipeline/compare.h"
+#include "worker/runner/compare_outputs.h"
 #include "worker/engine/error.h"
 #include "worker/engine/session.h"
 #include "worker/engine/tensor_io.h"
@@ -309,7 +310,7 @@ ExecResult JobRunner::run_assigned(const JobSpec& job, ModelState& ms, ExecResul
     auto x = ms.values.find(name);
     if (a == assigned.end() || x == ms.values.end())
       return fail("runtime", "output '" + name + "' was not computed by the assigned run");
-    r.outputs.push_back(pipeline::diff_output(name, a->second, x->second, job.tolerance));
+    r.outputs.push_back(diff_output(name, a->second, x->second, job.tolerance));
   }
   r.runtime_ms = sim_ms;
   r.timing_runs = 1;
@@ -367,7 +368,7 @@ ExecResult JobRunner::run(const JobSpec& job) {
   r.timing_runs = br.runs;
   if (job.collect_profile) r.profiles.push_back({br.device_csv, br.host_csv});
   for (size_t i = 0; i < actual.size() && i < expected.size(); ++i)
-    r.outputs.push_back(pipeline::diff_output(outs[i], actual[i], expected[i], job.tolerance));
+    r.outputs.push_back(diff_output(outs[i], actual[i], expected[i], job.tolerance));
   pipeline::judge(&r, job.tolerance);
   r.host_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   return r;
