@@ -71,3 +71,19 @@ TEST(Profiles, DiscoverExportsEveryLayerRunAndRunMergesThemIntoOneTrace) {
   EXPECT_TRUE(fs::exists(dir + "/out/demo.device_trace.csv"));
   EXPECT_TRUE(fs::exists(dir + "/out/demo.host_profile.csv"));
 }
+
+// The toolchain backend collects the tools' own profiling CSVs
+// (--torq-enable-profiling --torq-dump-profiling at compile,
+// --torq_profile_host at run): here the stand-in's, in the same columns.
+TEST(Profiles, TheToolchainBackendCollectsTheToolsProfiles) {
+  const std::string dir = fresh_dir("profiles_tc_" + std::to_string(getpid()));
+  ASSERT_EQ(run_cmd(bin("torq-sim") + " demo --save " + dir + "/demo.onnx").code, 0);
+  const std::string flags = " --model " + dir + "/demo.onnx -o " + dir + "/out --auto-convert-bf16 --backend toolchain"
+                            " --toolchain " + std::string(TORQ_SOURCE_DIR) + "/configs/toolchains/standin.yaml";
+  ASSERT_EQ(run_cmd(gen() + " discover" + flags + " -q").code, 0);
+  const auto r = run_cmd(gen() + " run" + flags + " --collect-profile");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("Host Profile Overview"), std::string::npos) << r.output;
+  EXPECT_GE(check_trace(read_json(dir + "/out/demo.trace.json")), 14u);
+  EXPECT_NE(slurp(dir + "/out/demo.device_trace.csv").find("Slice 0"), std::string::npos);
+}

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <iostream>
 
 #include <onnx/onnx_pb.h>
@@ -243,6 +244,18 @@ bool ToolchainBackend::read_outputs(const Job& job, BackendResult* r) {
   return true;
 }
 
+namespace {
+
+// A profile the tools wrote, or "" when they wrote none.
+std::string read_text_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  if (f) ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
 BackendResult ToolchainBackend::run(const BackendRequest& req) {
   BackendResult r;
   r.chip = cfg_.chip;
@@ -280,8 +293,15 @@ BackendResult ToolchainBackend::run(const BackendRequest& req) {
   } catch (const std::exception& e) {
     return fail(r, "runtime", std::string("cannot stage the job: ") + e.what());
   }
+  // --collect-profile: the tools' own profiling flags (DESIGN §5).
+  Step compile = cfg_.compile_step, run_step = cfg_.run_step;
+  if (req.collect_profile && !board_) {
+    compile.argv.push_back("--torq-enable-profiling");
+    compile.argv.push_back("--torq-dump-profiling={workdir}/device_trace.csv");
+    run_step.argv.push_back("--torq_profile_host={workdir}/host_profile.csv");
+  }
   if (!step(job, cfg_.import_step, "import", &r, nullptr)) return r;
-  if (!step(job, cfg_.compile_step, "compile", &r, nullptr)) return r;
+  if (!step(job, compile, "compile", &r, nullptr)) return r;
   r.accepted = true;
   const uint32_t runs = std::max<uint32_t>(1, req.runs);
   double total_ms = 0;
@@ -290,10 +310,14 @@ BackendResult ToolchainBackend::run(const BackendRequest& req) {
   }
   for (uint32_t k = 0; !board_ && k < runs; ++k) {
     double ms = 0;
-    if (!step(job, cfg_.run_step, "run", &r, &ms)) return r;
+    if (!step(job, run_step, "run", &r, &ms)) return r;
     total_ms += ms;
   }
   if (!read_outputs(job, &r)) return r;
+  if (req.collect_profile && !board_) {
+    r.device_csv = read_text_file(job.dir + "/device_trace.csv");
+    r.host_csv = read_text_file(job.dir + "/host_profile.csv");
+  }
   r.ok = true;
   r.runs = runs;
   r.runtime_ms = total_ms / runs;
