@@ -1,0 +1,316 @@
+// Board workers end to end (issue 10, "Boards over ssh" and "Health"): a
+// torq-coordinator and torq-worker processes with --backend toolchain
+// --board, the stand-in toolchain compiling here and its torq-run-module
+// running "on the board" over ssh: a real sshd on 127.0.0.1 (TestSshd), so
+// the board is this machine and its /tmp is looked at directly.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "pipeline/store.h"
+#include "tests/board/sshd_fixture.h"
+#include "tests/fleet/fleet_harness.h"
+#include "tests/toolchain/toolchain_helpers.h"
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+using torq::board::testing::TestSshd;
+using torq::fleet_test::Proc;
+
+namespace {
+
+constexpr int kHeartbeatMs = 200;
+const char* kLock = "/tmp/torq_board_test.lock";
+
+std::string bin(const std::string& name) { return torq::fleet_test::bin(name); }
+
+std::string demo_model(const std::string& dir) {
+  const std::string path = dir + "/demo.onnx";
+  Proc p({bin("torq-sim"), "demo", "--save", path}, dir + "/sim.log");
+  EXPECT_EQ(p.wait(60000), 0) << p.output();
+  return path;
+}
+
+size_t count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
+long summary_number(const std::string& out, const std::string& pattern) {
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex(pattern))) return -1;
+  return std::stol(m[1]);
+}
+
+// Staging folders of board runs in /tmp (the board's /tmp: same machine).
+std::vector<std::string> board_dirs() {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::directory_iterator it("/tmp", ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().filename().string().rfind("torq-board-", 0) == 0) out.push_back(it->path().string());
+  return out;
+}
+
+// Mean of host_ms over every executor result of a report that has timing.
+double mean_host_ms(const ordered_json& report, size_t* n) {
+  double sum = 0;
+  *n = 0;
+  for (const auto& [id, op] : report["ops"].items())
+    for (const auto& [e, r] : op["executors"].items())
+      if (r.contains("timing") && r.contains("host_ms")) {
+        sum += r["host_ms"].get<double>();
+        ++*n;
+      }
+  return *n ? sum / *n : 0;
+}
+
+// A coordinator (--model, --target astra) and board workers in one folder.
+struct BoardFleet {
+  explicit BoardFleet(const std::string& name)
+      : dir(torq::fleet_test::fresh_dir("board/" + name)), ep(torq::fleet_test::endpoint(torq::fleet_test::free_port())) {}
+
+  Proc coordinator(const std::string& model, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {bin("torq-coordinator"), "--model", model, "--target", "astra", "--bind", ep,
+                                     "--db", dir + "/db", "--export", dir + "/out", "--heartbeat-ms",
+                                     std::to_string(kHeartbeatMs)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Proc(args, dir + "/coordinator.log");
+  }
+  void add_worker(const TestSshd& sshd, const std::string& toolchain, std::vector<std::string> extra = {}) {
+    const std::string id = "b" + std::to_string(workers.size() + 1);
+    const auto a = sshd.address();
+    std::vector<std::string> args{bin("torq-worker"), "--connect", ep, "--id", id, "--cache", dir + "/cache-" + id,
+                                  "--target", "astra", "--backend", "toolchain", "--toolchain", toolchain,
+                                  "--board", a.user + "@127.0.0.1:" + std::to_string(a.port), "--ssh-key",
+                                  sshd.client_key(), "--heartbeat-ms", std::to_string(kHeartbeatMs), "-v"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    workers.emplace_back(args, dir + "/" + id + ".log");
+  }
+  void stop_workers() {
+    for (auto& w : workers) w.signal(SIGTERM);
+    for (auto& w : workers) {
+      auto code = w.wait(30000);
+      EXPECT_TRUE(code.has_value()) << "worker did not stop on SIGTERM";
+    }
+  }
+  std::string dir, ep;
+  std::vector<Proc> workers;
+};
+
+class BoardWorker : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = torq::board::testing::make_temp_dir("torq-bw");
+    sshd_ = std::make_unique<TestSshd>(root_ + "/sshd");
+    sshd_->start();
+    std::error_code ec;
+    fs::remove_all(kLock, ec);
+    for (const auto& d : board_dirs()) fs::remove_all(d, ec);
+  }
+  void TearDown() override {
+    sshd_.reset();
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  // The sim backend's report of the same model (torq-gen-config discover).
+  ordered_json sim_report(const std::string& model, const std::string& dir, const std::string& flags = "") {
+    const auto r = torq::test::discover(model, dir, flags);
+    EXPECT_LE(r.code, 1) << r.output;
+    return torq::test::read_json(dir + "/torq_gen_config_demo.json");
+  }
+  std::string root_;
+  std::unique_ptr<TestSshd> sshd_;
+};
+
+// (a) The demo over one board worker: the same statuses, metrics and
+// recommendations as the sim backend; the staging folder appears on the
+// board while a job runs; the lock is taken during the run and released
+// after; runtime_ms is the board's wall time.
+TEST_F(BoardWorker, DemoOverSshGivesTheSimBackendsResults) {
+  BoardFleet f("demo");
+  const std::string model = demo_model(f.dir);
+  const ordered_json sim = sim_report(model, f.dir + "/sim");
+  // The stand-in toolchain run locally (no ssh): the ssh path's own overhead.
+  const auto local = torq::test::discover(model, f.dir + "/local-toolchain",
+                                          "--backend toolchain --toolchain " + torq::test::standin_yaml());
+  ASSERT_LE(local.code, 1) << local.output;
+  const ordered_json local_tc = torq::test::read_json(f.dir + "/local-toolchain/torq_gen_config_demo.json");
+
+  std::atomic<bool> done{false};
+  std::set<std::string> seen_dirs;
+  bool seen_module = false, seen_lock = false;
+  std::thread watch([&] {
+    while (!done) {
+      for (const auto& d : board_dirs()) {
+        seen_dirs.insert(d);
+        seen_module = seen_module || fs::exists(d + "/model.vmfb");
+      }
+      seen_lock = seen_lock || fs::exists(kLock);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  Proc coord = f.coordinator(model);
+  f.add_worker(*sshd_, torq::test::standin_yaml());
+  auto code = coord.wait(240000);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  done = true;
+  watch.join();
+  ASSERT_TRUE(code) << coord.output();
+  EXPECT_EQ(*code, 0) << coord.output() << f.workers[0].output();
+  f.stop_workers();
+  const std::string wlog = f.workers[0].output();
+
+  const ordered_json board = torq::test::read_json(f.dir + "/out/torq_gen_config_demo.json");
+  ASSERT_EQ(board["ops"].size(), 14u);
+  torq::test::expect_same_results(sim, board);
+  EXPECT_NE(board["ops"].begin().value()["executors"]["host"]["toolchain"].get<std::string>().find(
+                "on board " + sshd_->address().user + "@127.0.0.1:" + std::to_string(sshd_->port())),
+            std::string::npos);
+  // Runtime = the board's wall time (bash `time`), in ms: > 0 everywhere it ran.
+  size_t timed = 0;
+  for (const auto& [id, op] : board["ops"].items())
+    for (const auto& [e, r] : op["executors"].items())
+      if (r["status"] != "error") {
+        ASSERT_TRUE(r.contains("timing")) << id << " " << e;
+        EXPECT_GT(r["timing"]["runtime_ms"].get<double>(), 0.0) << id << " " << e;
+        ++timed;
+      }
+  EXPECT_GT(timed, 0u);
+  // Staged on the board, under the lock, and cleaned up after.
+  EXPECT_FALSE(seen_dirs.empty()) << "no /tmp/torq-board-* folder seen during the run";
+  EXPECT_TRUE(seen_module) << "no staged model.vmfb seen on the board";
+  EXPECT_TRUE(seen_lock) << "the board lock was never seen held";
+  EXPECT_FALSE(fs::exists(kLock)) << "the board lock is still held after the run";
+  EXPECT_TRUE(board_dirs().empty()) << "staging folders left on the board";
+  EXPECT_EQ(count(wlog, "health Good"), 1u) << wlog;
+
+  size_t nb = 0, ns = 0, nl = 0;
+  const double board_ms = mean_host_ms(board, &nb), sim_ms = mean_host_ms(sim, &ns),
+               local_ms = mean_host_ms(local_tc, &nl);
+  std::printf("[board] demo over ssh: %zu timed results; mean host_ms per job: board %.1f, local toolchain %.1f, "
+              "sim %.1f\n",
+              nb, board_ms, local_ms, sim_ms);
+  std::printf("[board] ssh path overhead per job: %.1f ms vs the sim backend, %.1f ms vs the same toolchain run "
+              "locally; run wall %.2f s for %zu jobs (%.1f jobs/s, one worker, health check included)\n",
+              board_ms - sim_ms, board_ms - local_ms, wall_s, count(wlog, "finished "),
+              count(wlog, "finished ") / wall_s);
+}
+
+// (b) sshd killed while a job runs on the board: the job is an
+// infrastructure error, requeued by the coordinator (not an attempt); the
+// worker goes Unknown, its check fails while sshd is down (Bad); sshd back on
+// the same port, the retried check passes and the run completes.
+TEST_F(BoardWorker, SshdKilledMidJobIsRequeuedAndTheBoardRecovers) {
+  BoardFleet f("sshd_killed");
+  const std::string model = demo_model(f.dir);
+  const ordered_json sim = sim_report(model, f.dir + "/sim");
+  // The stand-in, with a runner that takes a second while the flag file exists
+  // (so the test can kill sshd mid-run).
+  const std::string flag = f.dir + "/slow";
+  const std::string yaml = f.dir + "/slow-standin.yaml";
+  {
+    std::ifstream in(torq::test::standin_yaml());
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    const std::string from = "argv: [\"{torq_sim}\", torq-run-module,";
+    const auto at = text.find(from);
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, from.size(), "argv: [bash, -c, 'if [ -e \"$0\" ]; then sleep 1; fi; shift; exec \"$@\"', \"" +
+                                       flag + "\", x, \"{torq_sim}\", torq-run-module,");
+    std::ofstream(yaml) << text;
+  }
+  Proc coord = f.coordinator(model);
+  f.add_worker(*sshd_, yaml, {"--health-retry-s", "1"});
+  Proc& w = f.workers[0];
+  ASSERT_TRUE(w.wait_for("health Good", 60000)) << w.output();
+  std::ofstream(flag) << "1";
+  // Mid-run: the run script records its process group while the command runs.
+  std::string running;
+  for (int i = 0; i < 3000 && running.empty(); ++i) {
+    for (const auto& d : board_dirs())
+      if (fs::exists(d + "/.torq-run.pgid")) running = d;
+    if (running.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_FALSE(running.empty()) << "no run seen on the board\n" << w.output();
+  sshd_->kill_all();
+  fs::remove(flag);
+  ASSERT_TRUE(w.wait_for("health Unknown", 30000)) << w.output();
+  ASSERT_TRUE(w.wait_for("health Bad", 30000)) << w.output();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  sshd_->start();
+  auto code = coord.wait(240000);
+  ASSERT_TRUE(code) << coord.output();
+  EXPECT_EQ(*code, 0) << coord.output() << w.output();
+  f.stop_workers();
+  const std::string out = coord.output(), wlog = w.output();
+  EXPECT_NE(out.find("lost to an infrastructure error on worker b1"), std::string::npos) << out;
+  EXPECT_GE(summary_number(out, "infra     (\\d+) jobs lost to infrastructure errors"), 1) << out;
+  EXPECT_EQ(summary_number(out, "(\\d+) crashed"), 0) << out;
+  EXPECT_NE(out.find("board     b1 Good (target astra)"), std::string::npos) << out;
+  // The infrastructure error is the ssh link's (InfraError kind ssh), never an op's.
+  EXPECT_TRUE(std::regex_search(out, std::regex("lost to an infrastructure error on worker b1 \\([^\n]*ssh: ")))
+      << out;
+  // Every layer has its result, the same as the sim backend's.
+  const ordered_json board = torq::test::read_json(f.dir + "/out/torq_gen_config_demo.json");
+  ASSERT_EQ(board["ops"].size(), 14u);
+  torq::test::expect_same_results(sim, board);
+  // Health: Unknown (start), Good, Unknown (the infrastructure error), Bad
+  // (the check while sshd was down, maybe more than once), then Good.
+  auto store = torq::pipeline::Store::open(f.dir + "/db");
+  std::vector<std::string> h;
+  for (const auto& e : store->health_log())
+    if (e.worker == "b1") h.push_back(e.health + ": " + e.reason);
+  std::string all;
+  for (const auto& s : h) all += "  " + s + "\n";
+  std::printf("[board] health of b1:\n%s", all.c_str());
+  ASSERT_GE(h.size(), 5u) << all;
+  EXPECT_EQ(h[0].rfind("Unknown", 0), 0u) << all;
+  EXPECT_EQ(h[1].rfind("Good", 0), 0u) << all;
+  EXPECT_EQ(h[2].rfind("Unknown", 0), 0u) << all;
+  EXPECT_EQ(h[3].rfind("Bad: health check failed: infrastructure", 0), 0u) << all;
+  EXPECT_EQ(h.back().rfind("Good: health check passed", 0), 0u) << all;
+  EXPECT_FALSE(fs::exists(kLock)) << "the board lock is still held after the run";
+}
+
+// Throughput: two board workers on the same board (the board lock
+// serialises their runs) against one, without health checks.
+TEST_F(BoardWorker, TwoBoardWorkersThroughput) {
+  std::map<int, double> rate;
+  for (int n : {1, 2}) {
+    BoardFleet f("throughput" + std::to_string(n));
+    const std::string model = demo_model(f.dir);
+    const auto t0 = std::chrono::steady_clock::now();
+    Proc coord = f.coordinator(model);
+    for (int i = 0; i < n; ++i) f.add_worker(*sshd_, torq::test::standin_yaml(), {"--no-health-check"});
+    auto code = coord.wait(240000);
+    const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_TRUE(code) << coord.output();
+    EXPECT_EQ(*code, 0) << coord.output();
+    f.stop_workers();
+    size_t jobs = 0;
+    std::string per;
+    for (auto& w : f.workers) {
+      const size_t k = count(w.output(), "finished ");
+      jobs += k;
+      per += " " + std::to_string(k);
+    }
+    rate[n] = jobs / wall_s;
+    std::printf("[board] %d board worker(s), same board: %zu jobs (per worker:%s) in %.2f s = %.1f jobs/s\n", n,
+                jobs, per.c_str(), wall_s, rate[n]);
+    EXPECT_FALSE(fs::exists(kLock));
+  }
+  EXPECT_GT(rate[2], 0.0);
+}
+
+}  // namespace
