@@ -20,6 +20,7 @@
 #include "pipeline/store.h"
 #include "tests/board/sshd_fixture.h"
 #include "tests/fleet/fleet_harness.h"
+#include "tests/integration/models.h"
 #include "tests/toolchain/toolchain_helpers.h"
 
 namespace fs = std::filesystem;
@@ -314,3 +315,30 @@ TEST_F(BoardWorker, TwoBoardWorkersThroughput) {
 }
 
 }  // namespace
+
+// --collect-profile over a board: the compile-time trace is written where
+// the module is compiled (here), the runtime host profile on the board and
+// pulled back with the outputs; the matrix test's assigned run exports them
+// as one Perfetto trace.
+TEST_F(BoardWorker, ProfilesOfABoardRunArePulledBack) {
+  BoardFleet f("profile");
+  torq::test::save_chain_model(f.dir + "/chain.onnx", 2);
+  {
+    std::ofstream spec(f.dir + "/spec.yaml");
+    spec << "models: [chain.onnx]\nexecutors: [host]\ntargets: {astra: {board: astra}}\n"
+            "options: {collect_profile: true}\n";
+  }
+  Proc coord({bin("torq-coordinator"), "--spec", f.dir + "/spec.yaml", "--bind", f.ep, "--db", f.dir + "/db",
+              "--export", f.dir + "/out", "--heartbeat-ms", std::to_string(kHeartbeatMs)},
+             f.dir + "/coordinator.log");
+  f.add_worker(*sshd_, std::string(TORQ_SOURCE_DIR) + "/configs/toolchains/standin.yaml");
+  auto code = coord.wait(180000);
+  ASSERT_TRUE(code) << coord.output();
+  EXPECT_EQ(*code, 0) << coord.output();
+  const std::string dir = f.dir + "/out/reports/chain-fp32-astra-discover";
+  ASSERT_TRUE(fs::exists(dir + "/chain.trace.json")) << coord.output();
+  const std::string host = torq::fleet_test::slurp(dir + "/chain.host_profile.csv");
+  EXPECT_EQ(host.rfind("dispatch_name,invocation_id,action_id,timestamp_us,event\n", 0), 0u) << host;
+  EXPECT_NE(host.find("_BEGIN"), std::string::npos) << host;  // written on the board, pulled back
+  f.stop_workers();
+}

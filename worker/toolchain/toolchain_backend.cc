@@ -105,7 +105,8 @@ std::string ToolchainBackend::identity() const {
   return id;
 }
 
-bool ToolchainBackend::run_on_board(const Job& job, uint32_t runs, BackendResult* r, double* total_ms) {
+bool ToolchainBackend::run_on_board(const Job& job, const Step& run_step, bool profile, uint32_t runs,
+                                    BackendResult* r, double* total_ms) {
   const BoardSettings& bs = *board_settings_;
   // /tmp/torq-board-XXXXXX: never the local scratch folder's own name, even
   // when the board is this machine.
@@ -126,9 +127,10 @@ bool ToolchainBackend::run_on_board(const Job& job, uint32_t runs, BackendResult
     t.file = remote + "/" + fs::path(t.file).filename().string();
     pulled.push_back(t.file);
   }
+  if (profile) pulled.push_back(remote + "/host_profile.csv");  // --torq_profile_host={workdir}/...
   std::vector<std::string> argv;
   try {
-    argv = expand_argv(cfg_.run_step.argv, v);
+    argv = expand_argv(run_step.argv, v);
   } catch (const std::exception& e) {
     fail(*r, "runtime", std::string("run step: ") + e.what());
     return false;
@@ -294,8 +296,9 @@ BackendResult ToolchainBackend::run(const BackendRequest& req) {
     return fail(r, "runtime", std::string("cannot stage the job: ") + e.what());
   }
   // --collect-profile: the tools' own profiling flags (DESIGN §5).
+  // On a board {workdir} is the board's folder: the host profile is pulled back.
   Step compile = cfg_.compile_step, run_step = cfg_.run_step;
-  if (req.collect_profile && !board_) {
+  if (req.collect_profile) {
     compile.argv.push_back("--torq-enable-profiling");
     compile.argv.push_back("--torq-dump-profiling={workdir}/device_trace.csv");
     run_step.argv.push_back("--torq_profile_host={workdir}/host_profile.csv");
@@ -306,7 +309,7 @@ BackendResult ToolchainBackend::run(const BackendRequest& req) {
   const uint32_t runs = std::max<uint32_t>(1, req.runs);
   double total_ms = 0;
   if (board_) {
-    if (!run_on_board(job, runs, &r, &total_ms)) return r;
+    if (!run_on_board(job, run_step, req.collect_profile, runs, &r, &total_ms)) return r;
   }
   for (uint32_t k = 0; !board_ && k < runs; ++k) {
     double ms = 0;
@@ -314,7 +317,7 @@ BackendResult ToolchainBackend::run(const BackendRequest& req) {
     total_ms += ms;
   }
   if (!read_outputs(job, &r)) return r;
-  if (req.collect_profile && !board_) {
+  if (req.collect_profile) {
     r.device_csv = read_text_file(job.dir + "/device_trace.csv");
     r.host_csv = read_text_file(job.dir + "/host_profile.csv");
   }

@@ -65,7 +65,8 @@ class ToolchainBackend : public runner::Backend {
   bool step(const Job& job, const Step& s, const std::string& which, runner::BackendResult* r, double* wall_ms);
   bool read_outputs(const Job& job, runner::BackendResult* r);
   // Board mode: the timing runs on the board; false with r's error set.
-  bool run_on_board(const Job& job, uint32_t runs, runner::BackendResult* r, double* total_ms);
+  bool run_on_board(const Job& job, const Step& run_step, bool profile, uint32_t runs, runner::BackendResult* r,
+                    double* total_ms);
   ToolchainConfig cfg_;
   std::optional<BoardSettings> board_settings_;
   std::unique_ptr<board::SshBoard> board_;

@@ -7,8 +7,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "worker/engine/error.h"
-#include "worker/engine/yaml_strict.h"
+#include "pipeline/base/error.h"
+#include "pipeline/base/yaml_strict.h"
 
 namespace torq::toolchain {
 
