@@ -29,9 +29,9 @@
 #include "pipeline/store.h"
 #include "pipeline/subgraph.h"
 #include "pipeline/view.h"
-#include "worker/engine/error.h"
+#include "pipeline/base/error.h"
 #include "worker/engine/profile.h"
-#include "worker/engine/yaml_strict.h"
+#include "pipeline/base/yaml_strict.h"
 
 namespace torq::coordinator {
 

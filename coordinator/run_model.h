@@ -17,7 +17,7 @@
 #include <ostream>
 #include <string>
 
-#include "worker/engine/dtype.h"
+#include "pipeline/base/dtype.h"
 
 namespace torq::coordinator {
 

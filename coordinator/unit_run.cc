@@ -15,7 +15,7 @@
 #include "pipeline/mlir.h"
 #include "pipeline/recommend.h"
 #include "pipeline/report.h"
-#include "worker/engine/profile.h"
+#include "pipeline/base/config_dir.h"
 
 namespace torq::coordinator {
 
@@ -47,7 +47,7 @@ std::string profile_digest(const JobSpec& j, std::map<std::string, std::string>&
 std::string single_profile_digest(const JobSpec& j, std::map<std::string, std::string>& memo) {
   const std::string path = j.target.find('/') != std::string::npos
                                ? j.target
-                               : engine::ExecutorProfile::targets_dir() + "/" + executor_name(j.executor) + ".yaml";
+                               : base::targets_dir() + "/" + executor_name(j.executor) + ".yaml";
   auto it = memo.find(path);
   if (it == memo.end()) it = memo.emplace(path, file_digest(path)).first;
   return it->second;

@@ -11,8 +11,8 @@
 
 #include "pipeline/matrix.h"
 #include "pipeline/matrix_internal.h"
-#include "worker/engine/error.h"
-#include "worker/engine/yaml_strict.h"
+#include "pipeline/base/error.h"
+#include "pipeline/base/yaml_strict.h"
 
 namespace torq::pipeline::matrix {
 namespace {

@@ -13,7 +13,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
-#include "worker/engine/error.h"
+#include "pipeline/base/error.h"
 
 namespace torq::pipeline {
 

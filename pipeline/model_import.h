@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "pipeline/types.h"
-#include "worker/engine/dtype.h"
+#include "pipeline/base/dtype.h"
 
 namespace onnx {
 class ModelProto;

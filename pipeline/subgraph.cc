@@ -6,7 +6,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "pipeline/model_import.h"
-#include "worker/engine/yaml_strict.h"
+#include "pipeline/base/yaml_strict.h"
 
 namespace torq::pipeline {
 

@@ -1,8 +1,8 @@
-#include "worker/engine/dtype.h"
+#include "pipeline/base/dtype.h"
 
 #include <cmath>
 
-namespace torq::engine {
+namespace torq::base {
 
 namespace {
 struct Entry {
@@ -123,4 +123,4 @@ uint16_t f32_to_f16(float f) {
   return sign | static_cast<uint16_t>(half);
 }
 
-}  // namespace torq::engine
+}  // namespace torq::base

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-namespace torq::engine {
+namespace torq::base {
 
 enum class DType : uint8_t {
   kUndefined,
@@ -74,4 +74,9 @@ void convert_bf16_to_f32(const bf16_t* src, float* dst, size_t n);
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
 
+}  // namespace torq::base
+
+// The engine and everything built on it name these torq::engine::...
+namespace torq::engine {
+using namespace ::torq::base;  // NOLINT(google-build-using-namespace)
 }  // namespace torq::engine

@@ -1,6 +1,6 @@
-#include "worker/engine/error.h"
+#include "pipeline/base/error.h"
 
-namespace torq::engine {
+namespace torq::base {
 
 const char* error_kind_name(ErrorKind k) {
   switch (k) {
@@ -33,4 +33,4 @@ void throw_invalid(const std::string& reason) {
   throw EngineError(ErrorKind::kInvalidModel, reason);
 }
 
-}  // namespace torq::engine
+}  // namespace torq::base

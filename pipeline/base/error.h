@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace torq::engine {
+namespace torq::base {
 
 enum class ErrorKind {
   kUnsupported,    // op, attribute value, dtype or shape the executor cannot run
@@ -47,4 +47,9 @@ class EngineError : public std::runtime_error {
     if (!(cond)) ::torq::engine::throw_unsupported(msg);   \
   } while (0)
 
+}  // namespace torq::base
+
+// The engine and everything built on it name these torq::engine::...
+namespace torq::engine {
+using namespace ::torq::base;  // NOLINT(google-build-using-namespace)
 }  // namespace torq::engine

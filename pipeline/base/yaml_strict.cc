@@ -1,10 +1,10 @@
-#include "worker/engine/yaml_strict.h"
+#include "pipeline/base/yaml_strict.h"
 
 #include <algorithm>
 
-#include "worker/engine/error.h"
+#include "pipeline/base/error.h"
 
-namespace torq::engine {
+namespace torq::base {
 
 static size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
@@ -136,4 +136,4 @@ YAML::Node yaml_parse(const std::string& text, const std::string& filename) {
   }
 }
 
-}  // namespace torq::engine
+}  // namespace torq::base

@@ -8,7 +8,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-namespace torq::engine {
+namespace torq::base {
 
 class YamlReader {
  public:
@@ -43,4 +43,9 @@ std::vector<std::string> closest(const std::string& word, const std::vector<std:
 // Parses text into a node; a syntax error becomes "file:line:col: message".
 YAML::Node yaml_parse(const std::string& text, const std::string& filename);
 
+}  // namespace torq::base
+
+// The engine and everything built on it name these torq::engine::...
+namespace torq::engine {
+using namespace ::torq::base;  // NOLINT(google-build-using-namespace)
 }  // namespace torq::engine

@@ -12,7 +12,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "tests/toolchain/toolchain_helpers.h"
-#include "worker/engine/error.h"
+#include "pipeline/base/error.h"
 #include "worker/sim/demo_model.h"
 #include "worker/toolchain/toolchain_backend.h"
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "worker/engine/dnnl_util.h"
-#include "worker/engine/error.h"
+#include "pipeline/base/error.h"
 #include "worker/engine/kernel.h"
 
 namespace torq::engine::test {

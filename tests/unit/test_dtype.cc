@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "worker/engine/dtype.h"
+#include "pipeline/base/dtype.h"
 #include "worker/engine/tensor.h"
 
 using namespace torq::engine;

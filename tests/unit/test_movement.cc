@@ -11,7 +11,7 @@
 
 #include "tests/unit/kernel_harness.h"
 #include "worker/engine/dnnl_util.h"
-#include "worker/engine/error.h"
+#include "pipeline/base/error.h"
 #include "worker/engine/kernel.h"
 
 namespace torq::engine {

@@ -4,7 +4,7 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "worker/engine/error.h"
+#include "pipeline/base/error.h"
 #include "worker/engine/kernel.h"
 #include "worker/engine/profile.h"
 

@@ -13,7 +13,7 @@
 
 #include "pipeline/profile_trace.h"
 #include "pipeline/types.h"
-#include "worker/engine/error.h"
+#include "pipeline/base/error.h"
 #include "worker/engine/profile.h"
 #include "worker/engine/profile_csv.h"
 

@@ -7,7 +7,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "worker/engine/compare.h"
-#include "worker/engine/error.h"
+#include "pipeline/base/error.h"
 #include "worker/engine/kernel.h"
 #include "worker/engine/session.h"
 #include "worker/engine/tensor_io.h"

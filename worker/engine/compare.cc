@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "worker/engine/error.h"
+#include "pipeline/base/error.h"
 
 namespace torq::engine {
 

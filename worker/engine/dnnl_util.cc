@@ -1,6 +1,6 @@
 #include "worker/engine/dnnl_util.h"
 
-#include "worker/engine/error.h"
+#include "pipeline/base/error.h"
 
 namespace torq::engine {
 

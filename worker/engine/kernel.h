@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "worker/engine/dtype.h"
-#include "worker/engine/error.h"
+#include "pipeline/base/dtype.h"
+#include "pipeline/base/error.h"
 #include "worker/engine/tensor.h"
 
 namespace onnx {

@@ -1,13 +1,15 @@
 #include "worker/engine/profile.h"
 
+#include "pipeline/base/config_dir.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "worker/engine/error.h"
+#include "pipeline/base/error.h"
 #include "worker/engine/kernel.h"
-#include "worker/engine/yaml_strict.h"
+#include "pipeline/base/yaml_strict.h"
 
 namespace torq::engine {
 
@@ -135,10 +137,7 @@ ExecutorProfile ExecutorProfile::load(const std::string& path) {
   return parse(ss.str(), path);
 }
 
-std::string ExecutorProfile::targets_dir() {
-  if (const char* env = std::getenv("TORQ_CONFIG_DIR")) return std::string(env) + "/targets";
-  return std::string(TORQ_SOURCE_DIR) + "/configs/targets";
-}
+std::string ExecutorProfile::targets_dir() { return base::targets_dir(); }
 
 ExecutorProfile ExecutorProfile::resolve(const std::string& name_or_path) {
   if (name_or_path.find('/') != std::string::npos || name_or_path.find(".yaml") != std::string::npos)

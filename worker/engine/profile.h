@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "worker/engine/dtype.h"
+#include "pipeline/base/dtype.h"
 #include "worker/engine/tensor.h"
 
 namespace torq::engine {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "worker/engine/error.h"
+#include "pipeline/base/error.h"
 
 namespace torq::engine {
 namespace {

@@ -14,7 +14,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "worker/engine/dnnl_util.h"
-#include "worker/engine/error.h"
+#include "pipeline/base/error.h"
 #include "worker/engine/kernel.h"
 #include "worker/engine/tensor_io.h"
 

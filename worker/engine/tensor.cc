@@ -5,7 +5,7 @@
 #include <cstring>
 #include <limits>
 
-#include "worker/engine/error.h"
+#include "pipeline/base/error.h"
 
 namespace torq::engine {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "worker/engine/dtype.h"
+#include "pipeline/base/dtype.h"
 
 namespace torq::engine {
 

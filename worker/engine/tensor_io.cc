@@ -6,7 +6,7 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "worker/engine/error.h"
+#include "pipeline/base/error.h"
 
 namespace torq::engine {
 

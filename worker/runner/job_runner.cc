@@ -11,7 +11,7 @@
 
 #include "pipeline/compare.h"
 #include "worker/runner/compare_outputs.h"
-#include "worker/engine/error.h"
+#include "pipeline/base/error.h"
 #include "worker/engine/session.h"
 #include "worker/engine/tensor_io.h"
 

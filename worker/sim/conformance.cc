@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "worker/engine/error.h"
+#include "pipeline/base/error.h"
 #include "worker/engine/session.h"
 #include "worker/engine/tensor_io.h"
 

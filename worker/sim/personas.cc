@@ -11,7 +11,7 @@
 
 #include "pipeline/mlir.h"
 #include "pipeline/types.h"
-#include "worker/engine/error.h"
+#include "pipeline/base/error.h"
 #include "worker/engine/session.h"
 #include "worker/sim/sim_backend.h"
 #include "worker/toolchain/raw_tensor.h"

@@ -6,7 +6,7 @@
 #include <map>
 #include <mutex>
 
-#include "worker/engine/error.h"
+#include "pipeline/base/error.h"
 #include "worker/engine/session.h"
 #include "worker/runner/job_runner.h"
 

@@ -14,7 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "worker/engine/compare.h"
-#include "worker/engine/error.h"
+#include "pipeline/base/error.h"
 #include "worker/engine/session.h"
 #include "worker/engine/tensor_io.h"
 #include "worker/sim/conformance.h"
