@@ -164,11 +164,8 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
   std::unique_ptr<Store> store;
   std::unique_ptr<LocalWorkers> workers;
   std::string store_dir, cache_dir;
-  const std::string endpoint = LocalWorkers::private_endpoint();
-  struct EndpointFile {
-    std::string ep;
-    ~EndpointFile() { LocalWorkers::remove_endpoint_file(ep); }
-  } endpoint_file{endpoint};
+  const PrivateEndpoint private_endpoint;
+  const std::string& endpoint = private_endpoint.str();
   try {
     if (o.executors.empty()) throw PipelineError("no executor left to test (all skipped)");
     if (!fs::exists(o.model)) throw PipelineError(o.model + ": cannot open model");
@@ -198,15 +195,7 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
     io.rounding = o.rounding;
     model = ImportedModel::from_file(o.model, io);
     store = Store::open(store_dir + "/db");
-    const std::string cached_model = cache_dir + "/" + model->hash() + ".onnx";
-    if (!fs::exists(cached_model)) {
-      const std::string tmp = cached_model + ".tmp";
-      std::ofstream f(tmp, std::ios::binary);
-      f << model->bytes();
-      f.close();
-      if (!f) throw PipelineError(cached_model + ": cannot write");
-      fs::rename(tmp, cached_model);
-    }
+    cache_model_file(cache_dir, model->hash(), model->bytes());
     // Local workers read the model from the cache file; the store's models
     // column family (a synced 50 MB write for resnet18) serves fleet
     // workers and is filled by torq-coordinator.

@@ -212,6 +212,22 @@ std::string LocalWorkers::private_endpoint() {
   return "ipc:///tmp/torq-" + std::to_string(getpid()) + "-" + std::to_string(g_endpoint_counter++) + ".sock";
 }
 
+PrivateEndpoint::PrivateEndpoint() : endpoint_(LocalWorkers::private_endpoint()) {}
+PrivateEndpoint::~PrivateEndpoint() { LocalWorkers::remove_endpoint_file(endpoint_); }
+
+void cache_model_file(const std::string& cache_dir, const std::string& hash, const std::string& bytes) {
+  const std::string path = cache_dir + "/" + hash + ".onnx";
+  if (std::filesystem::exists(path)) return;
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << bytes;
+    f.close();
+    if (!f) throw pipeline::PipelineError(path + ": cannot write");
+  }
+  std::filesystem::rename(tmp, path);
+}
+
 void LocalWorkers::remove_endpoint_file(const std::string& endpoint) {
   const std::string prefix = "ipc://";
   if (endpoint.rfind(prefix, 0) != 0) return;

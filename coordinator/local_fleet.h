@@ -44,6 +44,24 @@ struct LocalWorkersOptions {
 // Throws pipeline::PipelineError when the file cannot be read.
 std::string toolchain_target(const std::string& toolchain_file);
 
+// A private endpoint for an embedded broker, its socket file removed when
+// this goes out of scope.
+class PrivateEndpoint {
+ public:
+  PrivateEndpoint();
+  ~PrivateEndpoint();
+  PrivateEndpoint(const PrivateEndpoint&) = delete;
+  PrivateEndpoint& operator=(const PrivateEndpoint&) = delete;
+  const std::string& str() const { return endpoint_; }
+
+ private:
+  std::string endpoint_;
+};
+
+// Writes the model bytes to <cache_dir>/<hash>.onnx (atomically) unless it is
+// there: local workers read models from that cache. Throws PipelineError.
+void cache_model_file(const std::string& cache_dir, const std::string& hash, const std::string& bytes);
+
 class LocalWorkers {
  public:
   // Starts the workers; throws pipeline::PipelineError when one cannot be

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "coordinator/assigned_run.h"
+#include "pipeline/base/utc.h"
 #include "coordinator/assignment_file.h"
 #include "coordinator/fleet_run.h"
 #include "coordinator/local_fleet.h"
@@ -42,15 +43,6 @@ using namespace pipeline::matrix;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char b[32];
-  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return b;
-}
 
 std::string fmt(double v, int prec) {
   char b[64];
@@ -266,7 +258,7 @@ RunUnit make_unit(const TestCase& t, const Spec& spec, const MatrixRunOptions& o
 int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) {
   auto log = [&err](const std::string& s) { err << "[coordinator] " << s << "\n" << std::flush; };
   const auto t_start = Clock::now();
-  const std::string started = utc_now();
+  const std::string started = base::utc_now();
   Spec spec;
   std::vector<TestCase> tests;
   std::vector<const TestCase*> selected;
@@ -381,12 +373,9 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
       bo.workers_gone = &workers_gone;
       std::unique_ptr<LocalWorkers> workers;
       std::vector<std::unique_ptr<LocalWorkers>> toolchain_workers;  // one set per toolchain target
-      struct RemoveEndpoint {
-        std::string ep;
-        ~RemoveEndpoint() { LocalWorkers::remove_endpoint_file(ep); }
-      } remove_endpoint;
+      std::optional<PrivateEndpoint> private_endpoint;
       if (o.local_workers > 0) {
-        if (bo.bind.empty()) bo.bind = remove_endpoint.ep = LocalWorkers::private_endpoint();
+        if (bo.bind.empty()) bo.bind = private_endpoint.emplace().str();
         LocalWorkersOptions lo;
         lo.workers = o.local_workers;
         lo.endpoint = bo.bind;

@@ -42,11 +42,8 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
   std::unique_ptr<LocalWorkers> workers;
   std::optional<LayerRange> range;
   std::string name, store_dir;
-  const std::string endpoint = LocalWorkers::private_endpoint();
-  struct EndpointFile {
-    std::string ep;
-    ~EndpointFile() { LocalWorkers::remove_endpoint_file(ep); }
-  } endpoint_file{endpoint};
+  const PrivateEndpoint private_endpoint;
+  const std::string& endpoint = private_endpoint.str();
   AssignmentFile plan;
   onnx::ModelProto sub_proto;
   std::vector<LayerInfo> layers;
@@ -94,14 +91,7 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
       throw PipelineError("--targets (sim profiles) does not apply to --backend " + o.backend);
     workers = std::make_unique<LocalWorkers>(lo);
     if (o.backend == "toolchain") u.plan.job_template.target = toolchain_target(o.toolchain_file);
-    const std::string cached = lo.cache_dir + "/" + u.model->hash() + ".onnx";
-    if (!fs::exists(cached)) {
-      std::ofstream f(cached + ".tmp", std::ios::binary);
-      f << u.model->bytes();
-      f.close();
-      if (!f) throw PipelineError(cached + ": cannot write");
-      fs::rename(cached + ".tmp", cached);
-    }
+    cache_model_file(lo.cache_dir, u.model->hash(), u.model->bytes());
     store = Store::open(store_dir + "/db");
   } catch (const std::exception& e) {
     err << "torq-gen-config: error: " << e.what() << "\n";

@@ -1,21 +1,8 @@
 #include "worker/runner/board_health.h"
 
-#include <ctime>
+#include "pipeline/base/utc.h"
 
 namespace torq::runner {
-
-namespace {
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char b[32];
-  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return b;
-}
-
-}  // namespace
 
 BoardHealth::BoardHealth(Options o, Clock::time_point now) : opt_(o), next_check_(now), backoff_(o.retry) {
   if (opt_.checks) set("Unknown", "starting: health check before the first job");
@@ -26,7 +13,7 @@ bool BoardHealth::set(const std::string& state, const std::string& why) {
   const bool changed = state != state_ || why != reason_;
   state_ = state;
   reason_ = why;
-  since_ = utc_now();
+  since_ = base::utc_now();
   return changed;
 }
 
