@@ -74,7 +74,7 @@ AssignmentFile assignment_from_compiler(const std::string& cpath, const std::str
     throw PipelineError(cpath + ": not a compiler JSON (no \"op_assignments\" object)");
   read_relaxed_tolerance(c, cpath, &p.rule);
   const std::string mlir = !mlir_path.empty() && fs::exists(mlir_path) ? read_text(mlir_path) : emit_torch_mlir(proto);
-  const MlirMapping mm = map_mlir_locations(mlir, non_constant_op_types(proto));
+  const MlirMapping mm = map_layer_locations(mlir, proto);
   for (size_t i = 0; i < layers.size(); ++i) {
     std::optional<Executor> e;
     const std::string loc = i < mm.locations.size() ? mm.locations[i] : "";

@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "pipeline/layer_nodes.h"
 #include "pipeline/mlir.h"
 
 namespace torq::coordinator {
@@ -60,8 +61,16 @@ std::vector<std::string> write_debug_ir(const std::string& dir, const std::strin
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw PipelineError("--debug-ir " + dir + ": cannot create (" + ec.message() + ")");
-  std::vector<std::string> names;
-  for (size_t i = 0; i < layers.size(); ++i) names.push_back(i < placed.size() ? executor_name(placed[i]) : "");
+  // One executor per MLIR operator: a QDQ layer's Q/DQ run with its compute op.
+  const std::vector<LayerNodes> groups = layer_nodes(model.graph());
+  std::vector<int> operator_of(static_cast<size_t>(model.graph().node_size()), -1);
+  for (int i = 0, k = 0; i < model.graph().node_size(); ++i)
+    if (model.graph().node(i).op_type() != "Constant") operator_of[static_cast<size_t>(i)] = k++;
+  std::vector<std::string> names(static_cast<size_t>(model.graph().node_size()));
+  for (size_t i = groups.size(); i-- > 0;)
+    for (int p : groups[i].nodes)
+      if (i < placed.size() && operator_of[static_cast<size_t>(p)] >= 0)
+        names[static_cast<size_t>(operator_of[static_cast<size_t>(p)])] = executor_name(placed[i]);
   const std::string mlir_path = dir + "/" + name + ".torch.mlir";
   const std::string table_path = dir + "/" + name + ".executors.txt";
   {
@@ -69,21 +78,18 @@ std::vector<std::string> write_debug_ir(const std::string& dir, const std::strin
     f << annotate_executors(emit_torch_mlir(model), names);
     if (!f) throw PipelineError(mlir_path + ": cannot write");
   }
-  std::map<int, const onnx::NodeProto*> nodes;
-  int k = 0;
-  for (const auto& n : model.graph().node())
-    if (n.op_type() != "Constant") nodes[k++] = &n;
   std::ofstream t(table_path);
   char row[512];
   std::snprintf(row, sizeof row, "%-5s %-60s %-20s %-8s %-22s %12s\n", "index", "layer", "op", "executor",
                 "output shape", "sim_ms");
   t << row;
   for (size_t i = 0; i < layers.size(); ++i) {
-    const onnx::NodeProto* n = nodes.count(static_cast<int>(i)) ? nodes[static_cast<int>(i)] : nullptr;
+    const onnx::NodeProto* n = i < groups.size() ? &model.graph().node(groups[i].compute) : nullptr;
     const std::string shape = n && n->output_size() ? shape_of(model, n->output(0)) : "?";
     const std::string ms = i < layer_ms.size() ? std::to_string(layer_ms[i]) : "-";
     std::snprintf(row, sizeof row, "%-5zu %-60s %-20s %-8s %-22s %12s\n", i, layers[i].id.c_str(),
-                  layers[i].op_type.c_str(), names[i].empty() ? "-" : names[i].c_str(), shape.c_str(), ms.c_str());
+                  layers[i].op_type.c_str(), i < placed.size() ? executor_name(placed[i]) : "-", shape.c_str(),
+                  ms.c_str());
     t << row;
   }
   if (!t) throw PipelineError(table_path + ": cannot write");

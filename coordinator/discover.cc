@@ -393,7 +393,7 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
     ss << f.rdbuf();
     mlir_text = ss.str();
   }
-  MlirMapping mm = map_mlir_locations(mlir_text, non_constant_op_types(mlir_proto));
+  MlirMapping mm = map_layer_locations(mlir_text, mlir_proto);
   for (const auto& p : mm.problems) log->line("MLIR " + mlir_path + ": " + p);
   for (size_t i = 0; i < rep.layers.size() && i < mm.locations.size(); ++i)
     rep.layers[i].info.mlir_location = mm.locations[i];

@@ -14,6 +14,7 @@
 #include "pipeline/report.h"
 #include "pipeline/report_compare.h"
 #include "pipeline/view.h"
+#include "coordinator/quantize_first.h"
 #include "worker/quant/quantize_model.h"
 
 using namespace torq;
@@ -130,6 +131,8 @@ int main(int argc, char** argv) {
   disc->add_option("--targets", d.targets_file, "YAML map {nss|css|host: profile.yaml} replacing the built-in executor profiles");
   disc->add_flag("--quiet,-q", d.quiet, "Only errors");
   add_backend_options(disc, &d.backend, &d.toolchain_file);
+  coordinator::QuantizeFirst dq;
+  coordinator::add_quantize_flags(disc, &dq);
   disc->add_option("--subgraph-from", d.subgraph_from,
                    "First layer of a subgraph to discover (layer id, output name or index; with --subgraph-to)");
   disc->add_option("--subgraph-to", d.subgraph_to, "Last layer of the subgraph (inclusive)");
@@ -167,6 +170,8 @@ int main(int argc, char** argv) {
                  "Collect the profiling CSVs; write a Perfetto trace JSON and print the Host Profile Overview");
   runc->add_flag("--quiet,-q", ro.quiet, "Only errors");
   add_backend_options(runc, &ro.backend, &ro.toolchain_file);
+  coordinator::QuantizeFirst rq;
+  coordinator::add_quantize_flags(runc, &rq);
 
   std::string c_a, c_b, c_exec;
   bool c_json = false;
@@ -218,11 +223,15 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
+  std::ostream null_out(nullptr);  // --quiet: the quantization report goes nowhere
   try {
     if (*runc) {
       ro.debug_ir = runc->count("--debug-ir") > 0;
       ro.rounding = r_rounding == "rne" ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
       if (const int rc = check_backend_options(ro.backend, ro.toolchain_file)) return rc;
+      if (const int rc = coordinator::quantize_first(rq, ro.convert_bf16, ro.seed, ro.output_dir, &ro.model,
+                                                     ro.quiet ? null_out : std::cout, std::cerr))
+        return rc;
       return coordinator::run_model(ro, std::cout, std::cerr);
     }
     if (*disc) {
@@ -239,6 +248,9 @@ int main(int argc, char** argv) {
       d.random_inputs = inputs == "random";
       if (std::sscanf(range.c_str(), "%f,%f", &d.input_lo, &d.input_hi) != 2 || !(d.input_lo < d.input_hi))
         throw PipelineError("--input-range must be LO,HI with LO < HI, got '" + range + "'");
+      if (const int rc = coordinator::quantize_first(dq, d.convert_bf16, d.seed, d.output_dir, &d.model,
+                                                     d.quiet ? null_out : std::cout, std::cerr))
+        return rc;
       return coordinator::run_discover(d, std::cout, std::cerr);
     }
     if (*quant) return quant::quantize_command(qo, std::cout, std::cerr);

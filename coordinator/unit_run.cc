@@ -99,7 +99,7 @@ ServeTotals serve_units(std::vector<RunUnit>& units, Store& store, const std::st
     std::vector<std::string> signatures;
     if (u.plan.dedup != DedupMode::kOff)
       for (const auto& l : u.model->layers())
-        signatures.push_back(layer_signature(u.model->proto(), u.model->node_positions(), l.index, u.plan.dedup));
+        signatures.push_back(layer_signature(u.model->proto(), u.model->layer_nodes(), l.index, u.plan.dedup));
     u.plan.job_template.model_hash = u.model->hash();
     u.planner = std::make_unique<Planner>(u.model->hash(), u.model->layers(), signatures, u.plan,
                                           u.layer_tolerances);
@@ -265,7 +265,7 @@ ModelReport unit_report(const RunUnit& u, const Store& store, const std::string&
     std::ofstream f(mlir_dir + "/" + rep.model_name + ".torch.mlir");
     f << mlir;
   }
-  MlirMapping mm = map_mlir_locations(mlir, non_constant_op_types(proto));
+  MlirMapping mm = map_layer_locations(mlir, proto);
   for (const auto& p : mm.problems) log(u.label + " MLIR: " + p);
   for (size_t i = 0; i < rep.layers.size() && i < mm.locations.size(); ++i)
     rep.layers[i].info.mlir_location = mm.locations[i];

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "pipeline/layer_nodes.h"
 #include "pipeline/types.h"
 
 namespace torq::pipeline {
@@ -463,6 +464,16 @@ MlirMapping map_mlir_locations(const std::string& mlir_text, const std::vector<s
     if (mismatches.size() > 5) p += "; ... and " + std::to_string(mismatches.size() - 5) + " more";
     m.problems.push_back(p);
   }
+  return m;
+}
+
+MlirMapping map_layer_locations(const std::string& mlir_text, const onnx::ModelProto& model) {
+  MlirMapping m = map_mlir_locations(mlir_text, non_constant_op_types(model));
+  std::vector<std::string> by_layer;
+  for (const LayerNodes& l : layer_nodes(model.graph()))
+    by_layer.push_back(static_cast<size_t>(l.operator_index) < m.locations.size()
+                           ? m.locations[static_cast<size_t>(l.operator_index)] : "");
+  m.locations = std::move(by_layer);
   return m;
 }
 

@@ -50,4 +50,9 @@ struct MlirMapping {
 // matching positions still get theirs.
 MlirMapping map_mlir_locations(const std::string& mlir_text, const std::vector<std::string>& op_types);
 
+// The same for the layers of `model` (layer_nodes.h): one location per
+// layer, its compute node's. In a QDQ model the Q/DQ operators are mapped
+// (and verified) too but name no layer, as the seed tool's `_quant` reports.
+MlirMapping map_layer_locations(const std::string& mlir_text, const onnx::ModelProto& model);
+
 }  // namespace torq::pipeline

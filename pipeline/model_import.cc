@@ -33,19 +33,18 @@ std::string sha256_hex(const std::string& data) {
   return out;
 }
 
-std::vector<LayerInfo> list_layers(const onnx::ModelProto& model, std::vector<int>* positions) {
+std::vector<LayerInfo> list_layers(const onnx::ModelProto& model, std::vector<LayerNodes>* groups) {
+  std::vector<LayerNodes> nodes = layer_nodes(model.graph());
   std::vector<LayerInfo> out;
-  const auto& g = model.graph();
-  for (int i = 0; i < g.node_size(); ++i) {
-    const auto& n = g.node(i);
-    if (n.op_type() == "Constant") continue;
+  for (const auto& ln : nodes) {
+    const auto& n = model.graph().node(ln.compute);
     LayerInfo l;
     l.index = static_cast<int>(out.size());
     l.op_type = n.op_type();
-    l.id = n.op_type() + "_" + (n.output_size() ? n.output(0) : std::to_string(i));
+    l.id = n.op_type() + "_" + (n.output_size() ? n.output(0) : std::to_string(ln.compute));
     out.push_back(l);
-    if (positions) positions->push_back(i);
   }
+  if (groups) *groups = std::move(nodes);
   return out;
 }
 
@@ -131,16 +130,20 @@ std::vector<ConversionError> convert_to_bf16(onnx::ModelProto* model, engine::Ro
 
 ImportedModel::~ImportedModel() = default;
 
+std::string model_name_from_path(const std::string& path) {
+  const fs::path p(path);
+  std::string name = p.stem().string();
+  if (name == "model" && p.has_parent_path()) name = p.parent_path().filename().string();
+  return name;
+}
+
 std::unique_ptr<ImportedModel> ImportedModel::from_file(const std::string& path, const ImportOptions& opts) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw PipelineError(path + ": cannot open model");
   std::stringstream ss;
   ss << f.rdbuf();
-  fs::path p(path);
-  std::string name = p.stem().string();
-  if (name == "model" && p.has_parent_path()) name = p.parent_path().filename().string();
   try {
-    return from_bytes(ss.str(), name, opts);
+    return from_bytes(ss.str(), model_name_from_path(path), opts);
   } catch (const PipelineError& e) {
     throw PipelineError(path + ": " + e.what());
   }
@@ -206,7 +209,8 @@ std::unique_ptr<ImportedModel> ImportedModel::from_bytes(const std::string& byte
     m->warnings_.push_back(std::string("shape inference failed: ") + e.what());
   }
   if (opts.convert_bf16) m->conversion_ = convert_to_bf16(&model, opts.rounding);
-  m->layers_ = list_layers(model, &m->node_pos_);
+  m->layers_ = list_layers(model, &m->layer_nodes_);
+  for (const auto& l : m->layer_nodes_) m->node_pos_.push_back(l.compute);
   m->bytes_ = model.SerializeAsString();
   m->hash_ = sha256_hex(m->bytes_);
   return m;

@@ -1,12 +1,14 @@
 // Model import: parse and check an ONNX model, infer shapes, fix symbolic
 // batch dimensions to 1, optionally convert it to bf16 (DESIGN §4,
-// "Converted models"), and list its layers (one per non-Constant node).
+// "Converted models"), and list its layers (one per non-Constant node; in a
+// QDQ model one per compute op with its Q/DQ neighbours, layer_nodes.h).
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "pipeline/layer_nodes.h"
 #include "pipeline/types.h"
 #include "pipeline/base/dtype.h"
 
@@ -54,8 +56,10 @@ class ImportedModel {
   const std::vector<std::string>& warnings() const { return warnings_; }
   const std::vector<ConversionError>& conversion() const { return conversion_; }
   const onnx::ModelProto& proto() const { return *proto_; }
-  // Position in graph.node() of each layer (layer index -> node position).
+  // Position in graph.node() of each layer's compute node (the node naming it).
   const std::vector<int>& node_positions() const { return node_pos_; }
+  // Every node of each layer (layer_nodes.h).
+  const std::vector<LayerNodes>& layer_nodes() const { return layer_nodes_; }
 
  private:
   ImportedModel() = default;
@@ -63,15 +67,20 @@ class ImportedModel {
   std::unique_ptr<onnx::ModelProto> proto_;
   std::vector<LayerInfo> layers_;
   std::vector<int> node_pos_;
+  std::vector<LayerNodes> layer_nodes_;
   std::vector<std::string> warnings_;
   std::vector<ConversionError> conversion_;
 };
 
 std::string sha256_hex(const std::string& data);
 
-// Layers of a model: non-Constant nodes in graph order with their ids
-// "<OpType>_<first output>" and node positions.
-std::vector<LayerInfo> list_layers(const onnx::ModelProto& model, std::vector<int>* node_positions);
+// A model's name from its path: the file name without directory and
+// extension; "model.onnx" takes its directory's name.
+std::string model_name_from_path(const std::string& path);
+
+// Layers of a model in graph order with their ids "<OpType>_<first output>"
+// of the compute node, and (if asked) their nodes.
+std::vector<LayerInfo> list_layers(const onnx::ModelProto& model, std::vector<LayerNodes>* groups);
 
 // Converts fp32 initializers and Constant values to bf16 and marks fp32
 // graph inputs, outputs and value_info bf16 (Resize/Upsample scales and roi

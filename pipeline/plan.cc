@@ -22,21 +22,37 @@ void describe_type(std::ostringstream& os, const onnx::TypeProto& t) {
 
 }  // namespace
 
-std::string layer_signature(const onnx::ModelProto& model, const std::vector<int>& positions, int index,
-                            DedupMode mode) {
-  const auto& g = model.graph();
-  const auto& node = g.node(positions[static_cast<size_t>(index)]);
+namespace {
+
+struct SignatureContext {
   std::map<std::string, const onnx::TypeProto*> types;
-  for (const auto& v : g.input()) types[v.name()] = &v.type();
-  for (const auto& v : g.value_info()) types[v.name()] = &v.type();
-  for (const auto& v : g.output()) types[v.name()] = &v.type();
   std::map<std::string, const onnx::TensorProto*> inits;
-  for (const auto& t : g.initializer()) inits[t.name()] = &t;
-  for (const auto& n : g.node())
-    if (n.op_type() == "Constant" && n.output_size())
-      for (const auto& a : n.attribute())
-        if (a.name() == "value" && a.has_t()) inits[n.output(0)] = &a.t();
-  std::ostringstream os;
+  explicit SignatureContext(const onnx::GraphProto& g) {
+    for (const auto& v : g.input()) types[v.name()] = &v.type();
+    for (const auto& v : g.value_info()) types[v.name()] = &v.type();
+    for (const auto& v : g.output()) types[v.name()] = &v.type();
+    for (const auto& t : g.initializer()) inits[t.name()] = &t;
+    for (const auto& n : g.node())
+      if (n.op_type() == "Constant" && n.output_size())
+        for (const auto& a : n.attribute())
+          if (a.name() == "value" && a.has_t()) inits[n.output(0)] = &a.t();
+  }
+};
+
+void describe_initializer(std::ostringstream& os, const onnx::TensorProto& t, DedupMode mode) {
+  os << "init:" << t.data_type() << "[";
+  for (int64_t d : t.dims()) os << d << ",";
+  os << "]";
+  // Small initializers are parameters, not weights (Clip bounds, Pad
+  // values, shapes since opset 11 moved them from attributes to inputs,
+  // quantization scales and zero points): their values are part of the
+  // signature.
+  int64_t numel = 1;
+  for (int64_t d : t.dims()) numel *= d;
+  if (mode == DedupMode::kExact || numel <= 16) os << "#" << sha256_hex(t.SerializeAsString()).substr(0, 16);
+}
+
+void describe_node(std::ostringstream& os, const onnx::NodeProto& node, const SignatureContext& c, DedupMode mode) {
   os << node.domain() << "::" << node.op_type() << "|attrs:";
   // Attributes, in a canonical (name-sorted) order, with their values.
   std::map<std::string, std::string> attrs;
@@ -44,34 +60,36 @@ std::string layer_signature(const onnx::ModelProto& model, const std::vector<int
   for (const auto& [k, v] : attrs) os << k << "=" << sha256_hex(v).substr(0, 16) << ";";
   os << "|in:";
   for (const auto& in : node.input()) {
-    if (in.empty()) {
-      os << "-;";
-      continue;
-    }
-    auto it = inits.find(in);
-    if (it != inits.end()) {
-      os << "init:" << it->second->data_type() << "[";
-      for (int64_t d : it->second->dims()) os << d << ",";
-      os << "]";
-      // Small initializers are parameters, not weights (Clip bounds, Pad
-      // values, shapes since opset 11 moved them from attributes to
-      // inputs): their values are part of the signature.
-      int64_t numel = 1;
-      for (int64_t d : it->second->dims()) numel *= d;
-      if (mode == DedupMode::kExact || numel <= 16)
-        os << "#" << sha256_hex(it->second->SerializeAsString()).substr(0, 16);
-    } else if (types.count(in)) {
-      describe_type(os, *types[in]);
-    } else {
-      os << "?";
-    }
+    auto init = c.inits.find(in);
+    auto type = c.types.find(in);
+    if (in.empty()) os << "-";
+    else if (init != c.inits.end()) describe_initializer(os, *init->second, mode);
+    else if (type != c.types.end()) describe_type(os, *type->second);
+    else os << "?";
     os << ";";
   }
   os << "|out:";
   for (const auto& o : node.output()) {
-    if (types.count(o)) describe_type(os, *types[o]);
+    auto type = c.types.find(o);
+    if (type != c.types.end()) describe_type(os, *type->second);
     os << ";";
   }
+}
+
+}  // namespace
+
+std::string layer_signature(const onnx::ModelProto& model, const std::vector<LayerNodes>& layers, int index,
+                            DedupMode mode) {
+  const SignatureContext c(model.graph());
+  std::ostringstream os;
+  // A QDQ layer: every node, with the compute node's signature first.
+  const LayerNodes& l = layers[static_cast<size_t>(index)];
+  describe_node(os, model.graph().node(l.compute), c, mode);
+  for (int p : l.nodes)
+    if (p != l.compute) {
+      os << "||";
+      describe_node(os, model.graph().node(p), c, mode);
+    }
   return os.str();
 }
 

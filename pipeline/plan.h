@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "pipeline/codec.h"
+#include "pipeline/layer_nodes.h"
 #include "pipeline/types.h"
 
 namespace onnx {
@@ -20,10 +21,10 @@ namespace torq::pipeline {
 
 enum class DedupMode { kOff, kSignature, kExact };
 
-// Signature of layer `index` (non-Constant numbering): op type, attributes,
-// input/output dtypes and shapes, initializer dtypes and shapes; kExact adds
-// a hash of initializer values.
-std::string layer_signature(const onnx::ModelProto& model, const std::vector<int>& node_positions, int index,
+// Signature of layer `index`: op type, attributes, input/output dtypes and
+// shapes, initializer dtypes and shapes (values of small ones) of each of
+// its nodes; kExact adds a hash of initializer values.
+std::string layer_signature(const onnx::ModelProto& model, const std::vector<LayerNodes>& layers, int index,
                             DedupMode mode);
 
 struct PlanOptions {

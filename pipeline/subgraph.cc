@@ -32,8 +32,9 @@ uint32_t resolve_layer(const ImportedModel& model, const std::string& ref, const
   for (const auto& l : layers)
     if (l.id == ref) return static_cast<uint32_t>(l.index);
   for (const auto& l : layers)
-    for (const auto& o : model.proto().graph().node(model.node_positions()[static_cast<size_t>(l.index)]).output())
-      if (o == ref) return static_cast<uint32_t>(l.index);
+    for (int p : model.layer_nodes()[static_cast<size_t>(l.index)].owned)
+      for (const auto& o : model.proto().graph().node(p).output())
+        if (o == ref) return static_cast<uint32_t>(l.index);
   std::vector<std::string> ids;
   for (const auto& l : layers) ids.push_back(l.id);
   std::string near;
@@ -67,14 +68,14 @@ std::vector<LayerInfo> subgraph_layers(const ImportedModel& model, const LayerRa
 
 onnx::ModelProto extract_subgraph(const ImportedModel& model, const LayerRange& r) {
   const auto& g = model.proto().graph();
-  const int lo = model.node_positions()[r.first], hi = model.node_positions()[r.last];
+  const std::vector<int> nodes = range_nodes(model.layer_nodes(), r.first, r.last);
   std::map<std::string, const onnx::ValueInfoProto*> types;
   for (const auto& v : g.input()) types[v.name()] = &v;
   for (const auto& v : g.value_info()) types[v.name()] = &v;
   for (const auto& v : g.output()) types[v.name()] = &v;
   std::map<std::string, const onnx::TensorProto*> inits;
   for (const auto& t : g.initializer()) inits[t.name()] = &t;
-  for (const auto& n : g.node())  // Constant nodes outside the range become initializers
+  for (const auto& n : g.node())  // Constant nodes become initializers
     if (n.op_type() == "Constant" && n.output_size())
       for (const auto& a : n.attribute())
         if (a.name() == "value" && a.has_t()) inits.emplace(n.output(0), &a.t());
@@ -90,7 +91,7 @@ onnx::ModelProto extract_subgraph(const ImportedModel& model, const LayerRange& 
     if (t != types.end()) *v = *t->second;
     v->set_name(name);
   };
-  for (int i = lo; i <= hi; ++i) {
+  for (int i : nodes) {
     const auto& node = g.node(i);
     for (const auto& in : node.input()) {
       if (in.empty() || produced.count(in) || entered.count(in)) continue;
@@ -106,15 +107,7 @@ onnx::ModelProto extract_subgraph(const ImportedModel& model, const LayerRange& 
     *sg->add_node() = node;
     for (const auto& o : node.output()) produced.insert(o);
   }
-  std::set<std::string> used_later;
-  for (int i = 0; i < g.node_size(); ++i)
-    if (i < lo || i > hi)
-      for (const auto& in : g.node(i).input()) used_later.insert(in);
-  for (const auto& o : g.output()) used_later.insert(o.name());
-  for (int i = lo; i <= hi; ++i)
-    for (const auto& o : g.node(i).output())
-      if (!o.empty() && used_later.count(o) && g.node(i).op_type() != "Constant") add_typed(sg->add_output(), o);
-  if (sg->output_size() == 0) add_typed(sg->add_output(), g.node(hi).output(0));
+  for (const auto& o : range_outputs(g, model.layer_nodes(), r.first, r.last)) add_typed(sg->add_output(), o);
   for (const auto& v : g.value_info())
     if (produced.count(v.name())) *sg->add_value_info() = v;
   return sub;

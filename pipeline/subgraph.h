@@ -1,5 +1,5 @@
 // Subgraphs (seed: --subgraph-from A --subgraph-to B): an inclusive range
-// of layers (non-Constant nodes) of a model, named by layer id, output name
+// of layers (layer_nodes.h) of a model, named by layer id, output name
 // or index, extracted as a standalone model for its own torch-mlir import,
 // and the file names of its report (torq_gen_config_<model>_subgraph_<a>_<b>,
 // a and b being node indices, as the seed names them).
@@ -20,7 +20,7 @@ namespace torq::pipeline {
 class ImportedModel;
 
 struct LayerRange {
-  uint32_t first = 0, last = 0;  // inclusive, layer (non-Constant node) indices
+  uint32_t first = 0, last = 0;  // inclusive, layer indices
 };
 
 // Resolves `ref` to a layer index: a layer id "<OpType>_<output>", any
@@ -35,11 +35,11 @@ LayerRange resolve_range(const ImportedModel& model, const std::string& from, co
 // "<model>_subgraph_<first>_<last>": the name of a subgraph's report files.
 std::string subgraph_name(const std::string& model_name, const LayerRange& r);
 
-// The layers of `r` as a standalone model: its nodes (and the Constant
-// nodes among them), the initializers they use, inputs = values entering
-// the range, outputs = values it produces that are used after it or are
-// graph outputs (else the last layer's first output), with their inferred
-// types. Its non-Constant nodes are exactly the range's layers, in order.
+// The layers of `r` as a standalone model: their nodes (a QDQ layer's Q/DQ
+// neighbours included, layer_nodes.h), the initializers and Constant
+// values they use (as initializers), inputs = values entering the range,
+// outputs = range_outputs() with their inferred types. Its layers are
+// exactly the range's layers, in order.
 onnx::ModelProto extract_subgraph(const ImportedModel& model, const LayerRange& r);
 
 // The layers of `r` renumbered from 0 (ids and op types kept).

@@ -157,8 +157,7 @@ struct FleetWorker::Impl {
     if (!have_model(hash)) store_model(hash, bytes);
     onnx::ModelProto proto;
     proto.ParseFromString(bytes);
-    std::vector<int> pos;
-    const size_t layers = list_layers(proto, &pos).size();
+    const size_t layers = list_layers(proto, nullptr).size();
     JobSpec j;
     j.id = "health-check/" + std::to_string(++health_seq);
     j.model_hash = hash;

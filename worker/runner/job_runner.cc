@@ -10,6 +10,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "pipeline/compare.h"
+#include "pipeline/layer_nodes.h"
 #include "worker/runner/compare_outputs.h"
 #include "pipeline/base/error.h"
 #include "worker/engine/session.h"
@@ -74,7 +75,7 @@ std::string toolchain_identity() {
 
 struct JobRunner::ModelState {
   onnx::ModelProto proto;
-  std::vector<int> node_pos;
+  std::vector<pipeline::LayerNodes> layers;
   std::map<std::string, const onnx::ValueInfoProto*> value_info;
   std::map<std::string, Tensor> values;  // activations of one full fp32 run
   std::set<std::string> constants;
@@ -101,8 +102,7 @@ JobRunner::ModelState& JobRunner::model(const JobSpec& job) {
   const std::string bytes = fetch_(job.model_hash);
   if (!st->proto.ParseFromString(bytes)) throw pipeline::PipelineError("model " + job.model_hash + " is not ONNX");
   const auto& g = st->proto.graph();
-  for (int i = 0; i < g.node_size(); ++i)
-    if (g.node(i).op_type() != "Constant") st->node_pos.push_back(i);
+  st->layers = pipeline::layer_nodes(g);
   for (const auto& v : g.value_info()) st->value_info[v.name()] = &v;
   for (const auto& v : g.input()) st->value_info[v.name()] = &v;
   for (const auto& v : g.output()) st->value_info[v.name()] = &v;
@@ -135,21 +135,36 @@ JobRunner::ModelState& JobRunner::model(const JobSpec& job) {
   return ref;
 }
 
-// Outputs of [first, last]: values it produces that are used after the
-// range or are graph outputs; else the last layer's first output.
-std::vector<std::string> JobRunner::range_outputs(const ModelState& ms, uint32_t first, uint32_t last) const {
-  const int lo = ms.node_pos[first], hi = ms.node_pos[last];
-  std::set<std::string> used_later;
-  for (int i = 0; i < ms.proto.graph().node_size(); ++i)
-    if (i < lo || i > hi)
-      for (const auto& in : ms.proto.graph().node(i).input()) used_later.insert(in);
-  for (const auto& o : ms.proto.graph().output()) used_later.insert(o.name());
-  std::vector<std::string> outs;
-  for (uint32_t i = first; i <= last; ++i)
-    for (const auto& o : ms.proto.graph().node(ms.node_pos[i]).output())
-      if (!o.empty() && used_later.count(o)) outs.push_back(o);
-  if (outs.empty()) outs.push_back(ms.proto.graph().node(ms.node_pos[last]).output(0));
-  return outs;
+// The value layer `layer`'s input `in` takes in a layer job: a constant, a
+// real activation of the full run, a random stand-in past a node the full
+// run could not execute, or (job.random_inputs) a seeded random tensor.
+// nullopt with *error set when there is none.
+std::optional<Tensor> JobRunner::input_value(ModelState& ms, const JobSpec& job, const std::string& in,
+                                             uint32_t layer, uint64_t input_no, std::string* error) {
+  auto v = ms.values.find(in);
+  if (v == ms.values.end()) {
+    auto vi = ms.value_info.find(in);
+    std::optional<Tensor> stand_in;
+    if (vi != ms.value_info.end() && vi->second->type().has_tensor_type()) {
+      const auto& tt = vi->second->type().tensor_type();
+      const DType dt = engine::dtype_from_onnx(tt.elem_type());
+      engine::Shape shape;
+      bool known = dt != DType::kUndefined && tt.has_shape();
+      for (const auto& d : tt.shape().dim()) {
+        known = known && d.has_dim_value();
+        shape.push_back(d.dim_value());
+      }
+      if (known) stand_in = random_like(Tensor(dt, shape), -1.f, 1.f, job.seed * 7919 + layer);
+    }
+    if (!stand_in) {
+      *error = "no value for input '" + in + "' (the full-model run stopped: " + ms.activation_error +
+               ") and no static shape to stand in";
+      return std::nullopt;
+    }
+    v = ms.values.emplace(in, *stand_in).first;
+  }
+  if (ms.constants.count(in) || !job.random_inputs || !engine::is_float(v->second.dtype())) return v->second;
+  return random_like(v->second, job.input_lo, job.input_hi, job.seed * 1000003 + layer * 131 + input_no);
 }
 
 bool JobRunner::materialise(ModelState& ms, const JobSpec& job, uint32_t first, uint32_t last,
@@ -159,11 +174,14 @@ bool JobRunner::materialise(ModelState& ms, const JobSpec& job, uint32_t first, 
   *sub.mutable_opset_import() = ms.proto.opset_import();
   auto* g = sub.mutable_graph();
   g->set_name("layer");
+  // The first layer of the range each node runs for (seeds inputs by layer).
+  std::map<int, uint32_t> layer_of;
+  for (uint32_t i = last + 1; i-- > first;)
+    for (int p : ms.layers[i].nodes) layer_of[p] = i;
   std::set<std::string> produced, fed;
-  std::vector<Tensor>& feeds = out->feeds;
   uint64_t input_no = 0;
-  for (uint32_t i = first; i <= last; ++i) {
-    const auto& node = ms.proto.graph().node(ms.node_pos[i]);
+  for (int pos : pipeline::range_nodes(ms.layers, first, last)) {
+    const auto& node = ms.proto.graph().node(pos);
     for (const auto& in : node.input()) {
       if (in.empty() || produced.count(in) || fed.count(in)) continue;
       fed.insert(in);
@@ -176,49 +194,24 @@ bool JobRunner::materialise(ModelState& ms, const JobSpec& job, uint32_t first, 
         }
         ++input_no;
         set_type(g->add_input(), in, &a->second, nullptr);
-        feeds.push_back(a->second);
+        out->feeds.push_back(a->second);
         continue;
       }
-      auto v = ms.values.find(in);
-      if (v == ms.values.end()) {
-        // Past a node the full run could not execute: random inputs of the
-        // inferred type and shape stand in for the missing activations.
-        auto vi = ms.value_info.find(in);
-        std::optional<Tensor> stand_in;
-        if (vi != ms.value_info.end() && vi->second->type().has_tensor_type()) {
-          const auto& tt = vi->second->type().tensor_type();
-          const DType dt = engine::dtype_from_onnx(tt.elem_type());
-          engine::Shape shape;
-          bool known = dt != DType::kUndefined && tt.has_shape();
-          for (const auto& d : tt.shape().dim()) {
-            known = known && d.has_dim_value();
-            shape.push_back(d.dim_value());
-          }
-          if (known) stand_in = random_like(Tensor(dt, shape), -1.f, 1.f, job.seed * 7919 + i);
-        }
-        if (!stand_in) {
-          out->error = "no value for input '" + in + "' (the full-model run stopped: " + ms.activation_error +
-                       ") and no static shape to stand in";
-          return false;
-        }
-        v = ms.values.emplace(in, *stand_in).first;
-      }
+      std::optional<Tensor> t = input_value(ms, job, in, layer_of[pos], input_no, &out->error);
+      if (!t) return false;
       if (ms.constants.count(in)) {
-        engine::tensor_to_proto(v->second, g->add_initializer(), in);
+        engine::tensor_to_proto(*t, g->add_initializer(), in);
         continue;
       }
-      Tensor t = v->second;
-      if (job.random_inputs && engine::is_float(t.dtype()))
-        t = random_like(t, job.input_lo, job.input_hi, job.seed * 1000003 + i * 131 + input_no);
       ++input_no;
-      set_type(g->add_input(), in, &t, nullptr);
-      feeds.push_back(t);
+      set_type(g->add_input(), in, &*t, nullptr);
+      out->feeds.push_back(std::move(*t));
     }
     *g->add_node() = node;
     for (const auto& o : node.output())
       if (!o.empty()) produced.insert(o);
   }
-  out->outs = range_outputs(ms, first, last);
+  out->outs = pipeline::range_outputs(ms.proto.graph(), ms.layers, first, last);
   for (const auto& o : out->outs) {
     auto v = ms.values.find(o);
     auto vi = ms.value_info.find(o);
@@ -234,8 +227,8 @@ bool JobRunner::materialise(ModelState& ms, const JobSpec& job, uint32_t first, 
 std::map<std::string, Tensor> JobRunner::range_inputs(const ModelState& ms, uint32_t first, uint32_t last) const {
   std::map<std::string, Tensor> in;
   std::set<std::string> produced;
-  for (uint32_t i = first; i <= last; ++i) {
-    const auto& node = ms.proto.graph().node(ms.node_pos[i]);
+  for (int pos : pipeline::range_nodes(ms.layers, first, last)) {
+    const auto& node = ms.proto.graph().node(pos);
     for (const auto& name : node.input()) {
       if (name.empty() || produced.count(name) || ms.constants.count(name)) continue;
       auto v = ms.values.find(name);
@@ -277,7 +270,7 @@ ExecResult JobRunner::run_assigned(const JobSpec& job, ModelState& ms, ExecResul
   for (uint32_t i = job.first_node; i <= job.last_node; ++i) {
     const size_t k = i - job.first_node;
     const bool decide = k < job.decide.size() && job.decide[k];
-    const auto& node = ms.proto.graph().node(ms.node_pos[i]);
+    const auto& node = ms.proto.graph().node(ms.layers[i].compute);
     const std::string what = "layer " + std::to_string(i) + " (" + node.op_type() + " '" +
                              (node.name().empty() ? node.output(0) : node.name()) + "')";
     SubModel sm;
@@ -305,7 +298,7 @@ ExecResult JobRunner::run_assigned(const JobSpec& job, ModelState& ms, ExecResul
     for (size_t o = 0; o < lr.outputs.size() && o < sm.outs.size(); ++o)
       assigned.insert_or_assign(sm.outs[o], lr.outputs[o]);
   }
-  for (const auto& name : range_outputs(ms, job.first_node, job.last_node)) {
+  for (const auto& name : pipeline::range_outputs(ms.proto.graph(), ms.layers, job.first_node, job.last_node)) {
     auto a = assigned.find(name);
     auto x = ms.values.find(name);
     if (a == assigned.end() || x == ms.values.end())
@@ -334,9 +327,9 @@ ExecResult JobRunner::run(const JobSpec& job) {
   } catch (const std::exception& e) {
     return fail("fetch", e.what());
   }
-  if (job.last_node >= ms->node_pos.size())
+  if (job.last_node >= ms->layers.size())
     return fail("import", "node " + std::to_string(job.last_node) + " out of range (model has " +
-                              std::to_string(ms->node_pos.size()) + " layers)");
+                              std::to_string(ms->layers.size()) + " layers)");
   if (!job.assignment.empty()) return run_assigned(job, *ms, r, t0);
   SubModel sm;
   if (!materialise(*ms, job, job.first_node, job.last_node, nullptr, &sm)) return fail("reference", sm.error);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,7 +57,8 @@ class JobRunner {
   bool materialise(ModelState& ms, const pipeline::JobSpec& job, uint32_t first, uint32_t last,
                    const std::map<std::string, engine::Tensor>* assigned, SubModel* out);
   std::map<std::string, engine::Tensor> range_inputs(const ModelState& ms, uint32_t first, uint32_t last) const;
-  std::vector<std::string> range_outputs(const ModelState& ms, uint32_t first, uint32_t last) const;
+  std::optional<engine::Tensor> input_value(ModelState& ms, const pipeline::JobSpec& job, const std::string& in,
+                                           uint32_t layer, uint64_t input_no, std::string* error);
   // The backend's run of `sm` on executor e, for `job` (its target for e,
   // rounding, timeout; `runs` timing runs).
   BackendResult run_on(const pipeline::JobSpec& job, pipeline::Executor e, const SubModel& sm, uint32_t runs);
