@@ -16,6 +16,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "coordinator/tool_process.h"
 #include "pipeline/model_import.h"
 #include "pipeline/types.h"
 
@@ -25,42 +26,13 @@ namespace {
 std::atomic<int> g_endpoint_counter{0};
 std::mutex g_reap_mutex;
 
-// $TORQ_WORKER_BIN, else torq-worker beside this executable, else PATH's.
-std::string default_worker_binary() {
-  if (const char* env = std::getenv("TORQ_WORKER_BIN")) return env;
-  std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const auto candidate = self.parent_path() / "torq-worker";
-    if (std::filesystem::exists(candidate)) return candidate.string();
-  }
-  return "/usr/bin/torq-worker";
-}
 // The worker's own check of a backend choice: throws its message when bad.
 void check_backend(const std::string& binary, const std::vector<std::string>& backend_args) {
-  int err[2];
-  if (pipe2(err, O_CLOEXEC) != 0) throw pipeline::PipelineError("cannot check the backend: pipe failed");
   std::vector<std::string> args{binary, "--check-backend"};
   args.insert(args.end(), backend_args.begin(), backend_args.end());
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(err[1], STDERR_FILENO);
-    const int null = open("/dev/null", O_RDWR);
-    if (null >= 0) dup2(null, STDOUT_FILENO);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  close(err[1]);
-  std::string msg;
-  char buf[4096];
-  for (ssize_t n; (n = read(err[0], buf, sizeof buf)) > 0;) msg.append(buf, static_cast<size_t>(n));
-  close(err[0]);
-  int status = 0;
-  if (pid > 0) waitpid(pid, &status, 0);
-  if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  const ToolRun r = run_tool(args);
+  if (r.exit_code != 0) {
+    std::string msg = r.err;
     while (!msg.empty() && msg.back() == '\n') msg.pop_back();
     const std::string prefix = "torq-worker: error: ";
     if (msg.rfind(prefix, 0) == 0) msg = msg.substr(prefix.size());
@@ -80,7 +52,7 @@ std::string toolchain_target(const std::string& toolchain_file) {
 }
 
 LocalWorkers::LocalWorkers(LocalWorkersOptions o) : opts_(std::move(o)) {
-  if (opts_.worker_binary.empty()) opts_.worker_binary = default_worker_binary();
+  if (opts_.worker_binary.empty()) opts_.worker_binary = sibling_binary("torq-worker", "TORQ_WORKER_BIN");
   if (access(opts_.worker_binary.c_str(), X_OK) != 0)
     throw pipeline::PipelineError("worker binary " + opts_.worker_binary + " is not executable");
   std::vector<std::string> backend_args;

@@ -25,6 +25,7 @@
 #include "coordinator/assignment_file.h"
 #include "coordinator/fleet_run.h"
 #include "coordinator/local_fleet.h"
+#include "coordinator/quantized_variant.h"
 #include "coordinator/unit_run.h"
 #include "pipeline/matrix.h"
 #include "pipeline/matrix_internal.h"
@@ -217,7 +218,10 @@ RunUnit make_unit(const TestCase& t, const Spec& spec, const MatrixRunOptions& o
   io.batch = t.variant.batch == 1 ? 0 : t.variant.batch;
   RunUnit u;
   u.label = t.id;
-  u.model = ImportedModel::from_file(t.model->path, io);
+  const std::string path = t.variant.int8 ? quantized_model(t.model->path, t.variant.per_channel, t.variant.seed,
+                                                            o.export_dir + "/.quantized")
+                                          : t.model->path;
+  u.model = ImportedModel::from_file(path, io);
   u.plan.executors = spec.executors;
   u.plan.skip_mode = spec.options.skip_mode;
   u.plan.dedup = spec.options.dedup ? DedupMode::kSignature : DedupMode::kOff;

@@ -14,8 +14,9 @@
 //     - path: models/mobilenet.onnx
 //       config: configs/torq_gen_config_mobilenet.json   # mode run: run this assignment
 //       subgraphs: [{from: Conv_0, to: 12}]              # mode subgraph: these ranges
-//   variants: [fp32, bf16]        # or maps: {name: bf16-b2, dtype: bf16, batch: 2,
-//                                 #           inputs: activations|random, seed: 0}
+//   variants: [fp32, bf16, int8]  # or maps: {name: bf16-b2, dtype: bf16, batch: 2,
+//                                 #           inputs: activations|random, seed: 0};
+//                                 # {dtype: int8, per_channel: true} is named int8-pc
 //   executors: [nss, css, host]
 //   targets:                      # default: {sim: {}}
 //     sim: {}                     # the built-in sim profile set
@@ -79,6 +80,8 @@ const char* mode_name(Mode m);                // "discover", "run", "subgraph"
 struct Variant {
   std::string name = "fp32";   // the ID part
   bool bf16 = false;           // dtype bf16: the pipeline's auto-conversion
+  bool int8 = false;           // dtype int8: static int8 QDQ (torq-gen-config quantize)
+  bool per_channel = false;    // with int8: per-output-channel weight scales
   int batch = 1;
   bool random_inputs = false;  // inputs: random (seeded) instead of activations
   uint64_t seed = 0;

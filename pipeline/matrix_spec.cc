@@ -179,13 +179,20 @@ class SpecParser {
   Variant variant(const YAML::Node& item) const {
     Variant v;
     if (!item.IsMap()) {
-      v.name = r_.choice(item, {"fp32", "bf16"}, "variant");
+      v.name = r_.choice(item, {"fp32", "bf16", "int8"}, "variant");
       v.bf16 = v.name == "bf16";
+      v.int8 = v.name == "int8";
       return v;
     }
-    r_.expect_map(item, {"name", "dtype", "batch", "inputs", "seed"}, "variant");
-    if (item["dtype"]) v.bf16 = r_.choice(item["dtype"], {"fp32", "bf16"}, "dtype") == "bf16";
-    v.name = v.bf16 ? "bf16" : "fp32";
+    r_.expect_map(item, {"name", "dtype", "per_channel", "batch", "inputs", "seed"}, "variant");
+    const std::string dtype = item["dtype"] ? r_.choice(item["dtype"], {"fp32", "bf16", "int8"}, "dtype") : "fp32";
+    v.bf16 = dtype == "bf16";
+    v.int8 = dtype == "int8";
+    if (item["per_channel"]) {
+      v.per_channel = r_.boolean(item["per_channel"], "per_channel");
+      if (!v.int8) r_.fail(item["per_channel"], "per_channel needs dtype: int8 (it is a weight-quantization option)");
+    }
+    v.name = v.per_channel ? "int8-pc" : dtype;
     if (item["name"]) {
       v.name = r_.str(item["name"], "variant name");
       check_name(item["name"], v.name, "variant name");

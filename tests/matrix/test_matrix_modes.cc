@@ -177,3 +177,60 @@ TEST_F(MatrixModes, CollectProfileExportsTheTraceAndTheHtmlShowsTheOverview) {
   EXPECT_NE(html.find("Host Profile Overview"), std::string::npos);
   EXPECT_NE(html.find("WALL_TIME"), std::string::npos);
 }
+
+// The int8 variants: the model quantized once per (model, per-channel,
+// seed) by torq-gen-config quantize, discovered and run as a QDQ model with
+// its fp32 original's layers; a model that cannot be quantized (it already
+// is) fails its int8 tests at import with the tool's reason.
+TEST_F(MatrixModes, Int8VariantsDiscoverTheQuantizedModelAndQuantizeOnce) {
+  auto [qc, qout] = run({bin("torq-gen-config"), "quantize", "--model", dir_ + "/demo.onnx", "-o", dir_ + "/q"},
+                        dir_ + "/quantize.log");
+  ASSERT_EQ(qc, 0) << qout;
+  write(dir_ + "/spec.yaml",
+        "models:\n"
+        "  - demo.onnx\n"
+        "  - {path: q/demo_quant.onnx, name: already}\n"
+        "variants: [fp32, int8, {dtype: int8, per_channel: true}]\n"
+        "modes: [discover, run]\n");
+  auto [code, out] = coordinator("spec.yaml", "out");
+  EXPECT_EQ(code, 1) << out;
+  auto t = tests_by_id(read_json(dir_ + "/out/summary.json"));
+  ASSERT_EQ(t.size(), 12u) << out;
+  for (const char* id : {"demo-fp32-sim-discover", "demo-int8-sim-discover", "demo-int8-sim-run",
+                         "demo-int8-pc-sim-discover", "demo-int8-pc-sim-run", "already-fp32-sim-discover"}) {
+    EXPECT_EQ(t[id]["outcome"], "passed") << id << ": " << t[id].dump();
+    EXPECT_EQ(t[id]["layers"], 14) << id;
+  }
+  for (const char* id : {"already-int8-sim-discover", "already-int8-pc-sim-run"}) {
+    EXPECT_EQ(t[id]["outcome"], "failed") << id;
+    EXPECT_EQ(t[id]["bringup_status"], "FAILED_FE_COMPILATION") << id;
+    EXPECT_NE(t[id]["message"].get<std::string>().find("the model is already quantized"), std::string::npos)
+        << t[id].dump();
+  }
+  // The int8 report: the quantized model's name, the fp32 layer ids (but the
+  // graph output's producer, whose output the Q/DQ pair renames), each layer
+  // compared on its int8 output.
+  const json fp = read_json(dir_ + "/out/reports/demo-fp32-sim-discover/torq_gen_config_demo.json");
+  const json q = read_json(dir_ + "/out/reports/demo-int8-sim-discover/torq_gen_config_demo_quant.json");
+  ASSERT_EQ(q["ops"].size(), fp["ops"].size());
+  auto fi = fp["ops"].begin();
+  for (auto qi = q["ops"].begin(); qi != q["ops"].end(); ++qi, ++fi) {
+    if (std::next(qi) != q["ops"].end()) {
+      EXPECT_EQ(qi.key(), fi.key());
+    }
+    EXPECT_EQ((*qi)["_node_index"], (*fi)["_node_index"]);
+    const json& host = (*qi)["executors"]["host"];
+    EXPECT_EQ(host["status"], "success") << qi.key() << ": " << host.dump();
+  }
+  EXPECT_EQ(q["ops"]["Conv_conv1"]["executors"]["host"]["outputs"][0]["name"], "conv1_quantized");
+  // One quantized model per variant, reused by the next run (not rewritten).
+  std::vector<std::filesystem::path> made;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir_ + "/out/.quantized"))
+    if (e.path().extension() == ".onnx") made.push_back(e.path());
+  ASSERT_EQ(made.size(), 2u);
+  const auto when = std::filesystem::last_write_time(made[0]);
+  auto [code2, out2] = coordinator("spec.yaml", "out");
+  EXPECT_EQ(code2, 1) << out2;
+  EXPECT_EQ(std::filesystem::last_write_time(made[0]), when);
+  EXPECT_EQ(tests_by_id(read_json(dir_ + "/out/summary.json"))["demo-int8-sim-run"]["outcome"], "passed");
+}

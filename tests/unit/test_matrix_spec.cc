@@ -160,9 +160,30 @@ TEST(MatrixSpec, MissingModelsIsAnError) {
   EXPECT_EQ(error_of([&] { load_spec(spec); }), spec + ":1:1: spec: missing required key 'models'");
 }
 
+TEST(MatrixSpec, Int8VariantsAreQuantizedPerTensorOrPerChannel) {
+  const Spec s = parse_spec("models: []\nvariants: [int8, {dtype: int8, per_channel: true}, {dtype: int8, name: q, "
+                            "seed: 3}]\n", "s.yaml");
+  ASSERT_EQ(s.variants.size(), 3u);
+  EXPECT_EQ(s.variants[0].name, "int8");
+  EXPECT_TRUE(s.variants[0].int8);
+  EXPECT_FALSE(s.variants[0].per_channel);
+  EXPECT_FALSE(s.variants[0].bf16);
+  EXPECT_EQ(s.variants[1].name, "int8-pc");
+  EXPECT_TRUE(s.variants[1].int8);
+  EXPECT_TRUE(s.variants[1].per_channel);
+  EXPECT_EQ(s.variants[2].name, "q");
+  EXPECT_TRUE(s.variants[2].int8);
+  EXPECT_EQ(s.variants[2].seed, 3u);
+}
+
 TEST(MatrixSpec, BadVariants) {
   EXPECT_EQ(error_of([] { parse_spec("models: []\nvariants: [fp16]\n", "s.yaml"); }),
-            "s.yaml:2:12: bad value 'fp16' for variant (did you mean 'fp32'?); expected one of: fp32, bf16");
+            "s.yaml:2:12: bad value 'fp16' for variant (did you mean 'fp32'?); expected one of: fp32, bf16, int8");
+  EXPECT_EQ(error_of([] { parse_spec("models: []\nvariants: [{dtype: bf16, per_channel: true}]\n", "s.yaml"); }),
+            "s.yaml:2:39: per_channel needs dtype: int8 (it is a weight-quantization option)");
+  EXPECT_EQ(error_of([] { parse_spec("models: []\nvariants: [{dtype: int8, per_chanel: true}]\n", "s.yaml"); }),
+            "s.yaml:2:26: unknown key 'per_chanel' in variant (did you mean 'per_channel'?); allowed: batch, dtype, "
+            "inputs, name, per_channel, seed");
   EXPECT_EQ(error_of([] { parse_spec("models: []\nvariants: [{name: b, batch: 0}]\n", "s.yaml"); }),
             "s.yaml:2:29: batch must be >= 1, got 0");
   EXPECT_EQ(error_of([] { parse_spec("models: []\nvariants: [{name: b, batch: two}]\n", "s.yaml"); }),
