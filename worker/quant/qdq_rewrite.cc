@@ -30,6 +30,17 @@ bool is_quantized(const onnx::ModelProto& model, std::string* which) {
   return false;
 }
 
+onnx::TensorProto scalar_or_vector(const std::string& name, int32_t type, const std::vector<float>& f,
+                                   const std::vector<int32_t>& i, bool vector) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(type);
+  if (vector) t.add_dims(static_cast<int64_t>(type == onnx::TensorProto::FLOAT ? f.size() : i.size()));
+  for (float v : f) t.add_float_data(v);
+  for (int32_t v : i) t.add_int32_data(v);
+  return t;
+}
+
 namespace {
 
 enum class Role { kActivation, kWeight, kBias, kNone };
@@ -51,17 +62,6 @@ int64_t weight_axis(const onnx::NodeProto& n, int64_t rank) {
   }
   if (n.op_type() == "MatMul") return rank - 1;
   return 0;  // Conv: output channels
-}
-
-onnx::TensorProto scalar_or_vector(const std::string& name, int32_t type, const std::vector<float>& f,
-                                   const std::vector<int32_t>& i, bool vector) {
-  onnx::TensorProto t;
-  t.set_name(name);
-  t.set_data_type(type);
-  if (vector) t.add_dims(static_cast<int64_t>(type == onnx::TensorProto::FLOAT ? f.size() : i.size()));
-  for (float v : f) t.add_float_data(v);
-  for (int32_t v : i) t.add_int32_data(v);
-  return t;
 }
 
 class Rewriter {

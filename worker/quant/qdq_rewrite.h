@@ -37,6 +37,11 @@ const std::set<std::string>& quantizable_ops();
 // *Integer): quantizing twice is refused.
 bool is_quantized(const onnx::ModelProto& model, std::string* which);
 
+// A scale or zero-point initializer: FLOAT from `f`, INT8 / INT32 from `i`,
+// a scalar or (with `vector`) a 1-D tensor.
+onnx::TensorProto scalar_or_vector(const std::string& name, int32_t type, const std::vector<float>& f,
+                                   const std::vector<int32_t>& i, bool vector);
+
 // Throws std::invalid_argument for a model this cannot quantize (opset
 // < 10; per_channel below opset 13 when an op of the model changed in 13).
 QdqResult quantize_qdq(const onnx::ModelProto& fp32, const std::map<std::string, Range>& ranges,
