@@ -189,7 +189,8 @@ int main(int argc, char** argv) {
   quant->add_option("--output", qo.output, "Quantized model (default: OUTPUT_DIR/<model>_quant.onnx)");
   quant->add_option("--output-dir,-o", qo.output_dir, "Directory for the quantized model")->capture_default_str();
   quant->add_flag("--per-channel", qo.per_channel, "Per-output-channel weight scales (opset >= 13)");
-  quant->add_option("--quant-format", qo.format, "qdq (QuantizeLinear/DequantizeLinear pairs) or qoperator")
+  quant->add_option("--quant-format", qo.format, "qdq (QuantizeLinear/DequantizeLinear pairs) or qoperator "
+                                                "(QLinearConv, QLinearMatMul, com.microsoft QLinear* ops)")
       ->capture_default_str();
   quant->add_option("--num-calib", qo.num_calib, "Calibration inputs")->capture_default_str();
   quant->add_option("--seed", qo.seed, "Seed of discovery's input (held out); calibration uses the seeds after it")

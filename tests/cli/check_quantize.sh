@@ -2,16 +2,19 @@
 # torq-gen-config quantize end to end on a real model file: the quantized
 # model is written, runs on the engine, and its graph outputs stay close to
 # the fp32 model's on discovery's held-out input (PCC >= MIN_PCC, per tensor
-# and per channel); re-quantizing it and bad options are exit 2.
-# Usage: check_quantize.sh TORQ_GEN_CONFIG TORQ_SIM MODEL MIN_PCC WORKDIR
+# and per channel); re-quantizing it and bad options are exit 2. FORMAT
+# qoperator (default qdq) also checks the report's count of integer ops and
+# that the model holds QLinearConv nodes.
+# Usage: check_quantize.sh TORQ_GEN_CONFIG TORQ_SIM MODEL MIN_PCC WORKDIR [FORMAT]
 set -uo pipefail
-gen="$1"; sim="$2"; model="$3"; min_pcc="$4"; work="$5"
+gen="$1"; sim="$2"; model="$3"; min_pcc="$4"; work="$5"; format="${6:-qdq}"
 rm -rf "$work"; mkdir -p "$work"
 fail() { echo "check_quantize: $*"; exit 1; }
 pcc_of() { sed -n 's/.*PCC \([0-9.e-]*\),.*/\1/p' <<<"$1" | head -1; }
 
 for mode in "" "--per-channel"; do
-  out=$("$gen" quantize --model "$model" --output-dir "$work" $mode --num-calib 4 2>&1) || fail "quantize $mode: exit $?: $out"
+  out=$("$gen" quantize --model "$model" --output-dir "$work" $mode --quant-format "$format" --num-calib 4 2>&1) ||
+    fail "quantize $mode --quant-format $format: exit $?: $out"
   echo "$out"
   q="$work/$(basename "$model" .onnx)_quant.onnx"
   [ "$(basename "$model")" = model.onnx ] && q="$work/$(basename "$(dirname "$model")")_quant.onnx"
@@ -20,6 +23,12 @@ for mode in "" "--per-channel"; do
   [ -n "$pcc" ] || fail "no PCC in the output"
   awk -v p="$pcc" -v m="$min_pcc" 'BEGIN { exit !(p >= m) }' || fail "PCC $pcc < $min_pcc ($mode)"
   grep -q "quantization error per tensor" <<<"$out" || fail "no per-tensor error table"
+  grep -q "^quantized (static int8, $format, " <<<"$out" || fail "the report does not name the format $format"
+  if [ "$format" = qoperator ]; then
+    grep -Eq "^qoperator ops: integer [1-9][0-9]* \(.*QLinearConv [1-9]" <<<"$out" || fail "no integer ops reported"
+    grep -Eq "; stayed QDQ [0-9]+" <<<"$out" || fail "no count of the ops that stayed QDQ"
+    grep -q QLinearConv "$q" || fail "no QLinearConv in $q"
+  fi
   "$sim" run "$q" > "$work/run.log" 2>&1 || fail "the quantized model does not run: $(tail -3 "$work/run.log")"
 done
 

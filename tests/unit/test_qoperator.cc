@@ -22,6 +22,7 @@
 #include "worker/engine/tensor_io.h"
 #include "worker/quant/calibrate.h"
 #include "worker/quant/qoperator_rewrite.h"
+#include "worker/quant/quantize_model.h"
 #include "worker/sim/demo_model.h"
 
 namespace torq::quant {
@@ -297,6 +298,25 @@ TEST(QOperator, GemmWithoutBiasIsQLinearMatMulAndAScaledGemmStaysQdq) {
   const QOperatorResult scaled = quantize(m, true).qop;
   EXPECT_EQ(scaled.stayed_qdq, (std::map<std::string, int>{{"Gemm", 1}, {"Softmax", 1}}));
   EXPECT_EQ(op_counts(scaled.model).at("Gemm"), 1);
+}
+
+// The command's report: the QOperator model is the one measured, its
+// per-tensor errors read from int8 tensors (relu1 via the folded QLinearConv;
+// conv1 no longer exists), and its outputs stay close to fp32.
+TEST(QOperator, QuantizeModelMeasuresTheQOperatorModel) {
+  QuantizeOptions o;
+  o.format = "qoperator";
+  o.num_calib = 4;
+  const QuantizeReport r = quantize_model(demo(), o);
+  ASSERT_TRUE(r.qoperator.has_value());
+  EXPECT_EQ(&r.model(), &r.qoperator->model);
+  std::set<std::string> measured;
+  for (const auto& e : r.errors) measured.insert(e.tensor);
+  EXPECT_TRUE(measured.count("relu1") && measured.count("pool1") && measured.count("probabilities"));
+  EXPECT_FALSE(measured.count("conv1"));
+  EXPECT_EQ(measured.size(), r.qoperator->quantized.size());
+  for (const auto& e : r.errors) EXPECT_LT(e.rmse, 0.1) << e.tensor;
+  EXPECT_GE(r.output_pcc, 0.99);
 }
 
 }  // namespace

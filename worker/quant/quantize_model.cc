@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <optional>
 #include <ostream>
+#include <sstream>
 #include <stdexcept>
 
 #include "worker/engine/session.h"
@@ -49,21 +51,49 @@ double pcc(const std::vector<double>& x, const std::vector<double>& y) {
   return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : (sxx == syy ? 1.0 : 0.0);
 }
 
+// Where the quantized model holds a tensor's quantized value: a float tensor
+// (QDQ: its DequantizeLinear output) or an int8 tensor to dequantize.
+struct Probe {
+  std::string tensor, name;
+  std::optional<QParams> dequantize;
+};
+
+std::vector<Probe> probes(const QuantizeReport& r) {
+  std::vector<Probe> out;
+  if (r.qoperator)
+    for (const auto& [t, q] : r.qoperator->quantized) out.push_back({t, q.name, q.params});
+  else
+    for (const auto& [t, dq] : r.qdq.dequantized) out.push_back({t, dq, std::nullopt});
+  return out;
+}
+
+// The probed value in fp32; nullopt when the run has no such value.
+std::optional<engine::Tensor> probed(const std::map<std::string, engine::Tensor>& values, const Probe& p) {
+  auto it = values.find(p.name);
+  if (it == values.end()) return std::nullopt;
+  const engine::Tensor& t = it->second;
+  if (!p.dequantize) return t.dtype() == engine::DType::kF32 ? std::optional(t) : std::nullopt;
+  if (t.dtype() != engine::DType::kI8) return std::nullopt;
+  const QParams q = *p.dequantize;
+  std::vector<float> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i)
+    v[static_cast<size_t>(i)] = static_cast<float>(t.data<int8_t>()[i] - q.zero_point) * q.scale;
+  return engine::Tensor::from_vector<float>(v, t.shape());
+}
+
 // Both models on discovery's input (seed): per-tensor errors and the graph
 // outputs' agreement.
 void measure(const onnx::ModelProto& fp32, QuantizeReport* r, uint64_t seed) {
   auto a = engine::Session::from_proto(fp32);
-  auto b = engine::Session::from_proto(r->qdq.model);
+  auto b = engine::Session::from_proto(r->model());
   const auto inputs = a->random_inputs(seed, -1.f, 1.f);
   auto va = a->run_all(inputs);
   auto vb = b->run_all(inputs);
-  for (const auto& [t, dq] : r->qdq.dequantized) {
-    auto x = va.find(t);
-    auto y = vb.find(dq);
-    if (x == va.end() || y == vb.end() || x->second.dtype() != engine::DType::kF32 ||
-        y->second.dtype() != engine::DType::kF32 || x->second.numel() != y->second.numel())
-      continue;
-    r->errors.push_back(tensor_error(t, x->second, y->second));
+  for (const auto& p : probes(*r)) {
+    auto x = va.find(p.tensor);
+    const auto y = probed(vb, p);
+    if (x == va.end() || !y || x->second.dtype() != engine::DType::kF32 || x->second.numel() != y->numel()) continue;
+    r->errors.push_back(tensor_error(p.tensor, x->second, *y));
   }
   std::sort(r->errors.begin(), r->errors.end(), [](const auto& p, const auto& q) { return p.rmse > q.rmse; });
   std::vector<double> xs, ys;
@@ -86,13 +116,12 @@ QuantizeReport quantize_model(const onnx::ModelProto& fp32, const QuantizeOption
   if (o.num_calib < 1) throw std::invalid_argument("--num-calib must be at least 1 (got " + std::to_string(o.num_calib) + ")");
   if (o.format != "qdq" && o.format != "qoperator")
     throw std::invalid_argument("--quant-format must be qdq or qoperator (got '" + o.format + "')");
-  if (o.format == "qoperator")
-    throw std::invalid_argument("--quant-format qoperator is not implemented yet: use qdq");
   std::string which;
   if (is_quantized(fp32, &which))
     throw std::invalid_argument("the model is already quantized (" + which + "): give the fp32 model");
   QuantizeReport r;
   r.qdq = quantize_qdq(fp32, calibrate(fp32, o.num_calib, o.seed), QdqOptions{o.per_channel});
+  if (o.format == "qoperator") r.qoperator = to_qoperator(r.qdq);
   measure(fp32, &r, o.seed);
   return r;
 }
@@ -103,10 +132,28 @@ std::string default_output(const QuantizeOptions& o, const std::string& name) {
   return (std::filesystem::path(o.output_dir) / (name + "_quant.onnx")).string();
 }
 
+// "<what> N (A a, B b)": the total and the count per op type.
+std::string by_op(const std::string& what, const std::map<std::string, int>& counts) {
+  int total = 0;
+  std::ostringstream list;
+  for (const auto& [op, n] : counts) {
+    list << (total ? ", " : "") << op << " " << n;
+    total += n;
+  }
+  return what + " " + std::to_string(total) + (total ? " (" + list.str() + ")" : "");
+}
+
+void print_qoperator(const QOperatorResult& q, std::ostream& out) {
+  out << "qoperator ops: " << by_op("integer", q.integer_ops) << "; " << by_op("on int8", q.on_int8) << "; "
+      << by_op("clamps folded into the quantization before them", q.folded) << "; "
+      << by_op("stayed QDQ", q.stayed_qdq) << "\n";
+}
+
 void print_report(const QuantizeReport& r, const QuantizeOptions& o, const std::string& path, std::ostream& out) {
   out << "quantized (static int8, " << o.format << ", " << (o.per_channel ? "per-channel" : "per-tensor")
       << " weights, " << o.num_calib << " calibration inputs, seed " << o.seed << "): " << r.qdq.weights
       << " weights, " << r.qdq.biases << " biases, " << r.qdq.activations << " activations\n";
+  if (r.qoperator) print_qoperator(*r.qoperator, out);
   out << std::setprecision(6) << "graph outputs vs fp32 (seed " << o.seed << ", held out from calibration): PCC "
       << r.output_pcc << ", max abs diff " << r.output_max_abs << "\n";
   out << "quantization error per tensor (worst rmse first, " << r.errors.size() << " tensors):\n";
@@ -128,7 +175,7 @@ int quantize_command(const QuantizeOptions& o, std::ostream& out, std::ostream& 
     const std::string path = o.output.empty() ? default_output(o, model->name()) : o.output;
     if (auto dir = std::filesystem::path(path).parent_path(); !dir.empty()) std::filesystem::create_directories(dir);
     std::ofstream f(path, std::ios::binary);
-    if (!f || !r.qdq.model.SerializeToOstream(&f)) throw std::runtime_error(path + ": cannot write");
+    if (!f || !r.model().SerializeToOstream(&f)) throw std::runtime_error(path + ": cannot write");
     print_report(r, o, path, out);
     return 0;
   } catch (const std::exception& e) {

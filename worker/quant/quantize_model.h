@@ -1,16 +1,19 @@
 // `torq-gen-config quantize`: calibrate (calibrate.h), rewrite to QDQ
-// (qdq_rewrite.h), and measure what the quantization itself costs, per
+// (qdq_rewrite.h) and, for --quant-format qoperator, on to QOperator
+// (qoperator_rewrite.h), and measure what the quantization itself costs, per
 // tensor and at the graph outputs, on discovery's own seeded input (held out
 // from calibration) — as the bf16 conversion reports its error.
 #pragma once
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "pipeline/model_import.h"
 #include "worker/quant/qdq_rewrite.h"
+#include "worker/quant/qoperator_rewrite.h"
 
 namespace torq::quant {
 
@@ -26,6 +29,9 @@ struct QuantizeOptions {
 
 struct QuantizeReport {
   QdqResult qdq;
+  std::optional<QOperatorResult> qoperator;       // --quant-format qoperator
+  // The model written: the QOperator model when there is one, else the QDQ one.
+  const onnx::ModelProto& model() const { return qoperator ? qoperator->model : qdq.model; }
   std::vector<pipeline::ConversionError> errors;  // per quantized tensor, worst rmse first
   double output_pcc = 0;      // graph outputs, quantized vs fp32, pooled
   double output_max_abs = 0;
