@@ -68,4 +68,9 @@ class QdqGraph {
   std::set<std::string> outputs_;
 };
 
+// Drops QuantizeLinear / DequantizeLinear nodes whose outputs nothing reads,
+// then initializers nothing reads (the fp32 weights a rewrite replaced; with
+// their graph-input entries) and the value_info of tensors no longer there.
+void prune_unread(onnx::GraphProto* g);
+
 }  // namespace torq::quant

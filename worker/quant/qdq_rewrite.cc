@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "worker/engine/tensor_io.h"
+#include "worker/quant/qdq_graph.h"
 
 namespace torq::quant {
 
@@ -293,6 +294,7 @@ QdqResult Rewriter::run() {
   }
   for (auto& n : nodes_) *res_.model.mutable_graph()->add_node() = std::move(n);
   if (opts_.per_channel && opset_ < 13) raise_opset_to_13();
+  prune_unread(res_.model.mutable_graph());  // the fp32 weights the int8 ones replaced
   for (const auto& [t, dq] : dq_of_) res_.dequantized[t] = dq;
   return std::move(res_);
 }

@@ -129,40 +129,6 @@ onnx::GraphProto to_integer_ops(const onnx::GraphProto& g, int64_t opset, QOpera
   return out;
 }
 
-template <class Field, class Keep>
-void keep_if(Field* field, Keep keep) {
-  Field kept;
-  for (auto& e : *field)
-    if (keep(e)) *kept.Add() = std::move(e);
-  field->Swap(&kept);
-}
-
-// Drops QuantizeLinear / DequantizeLinear nodes whose outputs nothing reads,
-// then initializers nothing reads (with their graph-input entries) and the
-// value_info of tensors no longer there.
-void prune(onnx::GraphProto* g) {
-  std::set<std::string> read, present;
-  for (const auto& o : g->output()) read.insert(o.name());
-  std::vector<bool> keep(static_cast<size_t>(g->node_size()));
-  for (int i = g->node_size() - 1; i >= 0; --i) {
-    const onnx::NodeProto& n = g->node(i);
-    bool used = n.op_type() != "QuantizeLinear" && n.op_type() != "DequantizeLinear";
-    for (const auto& o : n.output()) used = used || read.count(o);
-    keep[static_cast<size_t>(i)] = used;
-    if (used) read.insert(n.input().begin(), n.input().end());
-  }
-  int i = 0;
-  keep_if(g->mutable_node(), [&](const onnx::NodeProto&) { return keep[static_cast<size_t>(i++)]; });
-  std::set<std::string> dropped;
-  keep_if(g->mutable_initializer(), [&](const onnx::TensorProto& t) {
-    if (!read.count(t.name())) dropped.insert(t.name());
-    return read.count(t.name()) > 0;
-  });
-  keep_if(g->mutable_input(), [&](const onnx::ValueInfoProto& v) { return !dropped.count(v.name()); });
-  for (const auto& n : g->node()) present.insert(n.output().begin(), n.output().end());
-  keep_if(g->mutable_value_info(), [&](const onnx::ValueInfoProto& v) { return present.count(v.name()) > 0; });
-}
-
 // Float ops still reading a DequantizeLinear output, by type.
 void count_stayed_qdq(QOperatorResult* r) {
   const QdqGraph g(r->model.graph());
@@ -204,7 +170,7 @@ QOperatorResult to_qoperator(const QdqResult& qdq) {
   r.model = qdq.model;
   const int64_t opset = default_opset(qdq.model);
   onnx::GraphProto g = to_integer_ops(fold_clamps(qdq.model.graph(), opset, &r), opset, &r);
-  prune(&g);
+  prune_unread(&g);
   *r.model.mutable_graph() = std::move(g);
   import_microsoft_domain(&r.model);
   count_stayed_qdq(&r);
