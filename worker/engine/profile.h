@@ -2,6 +2,14 @@
 // numerics, and what it costs. Profiles are data (configs/targets/*.yaml),
 // validated strictly at load and consulted in one place, check(), before a
 // kernel runs.
+//
+// Quantized nodes are judged as the integer kernels they are: a QOperator
+// node (QLinearConv...) against the rule of its float op (Conv) with its
+// integer inputs (quant_ops.h); a quantized node of a QDQ graph (the session
+// fuses its Q/DQ neighbours, quant_fusion.h) with the integer tensors its
+// DequantizeLinear inputs read and its QuantizeLinear outputs write
+// (QuantView). Where the data (input 0) is an integer, a rule's `int:`
+// constraints replace its float ones, and MACs run at the integer rate.
 #pragma once
 
 #include <cstdint>
@@ -31,23 +39,48 @@ struct OpRule {
   std::optional<int64_t> min_kernel;    // smallest kernel extent per axis (conv/pool)
   std::optional<int64_t> min_spatial;   // smallest spatial extent (H, W...) of input 0 (conv/pool)
   std::optional<int64_t> max_input_elements;  // largest element count of input 0
+  // Largest element count of input 0 when a stride is > 1 (conv/pool).
+  std::optional<int64_t> max_strided_input_elements;
   bool widen_output = false;            // bf16 in, f32 out (no output rounding)
   std::string note;                     // why the rule is what it is
+  // The rule for integer data (input 0 an integer): this rule with the
+  // constraints of its `int:` block in place of these; null: this rule.
+  std::shared_ptr<const OpRule> int_rule;
 };
 
 // Simulated device cost of a layer.
+struct LayerCost;
+
 struct CostModel {
   double clock_mhz = 1000;
   int64_t slices = 1;
-  double macs_per_cycle_per_slice = 1;  // multiply-accumulates per cycle per slice
+  double macs_per_cycle_per_slice = 1;  // float multiply-accumulates per cycle per slice
+  double int8_macs_per_cycle_per_slice = 0;  // integer MACs per cycle per slice; 0: the float rate
   double eltwise_per_cycle = 1;         // elements per cycle for non-MAC ops
   double dma_bytes_per_cycle = 1;       // bytes moved per cycle
   int64_t dispatch_overhead_cycles = 0; // fixed cost of launching one layer
+
+  // Compute cycles of a layer: its MACs over the MAC rate of all slices
+  // (the integer rate when c.integer_macs), else its output elements over
+  // eltwise_per_cycle.
+  double compute_cycles(const LayerCost& c) const;
 };
 
 struct LayerCost {
   uint64_t macs = 0, elements = 0, bytes = 0, cycles = 0;
+  bool integer_macs = false;  // the MACs ran on integer data
   double time_ms = 0;
+};
+
+// What the integer kernel of a quantized node in a QDQ graph reads and
+// writes, beyond the node's own inputs and outputs (the session fills it).
+struct QuantView {
+  // Per input: true when a fused DequantizeLinear wrote it, so the kernel
+  // reads (and the caller passes) that DQ's integer input instead.
+  std::vector<bool> dequantized;
+  // Per output: the type a fused QuantizeLinear writes it as, or
+  // kUndefined when no fused Q reads it.
+  std::vector<DType> outputs;
 };
 
 class ExecutorProfile {
@@ -76,11 +109,14 @@ class ExecutorProfile {
   const OpRule* rule(const std::string& op_type) const;
 
   // Throws EngineError(kUnsupported) with the reason when the executor
-  // cannot run this node on these inputs.
-  void check(const NodeInfo& node, const std::vector<const Tensor*>& inputs) const;
-  // Simulated cost of the node given its inputs and outputs.
+  // cannot run this node on these inputs. `quant`: the node is a quantized
+  // node of a QDQ graph; `inputs` are then what its integer kernel reads.
+  void check(const NodeInfo& node, const std::vector<const Tensor*>& inputs,
+             const QuantView* quant = nullptr) const;
+  // Simulated cost of the node given its inputs and outputs (`quant` as for
+  // check(): a fused Q's output counts as the integer type it writes).
   LayerCost cost_of(const NodeInfo& node, const std::vector<const Tensor*>& inputs,
-                    const std::vector<Tensor>& outputs) const;
+                    const std::vector<Tensor>& outputs, const QuantView* quant = nullptr) const;
 
  private:
   std::string name_, description_, chip_;

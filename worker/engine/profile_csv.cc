@@ -35,12 +35,7 @@ struct Writer {
   int64_t ns(double cycles) const { return std::llround(cycles * 1000.0 / model.clock_mhz); }
   int64_t dma_ns(uint64_t bytes) const { return ns(static_cast<double>(bytes) / model.dma_bytes_per_cycle); }
   // Compute cycles as ExecutorProfile::cost_of counts them.
-  int64_t compute_ns(const LayerCost& c) const {
-    const double cycles = c.macs ? static_cast<double>(c.macs) /
-                                       (model.macs_per_cycle_per_slice * static_cast<double>(model.slices))
-                                 : static_cast<double>(c.elements) / model.eltwise_per_cycle;
-    return ns(cycles);
-  }
+  int64_t compute_ns(const LayerCost& c) const { return ns(model.compute_cycles(c)); }
 
   void task(const std::string& id, int64_t start, int64_t dur, const std::string& event, const std::string& loc,
             uint64_t bytes) {

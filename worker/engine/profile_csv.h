@@ -14,8 +14,9 @@
 //
 // nss (TYPE NSS): per layer `DMA In` (input_bytes / dma_bytes_per_cycle),
 //   then `Slice 0` .. `Slice <slices-1>` (compute cycles as the cost model
-//   counts them: MACs / (macs_per_cycle_per_slice * slices), else output
-//   elements / eltwise_per_cycle; the slices share the work, so each runs
+//   counts them, CostModel::compute_cycles: MACs / (MAC rate * slices),
+//   the integer rate for integer MACs, else output elements /
+//   eltwise_per_cycle; the slices share the work, so each runs
 //   that long), then `DMA Out` (output_bytes / dma_bytes_per_cycle), double
 //   buffered in two halves: compute starts once half the input is in and
 //   its second half ends no earlier than half a compute after the input;

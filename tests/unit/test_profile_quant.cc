@@ -1,0 +1,168 @@
+// Executor profiles on quantized models: the `int:` block of an op rule
+// (strict YAML), and QDQ layers and QOperator nodes judged in sessions under
+// the real configs/targets profiles as the integer kernels they are.
+#include <gtest/gtest.h>
+
+#include "pipeline/base/error.h"
+#include "tests/unit/kernel_harness.h"
+#include "worker/engine/kernel.h"
+#include "worker/engine/profile.h"
+
+using namespace torq::engine;
+
+namespace {
+
+const char* kProfile = R"(name: p
+cost: {clock_mhz: 100, slices: 1, macs_per_cycle_per_slice: 10, eltwise_per_cycle: 4,
+       dma_bytes_per_cycle: 8, dispatch_overhead_cycles: 100}
+ops:
+  Conv:
+    dtypes: [bf16, i8]
+    min_spatial: 2
+    max_kernel: 7
+    note: float
+    int:
+      min_spatial: null
+      max_strided_input_elements: 1000
+      note: integer
+)";
+
+std::string parse_error(const std::string& text) {
+  try {
+    ExecutorProfile::parse(text, "p.yaml");
+  } catch (const EngineError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+onnx::NodeProto node(const std::string& op, int inputs, int64_t stride = 1) {
+  onnx::NodeProto n;
+  n.set_op_type(op);
+  n.set_name("n");
+  for (int i = 0; i < inputs; ++i) n.add_input("in" + std::to_string(i));
+  n.add_output("y");
+  if (op.find("Conv") != std::string::npos) torq::engine::test::add_ints(n, "strides", {stride, stride});
+  return n;
+}
+
+std::string reason(const ExecutorProfile& p, const onnx::NodeProto& proto, const std::vector<const Tensor*>& in,
+                   const QuantView* q = nullptr) {
+  try {
+    p.check(NodeInfo(proto, 13), in, q);
+  } catch (const EngineError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    return e.reason();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(ProfileIntRules, IntBlockOverridesOnlyTheConstraintsItNames) {
+  const ExecutorProfile p = ExecutorProfile::parse(kProfile, "p.yaml");
+  const OpRule& conv = *p.rule("Conv");
+  EXPECT_EQ(conv.min_spatial, 2);
+  EXPECT_FALSE(conv.max_strided_input_elements);
+  ASSERT_NE(conv.int_rule, nullptr);
+  EXPECT_FALSE(conv.int_rule->min_spatial);                 // null removes it
+  EXPECT_EQ(conv.int_rule->max_strided_input_elements, 1000);
+  EXPECT_EQ(conv.int_rule->max_kernel, 7);                  // inherited
+  EXPECT_EQ(conv.int_rule->dtypes, conv.dtypes);
+  EXPECT_EQ(conv.int_rule->note, "integer");
+  EXPECT_EQ(conv.int_rule->int_rule, nullptr);
+}
+
+TEST(ProfileIntRules, IntBlockIsValidatedStrictly) {
+  std::string typo = kProfile;
+  typo.replace(typo.find("      min_spatial: null"), 23, "      min_spatail: null");
+  EXPECT_EQ(parse_error(typo).rfind("p.yaml:11:7: unknown key 'min_spatail' in int: rule for op 'Conv' (did you mean "
+                                    "'min_spatial'?)",
+                                    0),
+            0u)
+      << parse_error(typo);
+  // dtypes belong to the rule, not to its integer constraints.
+  std::string dtypes = kProfile;
+  dtypes.replace(dtypes.find("      note: integer"), 19, "      dtypes: [i8]");
+  EXPECT_NE(parse_error(dtypes).find("p.yaml:13:7: unknown key 'dtypes' in int: rule for op 'Conv'"), std::string::npos)
+      << parse_error(dtypes);
+  std::string bad = kProfile;
+  bad.replace(bad.find("1000"), 4, "lots");
+  EXPECT_NE(parse_error(bad).find("p.yaml:12:35: max_strided_input_elements must be an integer"), std::string::npos)
+      << parse_error(bad);
+}
+
+TEST(ProfileIntRules, QOperatorOpsAreJudgedByTheirFloatOpsRule) {
+  std::string text = kProfile;
+  text += "  QLinearConv: {}\n";
+  EXPECT_NE(parse_error(text).find("p.yaml:14:3: QLinearConv is judged by the rule of Conv"), std::string::npos)
+      << parse_error(text);
+}
+
+TEST(ProfileIntRules, Int8MacRateIsOptionalAndPositive) {
+  EXPECT_EQ(ExecutorProfile::parse(kProfile, "p.yaml").cost().int8_macs_per_cycle_per_slice, 0);
+  std::string text = kProfile;
+  text.replace(text.find("slices: 1,"), 10, "slices: 1, int8_macs_per_cycle_per_slice: 0,");
+  EXPECT_NE(parse_error(text).find("cost.int8_macs_per_cycle_per_slice must be > 0"), std::string::npos)
+      << parse_error(text);
+}
+
+TEST(ProfileJudge, IntegerDataMeetTheIntConstraints) {
+  const ExecutorProfile p = ExecutorProfile::parse(kProfile, "p.yaml");
+  Tensor x8(DType::kI8, {1, 8, 1, 1}), w8(DType::kI8, {4, 8, 1, 1});
+  Tensor xb(DType::kBF16, {1, 8, 1, 1}), wb(DType::kBF16, {4, 8, 1, 1});
+  EXPECT_EQ(reason(p, node("Conv", 2), {&x8, &w8}), "");
+  EXPECT_EQ(reason(p, node("Conv", 2), {&xb, &wb}), "Conv on a spatial extent of 1 is below the p minimum of 2 (float)");
+  Tensor big(DType::kI8, {1, 8, 20, 20}), w3(DType::kI8, {8, 8, 3, 3});
+  EXPECT_EQ(reason(p, node("Conv", 2, 2), {&big, &w3}),
+            "i8 Conv input of 3200 elements for a stride > 1 exceeds the p limit of 1000 (integer)");
+  EXPECT_EQ(reason(p, node("Conv", 2, 1), {&big, &w3}), "");
+}
+
+TEST(ProfileJudge, QOperatorNodesAreJudgedAsTheirFloatOpOnItsInputs) {
+  const ExecutorProfile p = ExecutorProfile::parse(kProfile, "p.yaml");
+  Tensor x8(DType::kI8, {1, 8, 1, 1}), xu8(DType::kU8, {1, 8, 1, 1}), w8(DType::kI8, {4, 8, 1, 1});
+  Tensor scale(DType::kF32, {}), zp8(DType::kI8, {}), zpu8(DType::kU8, {}), bias(DType::kI32, {4});
+  EXPECT_EQ(reason(p, node("QLinearConv", 9), {&x8, &scale, &zp8, &w8, &scale, &zp8, &scale, &zp8, &bias}), "");
+  EXPECT_EQ(reason(p, node("QLinearConv", 9), {&xu8, &scale, &zpu8, &w8, &scale, &zp8, &scale, &zpu8, &bias}),
+            "u8 Conv (QLinearConv) not supported on p (supports bf16, i8): float");
+  EXPECT_EQ(reason(p, node("QLinearAdd", 8), {&x8, &scale, &zp8, &x8, &scale, &zp8, &scale, &zp8}),
+            "i8 Add (QLinearAdd) is not supported on p");
+}
+
+TEST(ProfileJudge, AQuantViewMakesDequantizedInputsDataButNotTheBias) {
+  const ExecutorProfile p = ExecutorProfile::parse(kProfile, "p.yaml");
+  Tensor x8(DType::kI8, {1, 8, 4, 4}), wu8(DType::kU8, {4, 8, 1, 1}), w8(DType::kI8, {4, 8, 1, 1});
+  Tensor bias(DType::kI32, {4});
+  QuantView q;
+  q.dequantized = {true, true, true};
+  EXPECT_EQ(reason(p, node("Conv", 3), {&x8, &wu8, &bias}), "");  // a plain integer input 1 is not data
+  EXPECT_EQ(reason(p, node("Conv", 3), {&x8, &wu8, &bias}, &q), "u8 Conv not supported on p (supports bf16, i8): float");
+  EXPECT_EQ(reason(p, node("Conv", 3), {&x8, &w8, &bias}, &q), "");  // the int32 bias is the accumulator's
+}
+
+TEST(ProfileJudge, IntegerMacsRunAtTheInt8RateAndRequantizedOutputsCountTheirBytes) {
+  std::string text = kProfile;
+  text.replace(text.find("slices: 1,"), 10, "slices: 1, int8_macs_per_cycle_per_slice: 40,");
+  const ExecutorProfile p = ExecutorProfile::parse(text, "p.yaml");
+  // 1x8x8x8 input, 16x8x3x3 weights, output 1x16x8x8: MACs = 1024 * 72.
+  Tensor x8(DType::kI8, {1, 8, 8, 8}), w8(DType::kI8, {16, 8, 3, 3});
+  Tensor xf(DType::kF32, {1, 8, 8, 8}), wf(DType::kF32, {16, 8, 3, 3});
+  const std::vector<Tensor> out{Tensor(DType::kF32, {1, 16, 8, 8})};
+  onnx::NodeProto proto = node("Conv", 2);
+  const NodeInfo info(proto, 13);
+  QuantView q;
+  q.dequantized = {true, true};
+  q.outputs = {DType::kI8};
+  const LayerCost ci = p.cost_of(info, {&x8, &w8}, out, &q);
+  EXPECT_TRUE(ci.integer_macs);
+  EXPECT_EQ(ci.bytes, 512u + 1152u + 1024u);      // the int8 output a fused Q writes
+  EXPECT_EQ(ci.cycles, 100u + 1843u);              // 73728 / 40
+  const LayerCost cf = p.cost_of(info, {&xf, &wf}, out);
+  EXPECT_FALSE(cf.integer_macs);
+  EXPECT_EQ(cf.bytes, (512u + 1152u + 1024u) * 4);
+  EXPECT_EQ(cf.cycles, 100u + 7373u);              // 73728 / 10
+}
+
+// QDQ layers: the Conv reads int8 (the DQs' inputs), not the fp32 they
+// write, and the Q/DQ nodes are part of the kernel, not ops of their own.
