@@ -16,6 +16,8 @@
 #include "worker/engine/dnnl_util.h"
 #include "pipeline/base/error.h"
 #include "worker/engine/kernel.h"
+#include "worker/engine/quant_fusion.h"
+#include "worker/engine/quant_ops.h"
 #include "worker/engine/tensor_io.h"
 
 namespace torq::engine {
@@ -72,6 +74,7 @@ struct Session::Impl {
     std::vector<int> in, out;  // value ids (-1: omitted)
     std::vector<CachedReorder> reorders;
     const OpRule* rule = nullptr;
+    QuantRole role = QuantRole::kPlain;
     bool folded = false;
   };
   std::vector<Node> nodes;  // topological order
@@ -82,6 +85,7 @@ struct Session::Impl {
   std::vector<bool> is_output;
   std::vector<ValueInfo> inputs, outputs;
   std::vector<int> input_ids, output_ids;
+  QuantFusion fusion;  // the integer kernels of a QDQ graph
   RunStats stats;
 
   int id_of(const std::string& name) {
@@ -95,7 +99,15 @@ struct Session::Impl {
   }
 
   void load(const onnx::ModelProto& model);
+  void plan_quant();
+  void release_inputs(const Node& n, size_t i, std::vector<Tensor>& values) const;
   void execute(Node& n, std::vector<Tensor>& values, bool folding, NodeStat* stat);
+  std::vector<const Tensor*> kernel_view(const Node& n, const std::vector<Tensor>& values,
+                                         const std::vector<const Tensor*>& raw_in, QuantView* qv) const;
+  DType quantized_type(int q_node, const std::vector<Tensor>& values) const;
+  void convert_inputs(Node& n, const std::vector<const Tensor*>& raw_in, std::vector<Tensor>& conv,
+                      std::vector<const Tensor*>& in, bool any_bf16);
+  void round_outputs(const Node& n, std::vector<Tensor>& outs, bool any_bf16);
 };
 
 static ValueInfo value_info_of(const onnx::ValueInfoProto& v, bool to_bf16, bool allow_untyped = false) {
@@ -137,12 +149,15 @@ void Session::Impl::load(const onnx::ModelProto& model) {
 
   // Float initializers that act as shapes (Resize/Upsample scales and roi)
   // keep their fp32 values in bf16 numerics: rounding 0.6 would change the
-  // output size, not the precision.
+  // output size, not the precision. So do quantization scales: rounding
+  // them would change the integers, which an integer kernel computes exactly.
   std::set<std::string> shape_like;
   for (const auto& np : g.node()) {
     if (np.op_type() == "Resize")
       for (int i = 1; i < std::min(3, np.input_size()); ++i) shape_like.insert(np.input(i));
     if (np.op_type() == "Upsample" && np.input_size() > 1) shape_like.insert(np.input(1));
+    for (size_t i : scale_inputs(np.op_type(), static_cast<size_t>(np.input_size())))
+      shape_like.insert(np.input(static_cast<int>(i)));
   }
   for (const auto& init : g.initializer()) {
     const int id = id_of(init.name());
@@ -237,6 +252,7 @@ void Session::Impl::load(const onnx::ModelProto& model) {
   }
   if (order.size() != raw.size()) throw EngineError(ErrorKind::kInvalidModel, "graph has a cycle");
   for (int i : order) nodes.push_back(std::move(raw[static_cast<size_t>(i)]));
+  plan_quant();
 
   for (const auto& out : g.output()) {
     ValueInfo vi = value_info_of(out, to_bf16, /*allow_untyped=*/true);
@@ -264,65 +280,97 @@ void Session::Impl::load(const onnx::ModelProto& model) {
   }
   last_use.assign(names.size(), -1);
   for (size_t i = 0; i < nodes.size(); ++i)
-    for (int v : nodes[i].in)
-      if (v >= 0) last_use[static_cast<size_t>(v)] = static_cast<int>(i);
+    for (int v : nodes[i].in) {
+      if (v < 0) continue;
+      last_use[static_cast<size_t>(v)] = static_cast<int>(i);
+      // A quantized node's kernel reads what its fused DQs read.
+      const int from = fusion.dequantized_from[static_cast<size_t>(v)];
+      if (from >= 0) last_use[static_cast<size_t>(from)] = static_cast<int>(i);
+    }
+}
+
+void Session::Impl::plan_quant() {
+  std::vector<GraphNode> graph;
+  for (const auto& n : nodes) graph.push_back({n.info->op_type(), n.in, n.out});
+  fusion = plan_quant_fusion(graph, names.size());
+  for (size_t i = 0; i < nodes.size(); ++i) nodes[i].role = fusion.roles[i];
+}
+
+// Frees the values node i (n) used last, so a run holds only live values.
+void Session::Impl::release_inputs(const Node& n, size_t i, std::vector<Tensor>& values) const {
+  const auto release = [&](int v) {
+    if (v >= 0 && last_use[static_cast<size_t>(v)] == static_cast<int>(i) && !is_output[static_cast<size_t>(v)] &&
+        !constants[static_cast<size_t>(v)].defined())
+      values[static_cast<size_t>(v)] = Tensor();
+  };
+  for (int v : n.in) {
+    release(v);
+    if (v >= 0) release(fusion.dequantized_from[static_cast<size_t>(v)]);
+  }
+}
+
+// What a quantized node's integer kernel reads: its inputs with each fused
+// DQ's output replaced by the integer tensor that DQ read; and the types its
+// fused Qs write. Other nodes: their inputs as they are.
+std::vector<const Tensor*> Session::Impl::kernel_view(const Node& n, const std::vector<Tensor>& values,
+                                                      const std::vector<const Tensor*>& raw_in, QuantView* qv) const {
+  std::vector<const Tensor*> in = raw_in;
+  if (n.role != QuantRole::kQuantized) return in;
+  qv->dequantized.assign(n.in.size(), false);
+  for (size_t i = 0; i < n.in.size(); ++i) {
+    const int from = n.in[i] < 0 ? -1 : fusion.dequantized_from[static_cast<size_t>(n.in[i])];
+    if (from < 0 || !values[static_cast<size_t>(from)].defined()) continue;
+    in[i] = &values[static_cast<size_t>(from)];
+    qv->dequantized[i] = true;
+  }
+  for (int o : n.out) {
+    const int q = o < 0 ? -1 : fusion.quantized_by[static_cast<size_t>(o)];
+    qv->outputs.push_back(q < 0 ? DType::kUndefined : quantized_type(q, values));
+  }
+  return in;
+}
+
+// The type QuantizeLinear node `q` writes: its zero point's, else its
+// output_dtype attribute, else uint8 (the ONNX default).
+DType Session::Impl::quantized_type(int q, const std::vector<Tensor>& values) const {
+  const Node& n = nodes[static_cast<size_t>(q)];
+  if (n.in.size() > 2 && n.in[2] >= 0 && values[static_cast<size_t>(n.in[2])].defined())
+    return values[static_cast<size_t>(n.in[2])].dtype();
+  const int64_t od = n.info->attr_int("output_dtype", 0);
+  return od ? dtype_from_onnx(static_cast<int32_t>(od)) : DType::kU8;
 }
 
 void Session::Impl::execute(Node& n, std::vector<Tensor>& values, bool folding, NodeStat* stat) {
   const NodeInfo& info = *n.info;
   try {
     std::vector<const Tensor*> raw_in(n.in.size(), nullptr);
+    std::vector<bool> is_const(n.in.size(), false);
+    bool any_bf16 = false;
     for (size_t i = 0; i < n.in.size(); ++i)
       if (n.in[i] >= 0) {
         const Tensor& t = values[static_cast<size_t>(n.in[i])];
         if (!t.defined())
           throw EngineError(ErrorKind::kRuntime, "input '" + names[static_cast<size_t>(n.in[i])] + "' has no value");
         raw_in[i] = &t;
+        is_const[i] = constants[static_cast<size_t>(n.in[i])].defined();
+        any_bf16 = any_bf16 || t.dtype() == DType::kBF16;
       }
-    if (opts.profile && !folding) opts.profile->check(info, raw_in);
+    // A fused Q/DQ is part of its integer kernel: never judged by itself.
+    QuantView qv;
+    const std::vector<const Tensor*> kernel_in = kernel_view(n, values, raw_in, &qv);
+    const QuantView* quant = n.role == QuantRole::kQuantized ? &qv : nullptr;
+    if (opts.profile && !folding && n.role != QuantRole::kFused) opts.profile->check(info, kernel_in, quant);
 
-    bool any_bf16 = false;
-    for (const Tensor* t : raw_in)
-      if (t && t->dtype() == DType::kBF16) any_bf16 = true;
-    const bool native_bf16 = n.kernel->handles_bf16() && dnnl_bf16_supported();
-    const bool blocked_ok = n.kernel->accepts_blocked_inputs();
     std::vector<Tensor> conv(n.in.size());
     std::vector<const Tensor*> in(n.in.size(), nullptr);
-    std::vector<bool> is_const(n.in.size(), false);
-    for (size_t i = 0; i < n.in.size(); ++i) {
-      if (!raw_in[i]) continue;
-      const Tensor* t = raw_in[i];
-      is_const[i] = constants[static_cast<size_t>(n.in[i])].defined();
-      if (!blocked_ok && !t->is_plain()) {
-        conv[i] = n.reorders[i](*t, plain_md(t->shape(), t->dtype()), t->dtype(), env);
-        t = &conv[i];
-      }
-      // CastLike's second input only donates its type: never convert it.
-      const bool type_donor = i == 1 && info.op_type() == "CastLike";
-      if (any_bf16 && is_float(t->dtype()) && !type_donor) {
-        const DType want = native_bf16 ? DType::kBF16 : DType::kF32;
-        if (t->dtype() != want && t->dtype() != DType::kF64 && t->dtype() != DType::kF16) {
-          conv[i] = convert_float(*t, want, rounding, env);
-          t = &conv[i];
-        }
-      }
-      in[i] = t;
-    }
+    convert_inputs(n, raw_in, conv, in, any_bf16);
     std::vector<Tensor> outs(n.out.size());
     KernelContext ctx(in, is_const, &outs, &env, rounding, opts.threads);
     const auto t0 = Clock::now();
     n.kernel->compute(ctx);
     if (stat) stat->wall_ms = ms_since(t0);
-    const bool widen = n.rule && n.rule->widen_output;
-    for (size_t i = 0; i < n.out.size(); ++i) {
-      if (n.out[i] < 0) continue;
-      if (!outs[i].defined())
-        throw EngineError(ErrorKind::kRuntime, "kernel produced no value for output " + std::to_string(i));
-      if (any_bf16 && !widen && outs[i].dtype() == DType::kF32 && info.op_type() != "Cast" &&
-          info.op_type() != "CastLike")
-        outs[i] = convert_float(outs[i], DType::kBF16, rounding, env);
-    }
-    if (stat && opts.profile) stat->cost = opts.profile->cost_of(info, raw_in, outs);
+    round_outputs(n, outs, any_bf16);
+    if (stat && opts.profile) stat->cost = opts.profile->cost_of(info, kernel_in, outs, quant);
     for (size_t i = 0; i < n.out.size(); ++i)
       if (n.out[i] >= 0) values[static_cast<size_t>(n.out[i])] = std::move(outs[i]);
   } catch (const EngineError& e) {
@@ -335,6 +383,51 @@ void Session::Impl::execute(Node& n, std::vector<Tensor>& values, bool folding, 
     throw EngineError(ErrorKind::kRuntime, "out of memory", info.name(), info.op_type());
   } catch (const std::exception& e) {
     throw EngineError(ErrorKind::kRuntime, e.what(), info.name(), info.op_type());
+  }
+}
+
+// The kernel's inputs: plain unless it takes blocked ones; when the node
+// reads bf16, floats in the type it computes in (bf16 where the kernel
+// handles bf16 natively, else f32; always f32 in an integer kernel's float
+// path, which models the int32 accumulator).
+void Session::Impl::convert_inputs(Node& n, const std::vector<const Tensor*>& raw_in, std::vector<Tensor>& conv,
+                                   std::vector<const Tensor*>& in, bool any_bf16) {
+  const bool native_bf16 = n.role == QuantRole::kPlain && n.kernel->handles_bf16() && dnnl_bf16_supported();
+  const bool blocked_ok = n.kernel->accepts_blocked_inputs();
+  for (size_t i = 0; i < n.in.size(); ++i) {
+    if (!raw_in[i]) continue;
+    const Tensor* t = raw_in[i];
+    if (!blocked_ok && !t->is_plain()) {
+      conv[i] = n.reorders[i](*t, plain_md(t->shape(), t->dtype()), t->dtype(), env);
+      t = &conv[i];
+    }
+    // CastLike's second input only donates its type: never convert it.
+    const bool type_donor = i == 1 && n.info->op_type() == "CastLike";
+    if (any_bf16 && is_float(t->dtype()) && !type_donor) {
+      const DType want = native_bf16 ? DType::kBF16 : DType::kF32;
+      if (t->dtype() != want && t->dtype() != DType::kF64 && t->dtype() != DType::kF16) {
+        conv[i] = convert_float(*t, want, rounding, env);
+        t = &conv[i];
+      }
+    }
+    in[i] = t;
+  }
+}
+
+// Float outputs go back to bf16 when the node read bf16 (in the QDQ path:
+// also whenever the numerics are bf16), except a widened output, a Cast's,
+// and the float inside an integer kernel (kept fp32: the int32 accumulator).
+void Session::Impl::round_outputs(const Node& n, std::vector<Tensor>& outs, bool any_bf16) {
+  const std::string& op = n.info->op_type();
+  const bool round = any_bf16 || (n.role != QuantRole::kPlain && opts.numerics == Numerics::kBF16);
+  const bool widen = n.rule && n.rule->widen_output;
+  for (size_t i = 0; i < n.out.size(); ++i) {
+    if (n.out[i] < 0) continue;
+    if (!outs[i].defined())
+      throw EngineError(ErrorKind::kRuntime, "kernel produced no value for output " + std::to_string(i));
+    if (round && !widen && outs[i].dtype() == DType::kF32 && op != "Cast" && op != "CastLike" &&
+        !fusion.keep_fp32[static_cast<size_t>(n.out[i])])
+      outs[i] = convert_float(outs[i], DType::kBF16, rounding, env);
   }
 }
 
@@ -421,12 +514,14 @@ std::vector<Tensor> Session::run_impl(const std::vector<Tensor>& feeds, std::map
   for (size_t i = 0; i < m.nodes.size(); ++i) {
     auto& n = m.nodes[i];
     if (n.folded) continue;
+    // A fused Q/DQ has no stats of its own: it is part of its integer kernel.
     NodeStat st;
+    NodeStat* stp = n.role == QuantRole::kFused ? nullptr : &st;
     st.name = n.info->name();
     st.op_type = n.info->op_type();
     if (error) {
       try {
-        m.execute(n, values, false, &st);
+        m.execute(n, values, false, stp);
       } catch (const std::exception& e) {
         *error = e.what();
         for (size_t id = 0; id < values.size(); ++id)
@@ -434,15 +529,12 @@ std::vector<Tensor> Session::run_impl(const std::vector<Tensor>& feeds, std::map
         return {};
       }
     } else {
-      m.execute(n, values, false, &st);
+      m.execute(n, values, false, stp);
     }
     stats.sim_cycles += st.cost.cycles;
     stats.sim_ms += st.cost.time_ms;
-    stats.nodes.push_back(std::move(st));
-    for (int v : n.in)
-      if (!all && v >= 0 && m.last_use[static_cast<size_t>(v)] == static_cast<int>(i) &&
-          !m.is_output[static_cast<size_t>(v)] && !m.constants[static_cast<size_t>(v)].defined())
-        values[static_cast<size_t>(v)] = Tensor();
+    if (stp) stats.nodes.push_back(std::move(st));
+    if (!all) m.release_inputs(n, i, values);
   }
   std::vector<Tensor> out;
   for (int id : m.output_ids) {
