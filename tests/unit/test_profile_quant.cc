@@ -105,6 +105,7 @@ TEST(ProfileIntRules, Int8MacRateIsOptionalAndPositive) {
   text.replace(text.find("slices: 1,"), 10, "slices: 1, int8_macs_per_cycle_per_slice: 0,");
   EXPECT_NE(parse_error(text).find("cost.int8_macs_per_cycle_per_slice must be > 0"), std::string::npos)
       << parse_error(text);
+  EXPECT_EQ(ExecutorProfile::resolve("nss").cost().int8_macs_per_cycle_per_slice, 256);
 }
 
 TEST(ProfileJudge, IntegerDataMeetTheIntConstraints) {

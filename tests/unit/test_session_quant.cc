@@ -65,6 +65,26 @@ const ConvSpec kBig{{1, 64, 32, 32}, {64, 64, 3, 3}, 1, 1, 1};  // compute-bound
 
 }  // namespace
 
+TEST(QdqCost, Int8ConvIsCheaperThanTheBf16ConvByTheMacRatio) {
+  const auto nss = profile("nss");
+  const CostModel& m = nss->cost();
+  SessionOptions so;
+  so.profile = nss;
+  const LayerCost q = run_once(qdq_conv(kBig), so)->last_stats().nodes.at(0).cost;
+  so.numerics = Numerics::kBF16;
+  const LayerCost f = run_once(float_conv(kBig), so)->last_stats().nodes.at(0).cost;
+  const uint64_t macs = 64u * 32 * 32 * (64 * 3 * 3);
+  EXPECT_EQ(q.macs, macs);
+  EXPECT_EQ(f.macs, macs);
+  EXPECT_TRUE(q.integer_macs);
+  EXPECT_FALSE(f.integer_macs);
+  const uint64_t overhead = static_cast<uint64_t>(m.dispatch_overhead_cycles);
+  EXPECT_EQ(q.cycles, overhead + macs / 512);  // 256 int8 MACs a cycle on each of 2 slices
+  EXPECT_EQ(f.cycles, overhead + macs / 256);  // 128 bf16 MACs
+  EXPECT_DOUBLE_EQ(static_cast<double>(f.cycles - overhead) / static_cast<double>(q.cycles - overhead),
+                   m.int8_macs_per_cycle_per_slice / m.macs_per_cycle_per_slice);
+}
+
 TEST(QdqCost, FusedQdqAddNoDispatchAndMoveIntegerBytes) {
   SessionOptions so;
   so.profile = profile("nss");
