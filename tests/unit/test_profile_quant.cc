@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include "pipeline/base/error.h"
-#include "tests/unit/kernel_harness.h"
+#include "tests/unit/quant_graphs.h"
 #include "worker/engine/kernel.h"
 #include "worker/engine/profile.h"
+#include "worker/engine/session.h"
 
 using namespace torq::engine;
+using namespace torq::engine::test;
 
 namespace {
 
@@ -56,6 +58,25 @@ std::string reason(const ExecutorProfile& p, const onnx::NodeProto& proto, const
   }
   return "";
 }
+
+// Why `profile` refuses the model (a run on seeded inputs); "" when it runs.
+std::string refusal(const onnx::ModelProto& m, const std::string& profile, Numerics numerics = Numerics::kAsModel) {
+  SessionOptions so;
+  so.numerics = numerics;
+  so.profile = std::make_shared<ExecutorProfile>(ExecutorProfile::resolve(profile));
+  auto s = Session::from_proto(m, so);
+  try {
+    s->run(s->random_inputs(1));
+  } catch (const EngineError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported) << e.what();
+    return e.reason();
+  }
+  return "";
+}
+
+const ConvSpec kConv{{1, 8, 8, 8}, {8, 8, 3, 3}, 1, 1, 1};
+const ConvSpec kDepthwise{{1, 8, 8, 8}, {8, 1, 3, 3}, 8, 1, 1};
+const ConvSpec kSqueezeExcite{{1, 8, 1, 1}, {4, 8, 1, 1}};  // a Conv on a 1x1 map
 
 }  // namespace
 
@@ -167,3 +188,92 @@ TEST(ProfileJudge, IntegerMacsRunAtTheInt8RateAndRequantizedOutputsCountTheirByt
 
 // QDQ layers: the Conv reads int8 (the DQs' inputs), not the fp32 they
 // write, and the Q/DQ nodes are part of the kernel, not ops of their own.
+TEST(QdqOnNss, Int8ConvAndDepthwiseConvRunInFp32AndBf16Numerics) {
+  for (Numerics num : {Numerics::kAsModel, Numerics::kBF16}) {
+    EXPECT_EQ(refusal(qdq_conv(kConv), "nss", num), "");
+    EXPECT_EQ(refusal(qdq_conv(kDepthwise), "nss", num), "");
+  }
+}
+
+TEST(QdqOnNss, ChipDifferencesBetweenInt8AndBf16Rules) {
+  // A Conv on a 1x1 feature map (the squeeze-excitation Convs): fails in
+  // bf16 on the chip, runs in int8.
+  EXPECT_EQ(refusal(qdq_conv(kSqueezeExcite), "nss"), "");
+  EXPECT_NE(refusal(float_conv(kSqueezeExcite), "nss", Numerics::kBF16)
+                .find("Conv on a spatial extent of 1 is below the nss minimum of 2"),
+            std::string::npos);
+  // A large stride-2 depthwise Conv (blocks.1.0 / blocks.2.0 conv_dw):
+  // fails in int8, runs in bf16; at stride 1 it runs in int8.
+  ConvSpec big{{1, 8, 200, 200}, {8, 1, 3, 3}, 8, 2, 1};
+  EXPECT_EQ(refusal(qdq_conv(big), "nss"),
+            "i8 Conv input of 320000 elements for a stride > 1 exceeds the nss limit of 262144 (NSS Conv2D (i8, i16 "
+            "x i8) / DepthwiseConv2D (i8): 2-D, any feature map, kernel <= 7, a stride-2 input of at most 262144 "
+            "elements)");
+  EXPECT_EQ(refusal(float_conv(big), "nss", Numerics::kBF16), "");
+  big.stride = 1;
+  EXPECT_EQ(refusal(qdq_conv(big), "nss"), "");
+}
+
+TEST(QdqOnNss, IntegerKernelsOfTheManualRunOthersAreRefusedByName) {
+  auto pool = [](onnx::NodeProto& n) { add_ints(n, "kernel_shape", {3, 3}); };
+  auto fc = [](onnx::NodeProto& n) { add_int(n, "transB", 1); };
+  EXPECT_EQ(refusal(qdq_op("MaxPool", {{1, 8, 8, 8}}, pool), "nss"), "");
+  EXPECT_EQ(refusal(qdq_op("Sigmoid", {{1, 8, 8, 8}}), "nss"), "");
+  EXPECT_EQ(refusal(qdq_op("Add", {{1, 8, 8, 8}, {1, 8, 8, 8}}), "nss"), "");
+  EXPECT_EQ(refusal(qdq_op("Gemm", {{1, 16}, {8, 16}}, fc), "nss"), "");
+  EXPECT_EQ(refusal(qdq_op("Softmax", {{1, 8}}), "nss"), "i8 Softmax is not supported on nss");
+  EXPECT_EQ(refusal(qdq_op("Div", {{1, 8}, {1, 8}}), "nss"),
+            "i8 Div not supported on nss (supports bf16): composite kernel");
+  ConvSpec u8 = kConv;
+  u8.x_type = kU8;
+  EXPECT_EQ(refusal(qdq_conv(u8), "nss").rfind("u8 Conv not supported on nss (supports bf16, i8, i16)", 0), 0u);
+}
+
+TEST(QdqOnCssAndHost, QuantizedLayersRunAsIntegerCode) {
+  auto pool = [](onnx::NodeProto& n) { add_ints(n, "kernel_shape", {3, 3}); };
+  for (const char* p : {"css", "host"}) {
+    EXPECT_EQ(refusal(qdq_conv(kConv), p), "") << p;
+    EXPECT_EQ(refusal(qdq_conv(kDepthwise), p), "") << p;
+    EXPECT_EQ(refusal(qdq_op("MaxPool", {{1, 8, 8, 8}}, pool), p), "") << p;
+    EXPECT_EQ(refusal(qdq_op("Sigmoid", {{1, 8, 8, 8}}), p), "") << p;
+    EXPECT_EQ(refusal(qdq_op("Add", {{1, 8, 8, 8}, {1, 8, 8, 8}}), p), "") << p;
+  }
+}
+
+TEST(StandaloneQdq, IsAnOpLikeAnyOther) {
+  EXPECT_EQ(refusal(standalone_q(), "nss"), "QuantizeLinear is not supported on nss");
+  EXPECT_EQ(refusal(standalone_q(), "css"), "");
+  EXPECT_EQ(refusal(standalone_q(), "host"), "");
+}
+
+TEST(QOperatorOnNss, JudgedAsTheFloatOpWithIntegerInputs) {
+  EXPECT_EQ(refusal(qlinear_conv(kConv), "nss"), "");
+  EXPECT_EQ(refusal(qlinear_conv(kDepthwise), "nss"), "");
+  EXPECT_EQ(refusal(qlinear_conv(kSqueezeExcite), "nss"), "");  // the int8 rule: any feature map
+  ConvSpec u8 = kConv;
+  u8.x_type = kU8;
+  EXPECT_EQ(
+      refusal(qlinear_conv(u8), "nss").rfind("u8 Conv (QLinearConv) not supported on nss (supports bf16, i8, i16)", 0),
+      0u);
+  ConvSpec grouped{{1, 8, 8, 8}, {8, 4, 3, 3}, 2, 1, 1};
+  EXPECT_EQ(refusal(qlinear_conv(grouped), "nss").rfind("grouped i8 Conv (QLinearConv) not supported on nss", 0), 0u);
+  EXPECT_EQ(refusal(qlinear_contrib("QLinearAdd", 2, {1, 8, 4, 4}), "nss"), "");
+  EXPECT_EQ(refusal(qlinear_contrib("QLinearSigmoid", 1, {1, 8, 4, 4}), "nss"), "");
+  EXPECT_EQ(refusal(qlinear_contrib("QLinearLeakyRelu", 1, {1, 8, 4, 4}), "nss"),
+            "i8 LeakyRelu (QLinearLeakyRelu) is not supported on nss");
+}
+
+TEST(QOperatorOnNss, TheQAndDqAroundQOperatorNodesArePartOfTheirKernels) {
+  EXPECT_EQ(refusal(qoperator_boundary(kConv), "nss"), "");
+  EXPECT_EQ(refusal(matmul_integer_gemm(), "nss"), "");
+}
+
+TEST(QOperatorOnCssAndHost, RunAsIntegerCode) {
+  for (const char* p : {"css", "host"}) {
+    EXPECT_EQ(refusal(qlinear_conv(kConv), p), "") << p;
+    EXPECT_EQ(refusal(qlinear_contrib("QLinearAdd", 2, {1, 8, 4, 4}), p), "") << p;
+    EXPECT_EQ(refusal(qlinear_contrib("QLinearLeakyRelu", 1, {1, 8, 4, 4}), p), "") << p;
+    EXPECT_EQ(refusal(qoperator_boundary(kConv), p), "") << p;
+    EXPECT_EQ(refusal(matmul_integer_gemm(), p), "") << p;
+  }
+}
