@@ -7,6 +7,7 @@
 #include "tests/unit/quant_graphs.h"
 #include "worker/engine/kernel.h"
 #include "worker/engine/profile.h"
+#include "worker/engine/quant_ops.h"
 #include "worker/engine/session.h"
 
 using namespace torq::engine;
@@ -129,12 +130,40 @@ TEST(ProfileIntRules, Int8MacRateIsOptionalAndPositive) {
   EXPECT_EQ(ExecutorProfile::resolve("nss").cost().int8_macs_per_cycle_per_slice, 256);
 }
 
+TEST(QOperatorForms, FloatOpInputsAndScalesFollowTheOperatorSpecs) {
+  using V = std::vector<size_t>;
+  auto form = [](const char* op, size_t n) { return *qoperator_form(op, n); };
+  EXPECT_EQ(form("QLinearConv", 9).float_op, "Conv");
+  EXPECT_EQ(form("QLinearConv", 9).inputs, (V{0, 3, 8}));  // x, w, B
+  EXPECT_EQ(form("QLinearConv", 8).inputs, (V{0, 3}));     // no bias
+  EXPECT_EQ(form("ConvInteger", 4).inputs, (V{0, 1}));
+  EXPECT_EQ(form("QLinearMatMul", 8).float_op, "MatMul");
+  EXPECT_EQ(form("QLinearMatMul", 8).inputs, (V{0, 3}));
+  EXPECT_EQ(form("MatMulInteger", 4).inputs, (V{0, 1}));
+  EXPECT_EQ(form("QLinearMul", 8).float_op, "Mul");
+  EXPECT_EQ(form("QLinearMul", 8).inputs, (V{0, 3}));
+  EXPECT_EQ(form("QLinearAveragePool", 5).float_op, "AveragePool");
+  EXPECT_EQ(form("QLinearGlobalAveragePool", 5).float_op, "GlobalAveragePool");
+  EXPECT_EQ(form("QLinearConcat", 8).float_op, "Concat");
+  EXPECT_EQ(form("QLinearConcat", 8).inputs, (V{2, 5}));  // Y_scale, Y_zp, then (X, scale, zp) x 2
+  EXPECT_FALSE(qoperator_form("Conv", 3));
+  EXPECT_FALSE(qoperator_form("QuantizeLinear", 3));
+  EXPECT_EQ(scale_inputs("QuantizeLinear", 3), (V{1}));
+  EXPECT_EQ(scale_inputs("DequantizeLinear", 2), (V{1}));
+  EXPECT_EQ(scale_inputs("QLinearConv", 9), (V{1, 4, 6}));
+  EXPECT_EQ(scale_inputs("QLinearSigmoid", 5), (V{1, 3}));
+  EXPECT_EQ(scale_inputs("QLinearConcat", 8), (V{0, 3, 6}));
+  EXPECT_EQ(scale_inputs("MatMulInteger", 4), V{});
+  EXPECT_EQ(scale_inputs("Resize", 3), V{});
+}
+
 TEST(ProfileJudge, IntegerDataMeetTheIntConstraints) {
   const ExecutorProfile p = ExecutorProfile::parse(kProfile, "p.yaml");
   Tensor x8(DType::kI8, {1, 8, 1, 1}), w8(DType::kI8, {4, 8, 1, 1});
   Tensor xb(DType::kBF16, {1, 8, 1, 1}), wb(DType::kBF16, {4, 8, 1, 1});
   EXPECT_EQ(reason(p, node("Conv", 2), {&x8, &w8}), "");
-  EXPECT_EQ(reason(p, node("Conv", 2), {&xb, &wb}), "Conv on a spatial extent of 1 is below the p minimum of 2 (float)");
+  EXPECT_EQ(reason(p, node("Conv", 2), {&xb, &wb}),
+            "Conv on a spatial extent of 1 is below the p minimum of 2 (float)");
   Tensor big(DType::kI8, {1, 8, 20, 20}), w3(DType::kI8, {8, 8, 3, 3});
   EXPECT_EQ(reason(p, node("Conv", 2, 2), {&big, &w3}),
             "i8 Conv input of 3200 elements for a stride > 1 exceeds the p limit of 1000 (integer)");
@@ -159,8 +188,14 @@ TEST(ProfileJudge, AQuantViewMakesDequantizedInputsDataButNotTheBias) {
   QuantView q;
   q.dequantized = {true, true, true};
   EXPECT_EQ(reason(p, node("Conv", 3), {&x8, &wu8, &bias}), "");  // a plain integer input 1 is not data
-  EXPECT_EQ(reason(p, node("Conv", 3), {&x8, &wu8, &bias}, &q), "u8 Conv not supported on p (supports bf16, i8): float");
+  EXPECT_EQ(reason(p, node("Conv", 3), {&x8, &wu8, &bias}, &q),
+            "u8 Conv not supported on p (supports bf16, i8): float");
   EXPECT_EQ(reason(p, node("Conv", 3), {&x8, &w8, &bias}, &q), "");  // the int32 bias is the accumulator's
+  Tensor float_bias(DType::kF32, {4});  // a bias left in float is added in the accumulator too
+  EXPECT_EQ(reason(p, node("Conv", 3), {&x8, &w8, &float_bias}),
+            "f32 Conv not supported on p (supports bf16, i8): float");
+  q.dequantized = {true, true, false};
+  EXPECT_EQ(reason(p, node("Conv", 3), {&x8, &w8, &float_bias}, &q), "");
 }
 
 TEST(ProfileJudge, IntegerMacsRunAtTheInt8RateAndRequantizedOutputsCountTheirBytes) {

@@ -31,13 +31,14 @@ Judged judge(const NodeInfo& node, const std::vector<const Tensor*>& inputs, con
     for (size_t p : f->inputs) j.in.push_back(inputs[p]);
     for (size_t i = 0; i < j.in.size(); ++i) j.data.push_back(!is_accumulator_input(j.op, i));
   } else {
-    // Data: input 0 and float inputs (not shape-like integers), plus the
-    // integers a quantized node's kernel reads from fused DQs.
+    // Data: input 0 and float inputs (not shape-like integers); in a
+    // quantized node's kernel also the integers it reads from fused DQs,
+    // but never the bias, which goes into the accumulator.
     j.in = inputs;
     for (size_t i = 0; i < inputs.size(); ++i) {
       const bool dq = q && i < q->dequantized.size() && q->dequantized[i];
-      j.data.push_back(i == 0 || (inputs[i] && is_float(inputs[i]->dtype())) ||
-                       (dq && !is_accumulator_input(j.op, i)));
+      const bool accumulated = q && is_accumulator_input(j.op, i);
+      j.data.push_back(!accumulated && (i == 0 || dq || (inputs[i] && is_float(inputs[i]->dtype()))));
     }
   }
   j.integer = !j.in.empty() && j.in[0] && is_integer(j.in[0]->dtype());

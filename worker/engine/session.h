@@ -6,6 +6,11 @@
 // the graph in topological order; it is not thread-safe (one run at a time
 // per session), and kernels keep their prepared state (oneDNN primitives,
 // reordered weights) across runs.
+//
+// Quantized models: the QuantizeLinear / DequantizeLinear nodes around a
+// compute node of a QDQ graph are fused into its integer kernel
+// (quant_fusion.h). The profile judges and prices that kernel on its
+// integer tensors; a fused Q/DQ is never judged alone and has no NodeStat.
 #pragma once
 
 #include <map>
@@ -24,7 +29,10 @@ namespace torq::engine {
 
 enum class Numerics {
   kAsModel,  // compute in the model's own element types
-  kBF16,     // convert fp32 weights and inputs to bf16 at load (auto-convert)
+  kBF16,     // convert fp32 weights and inputs to bf16 at load (auto-convert);
+             // quantization scales stay fp32, and the float path of an
+             // integer kernel (DQ -> op -> Q) runs in fp32, so its integers
+             // are those of fp32 numerics
 };
 
 struct SessionOptions {
@@ -54,7 +62,7 @@ struct RunStats {
   double wall_ms = 0;
   double sim_ms = 0;
   uint64_t sim_cycles = 0;
-  std::vector<NodeStat> nodes;
+  std::vector<NodeStat> nodes;  // per node run (not folded, not a fused Q/DQ)
 };
 
 class Session {
