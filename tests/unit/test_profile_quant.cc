@@ -223,6 +223,23 @@ TEST(ProfileJudge, IntegerMacsRunAtTheInt8RateAndRequantizedOutputsCountTheirByt
 
 // QDQ layers: the Conv reads int8 (the DQs' inputs), not the fp32 they
 // write, and the Q/DQ nodes are part of the kernel, not ops of their own.
+TEST(ProfileJudge, AQuantizedClipsFloatScalarBoundsAreParametersNotData) {
+  // Opset >= 11 Clip: min and max are fp32 scalar inputs no DQ wrote; the
+  // kernel clamps in the integer domain, so they are not fp32 data.
+  const ExecutorProfile nss = ExecutorProfile::resolve("nss");
+  Tensor x8(DType::kI8, {1, 8, 4, 4}), lo(DType::kF32, {}), hi(DType::kF32, {});
+  QuantView q;
+  q.dequantized = {true, false, false};
+  EXPECT_EQ(reason(nss, node("Clip", 3), {&x8, &lo, &hi}, &q), "");
+  // Outside a quantized kernel they are fp32 data, which nss has no path for.
+  Tensor xf(DType::kBF16, {1, 8, 4, 4});
+  EXPECT_EQ(reason(nss, node("Clip", 3), {&xf, &lo, &hi}), "FP32 not supported on nss; use --auto-convert-bf16");
+  // A float tensor no DQ wrote stays data even in a quantized kernel.
+  Tensor other(DType::kF32, {1, 8, 4, 4});
+  q.dequantized = {true, false};
+  EXPECT_EQ(reason(nss, node("Add", 2), {&x8, &other}, &q), "FP32 not supported on nss; use --auto-convert-bf16");
+}
+
 TEST(QdqOnNss, Int8ConvAndDepthwiseConvRunInFp32AndBf16Numerics) {
   for (Numerics num : {Numerics::kAsModel, Numerics::kBF16}) {
     EXPECT_EQ(refusal(qdq_conv(kConv), "nss", num), "");

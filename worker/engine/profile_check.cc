@@ -33,12 +33,16 @@ Judged judge(const NodeInfo& node, const std::vector<const Tensor*>& inputs, con
   } else {
     // Data: input 0 and float inputs (not shape-like integers); in a
     // quantized node's kernel also the integers it reads from fused DQs,
-    // but never the bias, which goes into the accumulator.
+    // but never the bias, which goes into the accumulator, nor a float
+    // scalar no DQ wrote (a Clip bound since opset 11: the compiler turns it
+    // into an integer of the kernel).
     j.in = inputs;
     for (size_t i = 0; i < inputs.size(); ++i) {
       const bool dq = q && i < q->dequantized.size() && q->dequantized[i];
       const bool accumulated = q && is_accumulator_input(j.op, i);
-      j.data.push_back(!accumulated && (i == 0 || dq || (inputs[i] && is_float(inputs[i]->dtype()))));
+      const bool parameter = q && !dq && i > 0 && inputs[i] && inputs[i]->numel() <= 1;
+      j.data.push_back(!accumulated && !parameter &&
+                       (i == 0 || dq || (inputs[i] && is_float(inputs[i]->dtype()))));
     }
   }
   j.integer = !j.in.empty() && j.in[0] && is_integer(j.in[0]->dtype());
