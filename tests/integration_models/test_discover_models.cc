@@ -100,6 +100,55 @@ TEST(DiscoverSharedModels, Resnet18Bf16) {
   check_bf16(rep);
 }
 
+// int8 (issue 12): discover --quantize makes the static int8 QDQ model and
+// discovers it. Its layers are the fp32 model's (ids from the compute ops,
+// but the graph output's producer, whose output the Q/DQ pair renames), host
+// reproduces the integer reference exactly, nss runs every layer but
+// `nss_fails` (the chip-calibrated int8 rules), the quantization's own
+// graph-output PCC vs fp32 is printed, and run --quantize passes.
+void check_int8(const std::string& m, const std::string& flags, size_t layers, size_t nss_fails) {
+  const std::string out = fresh_dir(m + "_int8");
+  const std::string base = bin("torq-gen-config") + " discover --model " + model_path(m) + " --output-dir " + out;
+  auto fp = run_cmd(base + "/fp32 --skip-executors nss,css -q");
+  ASSERT_EQ(fp.code, 0) << fp.output;
+  auto r = run_cmd(base + " --workers 2 --quantize " + flags);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const size_t at = r.output.find("held out from calibration): PCC ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const double pcc = std::stod(r.output.substr(at + 33));
+  std::printf("[%s int8 %s] graph-output PCC vs fp32 %.6f\n", m.c_str(), flags.c_str(), pcc);
+  EXPECT_GE(pcc, 0.999);
+  const json f = read_json(out + "/fp32/torq_gen_config_" + m + ".json");
+  const json q = read_json(out + "/torq_gen_config_" + m + "_quant.json");
+  check_common(m + " int8", q, layers, out, m + "_quant");
+  ASSERT_EQ(f["ops"].size(), layers);
+  size_t fails = 0, same_id = 0;
+  auto fi = f["ops"].begin();
+  for (auto qi = q["ops"].begin(); qi != q["ops"].end(); ++qi, ++fi) {
+    same_id += qi.key() == fi.key();
+    const json& host = (*qi)["executors"]["host"];
+    EXPECT_EQ(host["status"], "success") << qi.key();
+    EXPECT_EQ(host["max_diff"]["max_abs_diff"], 0.0) << qi.key();
+    const json& nss = (*qi)["executors"]["nss"];
+    if (nss["status"] == "error") {
+      ++fails;
+      EXPECT_EQ(nss["error_class"], "unsupported") << qi.key() << ": " << nss.dump();
+    }
+  }
+  EXPECT_EQ(same_id, layers - 1);
+  EXPECT_EQ(fails, nss_fails);
+  auto run = run_cmd(bin("torq-gen-config") + " run --model " + model_path(m) + " --output-dir " + out +
+                     " --quantize " + flags);
+  ASSERT_EQ(run.code, 0) << run.output;
+  EXPECT_NE(run.output.find("Result: PASSED"), std::string::npos) << run.output;
+}
+
+TEST(DiscoverSharedModels, SqueezenetInt8) { check_int8("squeezenet1.0", "", 65, 1); }
+
+// Per channel raises mobilenetv2's opset 10 to 13: its Clips take their
+// bounds as inputs, which the int8 kernel keeps as parameters.
+TEST(DiscoverSharedModels, Mobilenetv2Int8PerChannel) { check_int8("mobilenetv2", "--per-channel", 100, 2); }
+
 TEST(DiscoverResume, KillNineThenRerunContinuesAndLosesNothing) {
   const std::string out = fresh_dir("resume");
   Child c = spawn({bin("torq-gen-config"), "discover", "--model", model_path("resnet18"), "--output-dir", out,
