@@ -372,7 +372,7 @@ TEST(MatrixConfigs, ShippedSpecsAndConfigsValidate) {
   EXPECT_NE(out.find("quickstart.yaml: 2 tests (0 placeholders)"), std::string::npos) << out;
 #ifdef TORQ_SHARED_MODELS
   EXPECT_NE(out.find("push.yaml: 6 tests (0 placeholders)"), std::string::npos) << out;
-  EXPECT_NE(out.find("nightly.yaml: 10 tests (2 placeholders)"), std::string::npos) << out;
+  EXPECT_NE(out.find("nightly.yaml: 14 tests (2 placeholders)"), std::string::npos) << out;
 #endif
 }
 
@@ -389,7 +389,7 @@ TEST(MatrixConfigs, PushSpecPassesWithLocalWorkers) {
 
 // The nightly as CI runs it: ci/nightly.sh starts a coordinator and two
 // torq-worker processes on loopback and runs configs/nightly.yaml over the
-// four shared CNNs x {fp32, bf16}.
+// four shared CNNs x {fp32, bf16, int8}.
 TEST(MatrixConfigs, NightlyOverTheSharedModelsThroughCiNightlySh) {
   const std::string dir = fresh_dir("matrix-nightly");
   const std::string build = std::filesystem::path(TORQ_BIN_DIR).parent_path().string();
@@ -400,30 +400,32 @@ TEST(MatrixConfigs, NightlyOverTheSharedModelsThroughCiNightlySh) {
   ASSERT_TRUE(code) << p.output();
   ASSERT_EQ(*code, 0) << p.output() << slurp(dir + "/out/coordinator.log");
   const json sum = read_json(dir + "/out/summary.json");
-  EXPECT_EQ(sum["counts"], json({{"passed", 8}, {"failed", 0}, {"skipped", 2}, {"xfailed", 0}, {"xpassed", 0}}));
+  EXPECT_EQ(sum["counts"], json({{"passed", 12}, {"failed", 0}, {"skipped", 2}, {"xfailed", 0}, {"xpassed", 0}}));
   auto t = tests_by_id(sum);
   for (const char* m : {"squeezenet1.0", "mobilenetv2", "resnet18", "efficientnet_b1"})
-    for (const char* v : {"fp32", "bf16"}) {
+    for (const std::string v : {"fp32", "bf16", "int8"}) {
       const std::string id = std::string(m) + "-" + v + "-sim-discover";
       ASSERT_TRUE(t.count(id)) << id;
       EXPECT_EQ(t[id]["outcome"], "passed") << id;
       EXPECT_GT(t[id]["layers"].get<int>(), 40) << id;
       // Judged on the assigned full-model run: exact in fp32 (css runs the
-      // host kernels), close in bf16 (squeezenet's last layers run on css
-      // and round back to bf16: exact there too).
+      // host kernels) and int8 (every executor reproduces the integer
+      // semantics), close in bf16 (squeezenet's last layers run on css and
+      // round back to bf16: exact there too).
       EXPECT_EQ(t[id]["full_model"], true) << id;
       EXPECT_GE(t[id]["pcc"].get<double>(), 0.999) << id;
-      if (std::string(v) == "fp32") EXPECT_EQ(t[id]["max_abs"], 0.0) << id;
+      if (v != "bf16") EXPECT_EQ(t[id]["max_abs"], 0.0) << id;
       else EXPECT_LT(t[id]["max_abs"].get<double>(), 0.1) << id;
-      // fp32: the bf16-only NSS runs nothing; bf16: it runs most layers.
+      // fp32: the bf16/int NSS runs nothing; bf16 and int8: most layers.
       const json& dist = t[id]["executor_distribution"];
-      if (std::string(v) == "fp32") EXPECT_FALSE(dist.contains("nss")) << id << dist;
+      if (v == "fp32") EXPECT_FALSE(dist.contains("nss")) << id << dist;
       else EXPECT_GT(dist["nss"].get<int>(), t[id]["layers"].get<int>() / 2) << id << dist;
-      const json rep = read_json(dir + "/out/reports/" + id + "/torq_gen_config_" + m + ".json");
+      const std::string name = std::string(m) + (v == "int8" ? "_quant" : "");
+      const json rep = read_json(dir + "/out/reports/" + id + "/torq_gen_config_" + name + ".json");
       EXPECT_EQ(rep["ops"].size(), t[id]["layers"].get<size_t>()) << id;
     }
   EXPECT_EQ(t["yolov8n-fp32-sim-discover"]["bringup_status"], "NOT_STARTED");
-  EXPECT_EQ(junit_via_python(dir + "/out/junit.xml").substr(0, 7), "10 0 2\n");
+  EXPECT_EQ(junit_via_python(dir + "/out/junit.xml").substr(0, 7), "14 0 2\n");
   // The HTML report as a browser shows it: headless Chromium's DOM against
   // the summary; the screenshot stays in out/report.png.
   auto [hc, hout] = run({"/usr/bin/bash", std::string(TORQ_SOURCE_DIR) + "/tests/html/check_real_report.sh",
