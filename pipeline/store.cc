@@ -345,6 +345,43 @@ std::optional<std::string> Store::get_run_meta(const std::string& run) const {
   return v;
 }
 
+namespace {
+
+void check_record_key(const std::string& dir, const std::string& key) {
+  if (key.find('/') == std::string::npos)
+    throw PipelineError(fail_prefix(dir) + "run record key '" + key + "' must contain '/'");
+}
+
+}  // namespace
+
+void Store::put_run_records(const std::vector<std::pair<std::string, std::string>>& records) {
+  if (records.empty()) return;
+  rocksdb::WriteBatch batch;
+  rocksdb::Status st;
+  for (const auto& [key, json] : records) {
+    check_record_key(dir_, key);
+    if (!nlohmann::json::accept(json))
+      throw PipelineError(fail_prefix(dir_) + "run record '" + key + "' is not valid JSON");
+    if (st.ok()) st = batch.Put(runs_, key, json);
+  }
+  if (st.ok()) st = db_->Write(synced(), &batch);
+  check_write(dir_, st, kRuns, records.front().first);
+}
+
+std::optional<std::string> Store::get_run_record(const std::string& key) const {
+  check_record_key(dir_, key);
+  return get(dir_, db_, runs_, kRuns, key);
+}
+
+std::vector<std::pair<std::string, std::string>> Store::run_records(const std::string& prefix) const {
+  if (prefix.empty() || prefix.back() != '/')
+    throw PipelineError(fail_prefix(dir_) + "run record prefix '" + prefix + "' must end in '/'");
+  std::vector<std::pair<std::string, std::string>> out;
+  scan(dir_, db_, runs_, kRuns, prefix,
+       [&](const std::string& key, const rocksdb::Slice& v) { out.emplace_back(key, v.ToString()); });
+  return out;
+}
+
 void Store::commit_result(const std::string& run, const std::string& model_hash, int layer, const ExecResult& r,
                           const std::string& job_id, const std::string& encoded_job) {
   commit_results(run, model_hash, {Commit{layer, r, job_id, encoded_job}});

@@ -36,7 +36,8 @@ namespace torq::pipeline {
 //   jobs    : run id + "/" + job id -> job state byte ('Q' queued, 'L' leased, 'D' done) + encoded JobSpec
 //   results : run id + "/" + model hash + "/" + zero-padded layer index -> LayerRecord (merged per executor by a MergeOperator)
 //   cache   : cache key (hex) -> encoded Result (content-addressed: an unchanged layer is not recomputed)
-//   runs    : run id -> small JSON metadata (model name, options, started/finished)
+//   runs    : run id -> small JSON metadata (model name, options, started/finished);
+//             "health/..." device health; "history/..." the run history (run_history.h)
 // Every write is synced (WriteOptions.sync = true) before the call returns, so a
 // kill -9 after a call returns loses nothing. Thread-safe (RocksDB is).
 class Store {
@@ -120,6 +121,18 @@ class Store {
   // Every transition recorded, per worker in order.
   std::vector<HealthEntry> health_log() const;
   std::optional<std::string> get_run_meta(const std::string& run) const;
+
+  // Free-form records of the runs column family (the run history of matrix
+  // specs, run_history.h), under keys that hold a '/' (so they never meet a
+  // run id). Writes every (key, JSON value) pair in one synced WriteBatch:
+  // all or none. An empty key, a key without '/' or a value that is not
+  // JSON is a PipelineError and nothing is written.
+  void put_run_records(const std::vector<std::pair<std::string, std::string>>& records);
+  // The record at `key`, or nullopt.
+  std::optional<std::string> get_run_record(const std::string& key) const;
+  // Every (key, value) whose key starts with `prefix` (which must end in
+  // '/'), in key order, from one consistent snapshot.
+  std::vector<std::pair<std::string, std::string>> run_records(const std::string& prefix) const;
 
   // Writes a result and marks its job done atomically (one WriteBatch): the
   // acknowledgement point of the scheduler.
