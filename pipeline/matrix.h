@@ -231,6 +231,7 @@ struct TestRun {
   int critical_failures = 0;
   std::map<std::string, int> executor_distribution;  // recommended executor -> layers
   double wall_s = 0;
+  double device_ms = -1;                // the assigned full-model run's device / simulated time; -1: unknown
   std::string report_file;              // the model report JSON, if written
 };
 
@@ -240,6 +241,10 @@ struct TestResult {
   Bringup bringup = Bringup::kUnknown;
   std::string message;                  // why (for failed, skipped, xfailed, xpassed)
   TestRun run;
+  // What changed since the test's previous record in the spec's run
+  // history (run_diff.h since_text: "new failure", "fixed", "unchanged",
+  // "pcc drift -0.01", ...); empty when unknown (no history kept).
+  std::string since_previous;
 };
 
 // The outcome rules of DESIGN §8 / issue #5:

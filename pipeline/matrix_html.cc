@@ -19,22 +19,7 @@ namespace {
 constexpr Outcome kOutcomes[] = {Outcome::kPassed, Outcome::kFailed, Outcome::kXfailed, Outcome::kXpassed,
                                  Outcome::kSkipped};
 
-// Escapes text for an HTML text node or a double- or single-quoted attribute.
-std::string esc(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (const char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+std::string esc(const std::string& s) { return detail::html_escape(s); }
 
 std::string printf_str(const char* format, double v) {
   char buf[64];
@@ -133,7 +118,8 @@ std::string enum_td(const std::string& name) {
 
 std::string matrix_html(const std::vector<TestResult>& results, const std::map<std::string, ModelReport>& reports) {
   std::string h = "<h2>Tests</h2>\n<div class=\"scroll\">\n<table id=\"matrix\">\n<thead><tr>";
-  for (const char* col : {"ID", "model", "variant", "target", "mode", "outcome", "bringup", "status", "PCC",
+  for (const char* col : {"ID", "model", "variant", "target", "mode", "outcome", "since previous run", "bringup",
+                          "status", "PCC",
                           "required PCC", "layers", "critical failures", "executors", "wall s", "message"})
     h += std::string("<th>") + col + "</th>";
   h += "</tr></thead>\n<tbody>\n";
@@ -148,6 +134,7 @@ std::string matrix_html(const std::vector<TestResult>& results, const std::map<s
       h += td("id", t.id);
     h += td("", detail::model_name(t)) + td("", t.variant.name) + td("", t.target.name) + td("", mode_name(t.mode));
     h += "<td><span class=\"badge\">" + outcome + "</span></td>";
+    h += td("since", r.since_previous.empty() ? "-" : r.since_previous);
     h += enum_td(bringup_name(r.bringup)) + enum_td(test_status_name(t.config.status));
     const bool below = r.run.pcc >= 0 && t.config.assert_pcc && r.run.pcc < t.config.required_pcc;
     h += td(below ? "num below" : "num", metric(r.run.pcc, true));
@@ -275,13 +262,33 @@ std::string grids_html(const std::vector<TestResult>& results, const std::map<st
 
 }  // namespace
 
+namespace detail {
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (const char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace detail
+
 std::string html_report(const std::vector<TestResult>& results, const std::map<std::string, ModelReport>& reports,
-                        const RunInfo& info) {
+                        const RunInfo& info, const OpMatrix* ops) {
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   h += "<title>torq matrix " + esc(info.run_id) + "</title>\n<style>" + html_template::kStyle + "</style>\n</head>\n";
   h += "<body>\n" + header_html(results, info) + controls_html() + matrix_html(results, reports) +
-       grids_html(results, reports) + profiles_html(results);
+       grids_html(results, reports) + (ops ? detail::ops_html(*ops) : "") + profiles_html(results);
   h += "<div id=\"detail-panel\" hidden><button type=\"button\" aria-label=\"close\">×</button>"
        "<strong class=\"where\"></strong><pre></pre></div>\n";
   h += std::string("<script>") + html_template::kScript + "</script>\n</body>\n</html>\n";

@@ -52,6 +52,10 @@ table.layers td.cell { cursor: pointer; min-width: 7em; font-family: monospace; 
 .status-difference { background: var(--diff-bg); }
 .status-error { background: var(--err-bg); }
 .status-absent { background: var(--absent-bg); color: #777; }
+.status-mixed { background: repeating-linear-gradient(45deg, var(--ok-bg), var(--ok-bg) 6px,
+                                                     var(--err-bg) 6px, var(--err-bg) 12px); }
+td.since { font-size: 12px; min-width: 7em; max-width: 14em; }
+table#ops td.op { font-family: monospace; font-size: 12px; max-width: 48em; overflow-wrap: anywhere; }
 td.cell.recommended { font-weight: 700; outline: 2px solid #1565c0; outline-offset: -2px; }
 td.cell.selected { box-shadow: inset 0 0 0 3px #212121; }
 tr.critical td.layer { color: var(--fail); font-weight: 700; }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "pipeline/matrix.h"
+#include "pipeline/op_matrix.h"
 
 namespace torq::pipeline::matrix::detail {
 
@@ -49,5 +50,10 @@ std::string distribution_text(const std::map<std::string, int>& dist, const std:
 std::string model_name(const TestCase& t);
 // The result's test; PipelineError for a result without one.
 const TestCase& test_of(const TestResult& r);
+
+// Escapes text for an HTML text node or a double- or single-quoted attribute.
+std::string html_escape(const std::string& s);
+// The HTML report's op-support section (matrix_html_ops.cc).
+std::string ops_html(const OpMatrix& m);
 
 }  // namespace torq::pipeline::matrix::detail

@@ -75,6 +75,11 @@ std::string testcase_xml(const TestResult& r, const RunInfo& info) {
   x += property("executor_distribution", detail::distribution_text(r.run.executor_distribution, ","));
   x += property("wall_time", fixed(r.run.wall_s, 3));
   x += property("reason", r.message.empty() ? t.config.reason : r.message);
+  if (!r.since_previous.empty()) x += property("since_previous", r.since_previous);
+  x += property("tags", junit_tags(r));
+  const bool failing =
+      r.outcome == Outcome::kFailed || r.outcome == Outcome::kXfailed || r.outcome == Outcome::kSkipped;
+  if (failing && !r.message.empty()) x += property("error_message", r.message);
   x += "    </properties>\n";
   const std::string message = xml_escape(r.message);
   switch (r.outcome) {
@@ -178,6 +183,8 @@ nlohmann::json summary_json(const std::vector<TestResult>& results, const RunInf
                      {"critical_failures", r.run.critical_failures},
                      {"executor_distribution", dist},
                      {"wall_s", r.run.wall_s},
+                     {"device_ms", number_or_null(r.run.device_ms)},
+                     {"since_previous", r.since_previous},
                      {"report", r.run.report_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.run.report_file)}});
   }
   nlohmann::json run = {{"spec", info.spec},

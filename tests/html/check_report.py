@@ -18,6 +18,7 @@ by hand from that sample, not derived from the files under test.
                                              grids, recommended cells)
 Exit 0 when every assertion holds; otherwise prints them and exits 1.
 """
+import ast
 import json
 import sys
 import xml.etree.ElementTree as ET
@@ -141,6 +142,20 @@ def check_dom(path, visible_spec, grids_open):
     critical = [a.get("data-layer") for a, _ in dom.find("tr", "critical")]
     check(critical == ["Resize_up<1>"], "critical layer rows: %s" % critical)
 
+    since = [t for _, t in dom.find("td", "since")]
+    check(since == ["unchanged", "new failure; 1 layer changed", "-", "-", "-", "-"], "since cells %s" % since)
+    # The op-support matrix: blocked first (Resize), then falling back
+    # (MaxPool), then by occurrences (Conv in both reports), then by op.
+    ops = [a.get("data-op-type") for a, _ in dom.find("tr", "op")]
+    check(ops == ["Resize", "MaxPool", "Conv", "Add", "Gemm", "Relu"], "op rows %s" % ops)
+    opcells = dom.find("td", "opcell")
+    check(len(opcells) == 18, "op cells: %d" % len(opcells))
+    resize_nss = [a for a, _ in opcells if a.get("data-executor") == "nss" and "status-error" in a["class"].split()]
+    check(any(a.get("title") == "FAILED_COMPILATION: resize: mode \"cubic\" <unsupported> & more" for a in resize_nss),
+          "Resize nss op cell title %s" % resize_nss)
+    conv_nss = [t for a, t in opcells if a.get("data-executor") == "nss" and "status-success" in a["class"].split()]
+    check(len(conv_nss) == 3, "ops running on nss alone: %d" % len(conv_nss))
+
 
 PROPS = ["outcome", "bringup_status", "status", "pcc", "required_pcc", "layers", "critical_failures",
          "executor_distribution", "wall_time", "reason"]
@@ -160,7 +175,13 @@ def check_junit(path):
           ["resnet18", "resnet18", "squeezenet1.0", "squeezenet1.0", "yolov8n", "odd<&\"'>"], "classnames")
     for c, outcome in zip(cases, OUTCOMES):
         props = {p.get("name"): p.get("value") for p in c.findall("properties/property")}
-        check(list(props) == PROPS, "%s property names %s" % (c.get("name"), list(props)))
+        names = list(props)
+        check(names[:len(PROPS)] == PROPS and "tags" in names, "%s property names %s" % (c.get("name"), names))
+        tags = ast.literal_eval(props.get("tags", "{}"))
+        check(tags.get("bringup_status") == props.get("bringup_status") and tags.get("outcome") == outcome and
+              tags.get("test_name") == c.get("name"), "%s tags %s" % (c.get("name"), tags))
+        check(("error_message" in props) == (outcome in ("failed", "xfailed", "skipped")),
+              "%s error_message iff failed, xfailed or skipped" % c.get("name"))
         check(props.get("outcome") == outcome, "%s outcome property" % c.get("name"))
         failure, skipped = c.find("failure"), c.find("skipped")
         check((failure is not None) == (outcome == "failed"), "%s <failure> present iff failed" % c.get("name"))
@@ -169,6 +190,9 @@ def check_junit(path):
     props = {p.get("name"): p.get("value") for p in bf16.findall("properties/property")}
     check(props["executor_distribution"] == "nss:1,host:1" and props["pcc"] == "0.95" and props["wall_time"] == "9.250",
           "bf16 properties %s" % props)
+    check(props["since_previous"] == "new failure; 1 layer changed" and
+          props["error_message"] == "pcc 0.95 < required 0.99 (layer Resize_up<1> & \"friends\")",
+          "bf16 since_previous and error_message %s" % props)
     failure = bf16.find("failure")
     check(failure.get("type") == "result" and failure.get("message") ==
           "pcc 0.95 < required 0.99 (layer Resize_up<1> & \"friends\")", "failure attrs %s" % failure.attrib)

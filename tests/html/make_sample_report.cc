@@ -3,8 +3,9 @@
 // tests/html/check_html_report.sh, which checks them in a headless browser
 // and with Python's XML and JSON parsers. The sample covers every outcome,
 // two model reports (success, difference, error and untested cells, a
-// critical failure, a layer without recommendation) and text that needs
-// escaping (<&"' in an ID and a message).
+// critical failure, a layer without recommendation), what changed since
+// the previous run, the op-support matrix of the two reports (also written
+// as ops.csv) and text that needs escaping (<&"' in an ID and a message).
 //
 // Usage: torq_html_sample <output-dir>   (exit 0, or 2 with a message)
 #include <cmath>
@@ -15,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/matrix_history.h"
 #include "pipeline/matrix_report.h"
+#include "pipeline/op_matrix.h"
 #include "pipeline/report.h"
 
 namespace tp = torq::pipeline;
@@ -57,6 +60,17 @@ tp::LayerReport layer(int index, const std::string& op, const std::string& outpu
 
 using tp::Executor;
 using tp::Status;
+
+// The op key of each sample layer (the real ones come from the ONNX graph).
+std::vector<std::string> op_keys(const tp::ModelReport& m) {
+  const std::map<std::string, std::string> by_type = {
+      {"Conv", "Conv(kernel_shape=[3,3]) f32[1,3,8,8], f32[8,3,3,3]"}, {"Relu", "Relu() f32[1,8,8,8]"},
+      {"MaxPool", "MaxPool(kernel_shape=[2,2]) f32[1,8,8,8]"}, {"Gemm", "Gemm(transB=1) f32[1,8], f32[4,8]"},
+      {"Add", "Add() f32[1,8,8,8], f32[1,8,8,8]"}, {"Resize", "Resize(mode='cubic') f32[1,8,4,4], -, f32[4]"}};
+  std::vector<std::string> keys;
+  for (const auto& l : m.layers) keys.push_back(by_type.at(l.info.op_type));
+  return keys;
+}
 
 // resnet18 fp32: four layers, every executor tried, all recommended.
 tp::ModelReport resnet_fp32() {
@@ -166,6 +180,7 @@ int main(int argc, char** argv) {
       r.run.executor_distribution = {{"nss", 3}, {"host", 1}};
       r.run.wall_s = 12.5;
       r.run.report_file = "reports/resnet18-fp32-sim-discover/torq_gen_config_resnet18.json";
+      r.since_previous = "unchanged";
     }
     {  // failed: PCC under the requirement, one critical failure
       tm_::TestResult& r = results[1];
@@ -182,6 +197,7 @@ int main(int argc, char** argv) {
       r.run.critical_failures = 1;
       r.run.executor_distribution = {{"nss", 1}, {"host", 1}};
       r.run.wall_s = 9.25;
+      r.since_previous = "new failure; 1 layer changed";
     }
     {  // xfailed
       tm_::TestResult& r = results[2];
@@ -232,10 +248,16 @@ int main(int argc, char** argv) {
 
     const std::map<std::string, tp::ModelReport> reports = {{"resnet18-fp32-sim-discover", resnet_fp32()},
                                                             {"resnet18-bf16-sim-discover", resnet_bf16()}};
-    std::ofstream(dir / "report.html") << tm_::html_report(results, reports, info);
+    std::vector<tp::history::TestRecord> records;
+    for (const auto& [id, rep] : reports)
+      for (const auto& r : results)
+        if (r.test->id == id) records.push_back(tm_::test_record(r, &rep, op_keys(rep)));
+    const tp::OpMatrix ops = tp::op_matrix(records);
+    std::ofstream(dir / "report.html") << tm_::html_report(results, reports, info, &ops);
+    std::ofstream(dir / "ops.csv") << tp::ops_csv(ops);
     std::ofstream(dir / "junit.xml") << tm_::junit_xml(results, info);
     std::ofstream(dir / "summary.json") << tm_::summary_json(results, info).dump(2) << "\n";
-    std::cout << "wrote " << (dir / "report.html").string() << ", junit.xml, summary.json\n";
+    std::cout << "wrote " << (dir / "report.html").string() << ", junit.xml, summary.json, ops.csv\n";
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "torq_html_sample: " << e.what() << "\n";

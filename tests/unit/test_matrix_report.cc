@@ -73,11 +73,17 @@ TEST(MatrixReport, JunitTestcaseHasEveryPropertyAndEscapes) {
       "      <property name=\"executor_distribution\" value=\"nss:8,css:3,host:1\"/>\n"
       "      <property name=\"wall_time\" value=\"1.235\"/>\n"
       "      <property name=\"reason\" value=\"x &lt; y &amp; &quot;z&quot; &apos;w&apos;\"/>\n"
+      "      <property name=\"tags\" value=\"{&apos;test_name&apos;: ";
+  // The tags' content: tests/unit/test_matrix_tags.cc.
+  const std::string expected_end =
+      "&apos;guidance&apos;: []}\"/>\n"
+      "      <property name=\"error_message\" value=\"x &lt; y &amp; &quot;z&quot; &apos;w&apos;\"/>\n"
       "    </properties>\n"
       "    <failure message=\"x &lt; y &amp; &quot;z&quot; &apos;w&apos;\" type=\"result\">"
       "x &lt; y &amp; &quot;z&quot; &apos;w&apos;&#10;pcc low&#10;second&#10;failed step: result</failure>\n"
       "  </testcase>\n";
   EXPECT_NE(xml.find(expected), std::string::npos) << xml;
+  EXPECT_NE(xml.find(expected_end, xml.find(expected)), std::string::npos) << xml;
   EXPECT_EQ(xml.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"torq-matrix\" tests=\"1\" "
                       "failures=\"1\" errors=\"0\" skipped=\"0\" time=\"0.000\">\n",
                       0),
@@ -152,6 +158,8 @@ TEST(MatrixReport, SummaryTestFields) {
   s.results[0].run.executor_distribution = {{"nss", 2}, {"host", 1}};
   s.results[0].run.wall_s = 2.5;
   s.results[0].run.report_file = "out/r.json";
+  s.results[0].run.device_ms = 0.125;
+  s.results[0].since_previous = "fixed";
   s.results[1].message = "<not> supported & \"skipped\"";
   RunInfo info;
   info.spec = "m.yaml";
@@ -181,6 +189,8 @@ TEST(MatrixReport, SummaryTestFields) {
                                            {"critical_failures", 0},
                                            {"executor_distribution", {{"host", 1}, {"nss", 2}}},
                                            {"wall_s", 2.5},
+                                           {"device_ms", 0.125},
+                                           {"since_previous", "fixed"},
                                            {"report", "out/r.json"}}));
   EXPECT_EQ(j["tests"][1]["pcc"], nullptr);
   EXPECT_EQ(j["tests"][1]["report"], nullptr);
