@@ -76,11 +76,27 @@ std::string plan_text(const PlanOptions& p) {
   return s;
 }
 
+// The content of the profile each executor of a unit runs under: a run
+// whose profile file was edited is another run (its layers are recomputed;
+// the cache still serves what the edit did not change).
+std::string profiles_text(const PlanOptions& p, std::map<std::string, std::string>& memo) {
+  std::string s;
+  for (Executor e : p.executors) {
+    JobSpec one = p.job_template;
+    one.executor = e;
+    if (auto t = p.executor_targets.find(e); t != p.executor_targets.end()) one.target = t->second;
+    s += single_profile_digest(one, memo) + ",";
+  }
+  return s;
+}
+
 }  // namespace
 
 std::string units_run_id(const std::string& kind, const std::vector<RunUnit>& units) {
+  std::map<std::string, std::string> digests;
   std::vector<std::string> parts;
-  for (const auto& u : units) parts.push_back(u.key() + "|" + u.model->hash() + "|" + plan_text(u.plan));
+  for (const auto& u : units)
+    parts.push_back(u.key() + "|" + u.model->hash() + "|" + plan_text(u.plan) + "|" + profiles_text(u.plan, digests));
   std::sort(parts.begin(), parts.end());
   std::string key = kind;
   for (const auto& p : parts) key += "\n" + p;

@@ -10,8 +10,8 @@
 //    the job template's result_key): serve_units throws PipelineError.
 //  - Every result reaches the store before it is counted; cache hits are
 //    committed in one batch per unit each time the planner runs dry.
-//  - A run id names models + options: the same units on the same store
-//    resume (finished jobs are not recomputed).
+//  - A run id names models + options + profiles: the same units on the same
+//    store resume (finished jobs are not recomputed).
 #pragma once
 
 #include <cstddef>
@@ -98,7 +98,8 @@ struct ServeTotals {
 using LogFn = std::function<void(const std::string&)>;
 
 // The run id of a set of units: a hash of `kind` and every unit's result
-// key and plan options (sorted, so order does not matter).
+// key, plan options and the content of each executor's profile (sorted, so
+// order does not matter): an edited profile makes another run.
 std::string units_run_id(const std::string& kind, const std::vector<RunUnit>& units);
 
 // Plans every unit, then serves their jobs through a FleetBroker bound per
