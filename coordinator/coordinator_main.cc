@@ -3,12 +3,14 @@
 //
 //   torq-coordinator --model M [--model M2 ...] --db DIR [--export DIR] ...
 //   torq-coordinator --spec FILE [-k EXPR] [-m EXPR] [--preset NAME]
-//       [--collect-only] [--strict-xfail] [--export DIR] [--db DIR]
-//       [--local-workers N] ...
+//       [--collect-only] [--strict-xfail] [--last-failed] [--export DIR]
+//       [--db DIR] [--local-workers N] ...
 //   common: --bind tcp://127.0.0.1:5555 [--insecure] [--max-attempts N]
 //       [--heartbeat-ms MS] [--key PREFIX --allow FILE]
 //   torq-coordinator validate FILE...       spec and/or test_config files
 //   torq-coordinator suggest --spec FILE --summary summary.json [-o OUT]
+//   torq-coordinator diff [--spec FILE] [--db DIR | --export DIR] [--json]
+//       [--pcc-drift X] [--time-drift F] [--time-floor-ms MS] [RUN_A] [RUN_B]
 //   torq-coordinator keygen OUT_PREFIX      -> OUT_PREFIX.key, OUT_PREFIX.pub
 #include <fcntl.h>
 #include <signal.h>
@@ -25,6 +27,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "coordinator/diff_command.h"
 #include "coordinator/fleet_run.h"
 #include "coordinator/matrix_run.h"
 
@@ -103,6 +106,24 @@ int main(int argc, char** argv) {
   sg->add_option("--spec", sg_spec, "The matrix spec of the run")->required();
   sg->add_option("--summary", sg_summary, "summary.json of the run (in its --export directory)")->required();
   sg->add_option("-o,--output", sg_out, "Write the patch here (default: stdout)");
+  coordinator::DiffCommand dc;
+  auto* df = app.add_subcommand("diff", "What changed between two runs of a matrix spec (its run history in the "
+                                        "store): new failures, fixes, outcome, status and recommendation changes, "
+                                        "PCC and timing drift, per test and per layer. Exit 0, 2 on bad input");
+  df->add_option("--spec", dc.spec, "The matrix spec (default: the only spec with a history in the store)");
+  auto* df_db = df->add_option("--db", dc.db, "Store directory (default: EXPORT/.torq-store)");
+  df->add_option("--export", dc.export_dir, "The run's export directory (default: torq-results)")->excludes(df_db);
+  df->add_option("RUNS", dc.runs, "RUN_A RUN_B: run numbers (default: the last two; RUN_A alone: against the last)")
+      ->expected(0, 2);
+  df->add_flag("--json", dc.json, "Print JSON for machines instead of text");
+  df->add_option("--pcc-drift", dc.thresholds.pcc, "Report a PCC change larger than this (absolute)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  df->add_option("--time-drift", dc.thresholds.time,
+                 "Report a device-time change larger than this fraction (0.2: 20%) ...")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  df->add_option("--time-floor-ms", dc.thresholds.time_floor_ms, "... and larger than this many ms")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
 
   coordinator::FleetRunOptions o;
   coordinator::MatrixRunOptions mo;
@@ -113,8 +134,9 @@ int main(int argc, char** argv) {
   auto* os = app.add_option("--spec", spec_file, "Matrix spec YAML (models, variants, targets, test_config, presets)");
   om->excludes(os);
   auto* ob = app.add_option("--bind", o.broker.bind, "ROUTER endpoint")->capture_default_str();
-  app.add_option("--db", o.db, "Store directory (RocksDB); the same --db resumes a run "
-                               "(default with --spec: EXPORT/.torq-store)");
+  app.add_option("--db", o.db, "Store directory (RocksDB); the same --db resumes a run; with --spec it also "
+                               "keeps the spec's run history (diff, --last-failed) (default with --spec: "
+                               "EXPORT/.torq-store)");
   app.add_option("--export", o.export_dir, "Output directory: report and compiler JSON per model; with --spec also "
                                            "junit.xml, summary.json, report.html (default with --spec: torq-results)");
   app.add_flag("--insecure", o.broker.insecure, "Allow a non-loopback bind without CURVE");
@@ -137,6 +159,9 @@ int main(int argc, char** argv) {
   app.add_option("--preset", mo.preset, "With --spec: a named -k/-m selection from the spec's presets");
   app.add_flag("--collect-only", mo.collect_only, "With --spec: list the selected test IDs and exit");
   app.add_flag("--strict-xfail", mo.strict_xfail, "With --spec: an xpassed test fails the run");
+  app.add_flag("--last-failed,--lf", mo.last_failed,
+               "With --spec: rerun only the selected tests that failed at their latest run in the store's history "
+               "(none failed: run nothing, exit 0; no previous run: run every selected test)");
   app.add_option("--local-workers", mo.local_workers,
                  "Start N torq-worker processes on this machine (target sim) on a private endpoint "
                  "(or on --bind when given)")
@@ -155,6 +180,7 @@ int main(int argc, char** argv) {
   if (kg->parsed()) return keygen(prefix);
   if (va->parsed()) return coordinator::validate_files(validate_args, std::cout, std::cerr);
   if (sg->parsed()) return coordinator::suggest_from_summary(sg_spec, sg_summary, sg_out, std::cout, std::cerr);
+  if (df->parsed()) return coordinator::diff_command(dc, std::cout, std::cerr);
 
   try {
     if (!spec_file.empty()) {
@@ -162,7 +188,8 @@ int main(int argc, char** argv) {
                                "--timing-runs", "--job-timeout-ms"})
         if (app.count(flag)) throw pipeline::PipelineError(std::string(flag) + " conflicts with --spec (set it in the spec)");
     } else {
-      for (const char* flag : {"-k", "-m", "--preset", "--collect-only", "--strict-xfail", "--local-workers"})
+      for (const char* flag : {"-k", "-m", "--preset", "--collect-only", "--strict-xfail", "--last-failed",
+                               "--local-workers"})
         if (app.count(flag)) throw pipeline::PipelineError(std::string(flag) + " needs --spec");
       if (models.empty()) throw pipeline::PipelineError("give --model M (repeatable) or --spec FILE (see --help)");
       o.spec.models = models;

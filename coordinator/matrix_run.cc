@@ -25,6 +25,7 @@
 #include "coordinator/assignment_file.h"
 #include "coordinator/fleet_run.h"
 #include "coordinator/local_fleet.h"
+#include "coordinator/matrix_history.h"
 #include "coordinator/quantized_variant.h"
 #include "coordinator/unit_run.h"
 #include "pipeline/matrix.h"
@@ -34,7 +35,9 @@
 #include "pipeline/profile_merge.h"
 #include "pipeline/matrix_report.h"
 #include "pipeline/model_import.h"
+#include "pipeline/op_matrix.h"
 #include "pipeline/report.h"
+#include "pipeline/run_history.h"
 
 namespace torq::coordinator {
 
@@ -139,6 +142,7 @@ TestRun run_from_report(const ModelReport& rep, const std::optional<ExecResult>&
       run.pcc = run.max_abs = run.max_rel = -1;
     } else {
       run.pcc = std::isfinite(full->pcc) ? full->pcc : -1;
+      run.device_ms = std::isfinite(full->runtime_ms) && full->runtime_ms >= 0 ? full->runtime_ms : -1;
       run.max_abs = std::isfinite(full->max_abs) ? full->max_abs : -1;
       run.max_rel = std::isfinite(full->max_rel) ? full->max_rel : -1;
     }
@@ -186,6 +190,8 @@ void print_results(const std::vector<TestResult>& results, std::ostream& out) {
     if (r.run.ran && r.run.pcc >= 0) out << " pcc " << fmt(r.run.pcc, 6);
     if (r.run.ran) out << ", " << r.run.layers << " layers";
     if (!r.message.empty()) out << ": " << r.message;
+    if (!r.since_previous.empty() && r.since_previous != "unchanged")
+      out << "  (since previous run: " << r.since_previous << ")";
     out << "\n";
   }
   out << "matrix: " << counts[Outcome::kPassed] << " passed, " << counts[Outcome::kFailed] << " failed, "
@@ -257,6 +263,42 @@ RunUnit make_unit(const TestCase& t, const Spec& spec, const MatrixRunOptions& o
   return u;
 }
 
+// Opens (creating it) the run's store.
+std::unique_ptr<Store> open_store(const std::string& db) {
+  std::error_code ec;
+  const fs::path parent = fs::path(db).parent_path();
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  return Store::open(db);
+}
+
+// --last-failed: narrows `selected` to the tests that failed at their
+// latest run (opening the store, when there is one). Returns false when it
+// leaves nothing to run.
+bool narrow_to_last_failed(const std::string& db, const Spec& spec, std::vector<const TestCase*>* selected,
+                           size_t* deselected, std::unique_ptr<Store>* store, std::ostream& out) {
+  if (fs::exists(fs::path(db) / "CURRENT")) *store = open_store(db);
+  const std::optional<history::History> h =
+      *store ? std::optional<history::History>(std::in_place, **store, spec.path) : std::nullopt;
+  bool nothing_failed = false;
+  const size_t before = selected->size();
+  *selected = last_failed_tests(spec.path, h ? &*h : nullptr, *selected, out, &nothing_failed);
+  *deselected += before - selected->size();
+  return !nothing_failed;
+}
+
+// The history record of this run (its tests are added by record_run).
+history::RunRecord run_record(const RunInfo& info, bool last_failed) {
+  history::RunRecord r;
+  r.run_id = info.run_id;
+  r.started_utc = info.started_utc;
+  r.finished_utc = base::utc_now();
+  r.k = info.k;
+  r.m = info.m;
+  r.preset = info.preset;
+  r.last_failed = last_failed;
+  return r;
+}
+
 }  // namespace
 
 int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) {
@@ -280,6 +322,17 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
     err << "torq-coordinator: error: " << e.what() << "\n";
     return 2;
   }
+  const std::string export_dir = o.export_dir.empty() ? std::string("torq-results") : o.export_dir;
+  const std::string db = o.db.empty() ? export_dir + "/.torq-store" : o.db;
+  std::unique_ptr<Store> store;
+  if (o.last_failed) {
+    try {
+      if (!narrow_to_last_failed(db, spec, &selected, &deselected, &store, out)) return 0;
+    } catch (const std::exception& e) {
+      err << "torq-coordinator: error: " << e.what() << "\n";
+      return 2;
+    }
+  }
   if (o.collect_only) {
     for (const TestCase* t : selected) {
       std::string markers;
@@ -292,9 +345,6 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
   }
 
   // Import the runnable tests' models; an import failure is that test's result.
-  const std::string export_dir = o.export_dir.empty() ? std::string("torq-results") : o.export_dir;
-  const std::string db = o.db.empty() ? export_dir + "/.torq-store" : o.db;
-  std::unique_ptr<Store> store;
   std::vector<RunUnit> units;
   std::map<std::string, TestRun> runs;           // test ID -> run (ran or not)
   std::map<std::string, size_t> unit_of;         // test ID -> units index
@@ -304,14 +354,11 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
     fs::create_directories(export_dir);
     if (!fs::is_directory(export_dir)) throw PipelineError(export_dir + ": cannot create the export directory");
     // Outputs of an earlier run must not pass for this one's if it stops early.
-    for (const char* f : {"junit.xml", "summary.json", "report.html", "suggested.yaml"}) {
+    for (const char* f : {"junit.xml", "summary.json", "report.html", "suggested.yaml", "ops.csv"}) {
       std::error_code rm;
       fs::remove(export_dir + "/" + f, rm);
     }
-    std::error_code ec;
-    const fs::path parent = fs::path(db).parent_path();
-    if (!parent.empty()) fs::create_directories(parent, ec);
-    store = Store::open(db);
+    if (!store) store = open_store(db);
   } catch (const std::exception& e) {
     err << "torq-coordinator: error: " << e.what() << "\n";
     return 2;
@@ -513,10 +560,23 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
   for (const TestResult& r : results)
     if (unexpected(r)) code = 1;
   const std::string suggestions = suggest(results);
+  // The run's history record (durable before anything reports the run done):
+  // what changed since each test's previous record, the op-support matrix.
+  const std::vector<history::TestRecord> records = matrix_records(results, reports, units, unit_of);
+  int seq = 0;
   try {
+    history::History hist(*store, spec.path);
+    seq = record_run(hist, run_record(info, o.last_failed), records, &results);
+  } catch (const std::exception& e) {
+    err << "torq-coordinator: error: recording the run history: " << e.what() << "\n";
+    return 2;
+  }
+  const OpMatrix ops = op_matrix(records);
+  try {
+    write_text(export_dir + "/ops.csv", ops_csv(ops));
     write_text(export_dir + "/junit.xml", junit_xml(results, info));
     write_json_atomic(export_dir + "/summary.json", nlohmann::ordered_json::parse(summary_json(results, info).dump()));
-    write_text(export_dir + "/report.html", html_report(results, reports, info));
+    write_text(export_dir + "/report.html", html_report(results, reports, info, &ops));
     std::error_code ec;
     if (suggestions.empty()) fs::remove(export_dir + "/suggested.yaml", ec);
     else write_text(export_dir + "/suggested.yaml", suggestions);
@@ -528,8 +588,11 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
   out << "== torq-coordinator matrix " << spec.path << " (run " << (run_id.empty() ? "-" : run_id) << ") ==\n";
   print_results(results, out);
   if (!units.empty()) print_serve_totals(totals, wall_s, out);
-  out << "export    " << export_dir << "/{junit.xml,summary.json,report.html"
+  out << "export    " << export_dir << "/{junit.xml,summary.json,report.html,ops.csv"
       << (suggestions.empty() ? "" : ",suggested.yaml") << "}, reports/<test-id>/\n";
+  out << "history   run " << seq << " of this spec (" << ops.rows.size()
+      << " unique ops); changes: torq-coordinator diff " << (o.db.empty() ? "--export " + export_dir : "--db " + db)
+      << " --spec " << spec.path << "\n";
   if (!suggestions.empty())
     out << "suggest   config edits in " << export_dir << "/suggested.yaml (xpasses, pcc margins, unlisted tests)\n";
   out << "exit      " << code << (code ? " (unexpected outcomes: failed or xpassed)" : "") << "\n" << std::flush;

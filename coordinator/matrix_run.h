@@ -5,9 +5,15 @@
 // (unit_run.h) in one broker run, and each test is judged (passed, failed,
 // skipped, xfailed, xpassed). Written to the export directory:
 //
-//   junit.xml, summary.json, report.html     the matrix (matrix_report.h)
+//   junit.xml, summary.json, report.html     the matrix (matrix_report.h), each test with
+//                                            what changed since its previous run
+//   ops.csv                                  the op-support matrix (pipeline/op_matrix.h)
 //   suggested.yaml                           config edits (matrix::suggest), when any
 //   reports/<test-id>/torq_gen_config_<model>.json, ..._compiler.json, <model>.torch.mlir
+//
+// Every completed run is recorded in the store's run history (one synced
+// batch, before the exports are written: pipeline/run_history.h), which
+// `torq-coordinator diff` and --last-failed read.
 //
 // Modes `run` and `subgraph` are collected but reported skipped as not
 // implemented (NOT_SUPPORTED). A discover test passes when no layer is a
@@ -38,6 +44,9 @@ struct MatrixRunOptions {
   std::string k, m, preset;     // selection (all three combine with "and")
   bool collect_only = false;    // list the selected IDs and exit
   bool strict_xfail = false;    // an xpass is a failure
+  // Rerun only the selected tests that failed at their latest run in the
+  // spec's history (matrix_history.h); none failed: run nothing (exit 0).
+  bool last_failed = false;
   std::string db;               // store; default <export>/.torq-store
   std::string export_dir = "torq-results";
   BrokerOptions broker;         // bind, heartbeats, CURVE, stop flag

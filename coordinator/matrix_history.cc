@@ -1,0 +1,85 @@
+// A matrix run and its history (matrix_history.h).
+#include "coordinator/matrix_history.h"
+
+#include "pipeline/matrix_history.h"
+#include "pipeline/op_key.h"
+#include "pipeline/run_diff.h"
+
+namespace torq::coordinator {
+
+using namespace pipeline;
+using pipeline::matrix::TestCase;
+using pipeline::matrix::TestResult;
+
+std::vector<const TestCase*> last_failed_tests(const std::string& spec, const history::History* h,
+                                               const std::vector<const TestCase*>& selected, std::ostream& out,
+                                               bool* nothing_failed) {
+  *nothing_failed = false;
+  const auto runs = h ? h->runs() : std::vector<history::RunRecord>{};
+  if (runs.empty()) {
+    out << "last-failed: no previous run of " << spec << ": running every selected test (" << selected.size() << ")\n";
+    return selected;
+  }
+  const auto latest = h->latest();
+  std::vector<const TestCase*> failed;
+  std::string ids;
+  for (const TestCase* t : selected) {
+    const auto it = latest.find(t->id);
+    if (it == latest.end() || it->second.outcome != "failed") continue;
+    failed.push_back(t);
+    ids += "\n  " + t->id;
+  }
+  const std::string last = "run " + std::to_string(runs.back().seq);
+  if (failed.empty()) {
+    *nothing_failed = true;
+    out << "last-failed: no selected test failed at its latest run (the last is " << last << "): nothing to run\n";
+  } else {
+    out << "last-failed: rerunning " << failed.size() << " of " << selected.size()
+        << " selected tests, those that failed at their latest run (the last is " << last << "):" << ids << "\n";
+  }
+  return failed;
+}
+
+std::vector<history::TestRecord> matrix_records(const std::vector<TestResult>& results,
+                                                const std::map<std::string, ModelReport>& reports,
+                                                const std::vector<RunUnit>& units,
+                                                const std::map<std::string, size_t>& unit_of) {
+  std::map<size_t, std::vector<std::string>> keys_of_unit;  // op keys of each unit's report layers
+  std::vector<history::TestRecord> out;
+  for (const TestResult& r : results) {
+    const std::string& id = r.test->id;
+    const auto rep = reports.find(id);
+    const auto u = unit_of.find(id);
+    std::vector<std::string>* keys = nullptr;
+    if (rep != reports.end() && u != unit_of.end()) {
+      auto [it, fresh] = keys_of_unit.try_emplace(u->second);
+      if (fresh) {
+        const RunUnit& unit = units[u->second];
+        const std::vector<std::string> all = layer_op_keys(*unit.model);
+        const size_t first = unit.range ? unit.range->first : 0;
+        for (size_t i = first; i < all.size() && i - first < rep->second.layers.size(); ++i)
+          it->second.push_back(all[i]);
+      }
+      keys = &it->second;
+    }
+    out.push_back(matrix::test_record(r, rep == reports.end() ? nullptr : &rep->second,
+                                      keys ? *keys : std::vector<std::string>{}));
+  }
+  return out;
+}
+
+int record_run(history::History& h, history::RunRecord run, const std::vector<history::TestRecord>& records,
+               std::vector<TestResult>* results) {
+  const bool any = !h.runs().empty();
+  const auto latest = any ? h.latest() : std::map<std::string, history::TestRecord>{};
+  for (size_t i = 0; i < results->size() && i < records.size(); ++i) {
+    const auto prev = latest.find(records[i].id);
+    (*results)[i].since_previous =
+        !any ? "no previous run"
+             : history::since_text(history::diff_test(prev == latest.end() ? nullptr : &prev->second, records[i], {}));
+  }
+  run.tests = records;
+  return h.append(std::move(run));
+}
+
+}  // namespace torq::coordinator

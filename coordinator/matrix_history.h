@@ -1,0 +1,45 @@
+// The run history side of a matrix run (issue 13; the records:
+// pipeline/run_history.h): `--last-failed` chooses the tests to rerun from
+// it, and after every completed run the run is recorded there and each
+// result learns what changed since the test's previous record. Knows jobs,
+// results and reports, never tensors or sockets.
+#pragma once
+
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "coordinator/unit_run.h"
+#include "pipeline/matrix.h"
+#include "pipeline/run_history.h"
+
+namespace torq::coordinator {
+
+// --last-failed (pytest's --lf): of `selected`, the tests whose latest
+// record in the history of `spec` failed (a run that did not select a test
+// keeps its earlier outcome). Says on `out` what it does: no previous run
+// (or `history` null: no store yet) → every selected test (returned
+// unchanged); none failed → nothing (empty, and `*nothing_failed` set);
+// else the tests it reruns.
+std::vector<const pipeline::matrix::TestCase*> last_failed_tests(
+    const std::string& spec, const pipeline::history::History* history,
+    const std::vector<const pipeline::matrix::TestCase*>& selected, std::ostream& out, bool* nothing_failed);
+
+// The history record of each result (in order): its report, when it has
+// one (`reports` by test ID), with the op key of each layer from the model
+// of its unit (`units[unit_of[id]]`).
+std::vector<pipeline::history::TestRecord> matrix_records(const std::vector<pipeline::matrix::TestResult>& results,
+                                                          const std::map<std::string, pipeline::ModelReport>& reports,
+                                                          const std::vector<RunUnit>& units,
+                                                          const std::map<std::string, size_t>& unit_of);
+
+// Sets each result's since_previous from the test's latest record in the
+// history ("no previous run" when the spec has none), then appends `run`
+// with `records` as its tests (one synced batch: durable before this
+// returns). Returns the run's seq. Throws PipelineError on a store error.
+int record_run(pipeline::history::History& history, pipeline::history::RunRecord run,
+               const std::vector<pipeline::history::TestRecord>& records,
+               std::vector<pipeline::matrix::TestResult>* results);
+
+}  // namespace torq::coordinator
