@@ -2,6 +2,8 @@
 // (-1, NaN) are written as null and read back as -1; a record missing a
 // required field or holding a wrong type is a PipelineError.
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "pipeline/run_history.h"
 
@@ -63,42 +65,60 @@ LayerRecord layer_of(const json& j) {
   return l;
 }
 
+// The string fields of the records, by JSON key.
+template <class Record>
+using Strings = std::vector<std::pair<const char*, std::string Record::*>>;
+
+const Strings<TestRecord>& test_strings() {
+  static const Strings<TestRecord> f = {{"id", &TestRecord::id},           {"model", &TestRecord::model},
+                                        {"variant", &TestRecord::variant}, {"target", &TestRecord::target},
+                                        {"mode", &TestRecord::mode},       {"outcome", &TestRecord::outcome},
+                                        {"bringup", &TestRecord::bringup}, {"status", &TestRecord::status},
+                                        {"message", &TestRecord::message}, {"failed_step", &TestRecord::failed_step}};
+  return f;
+}
+
+const Strings<RunRecord>& run_strings() {
+  static const Strings<RunRecord> f = {{"spec", &RunRecord::spec},
+                                       {"run_id", &RunRecord::run_id},
+                                       {"started_utc", &RunRecord::started_utc},
+                                       {"finished_utc", &RunRecord::finished_utc},
+                                       {"k", &RunRecord::k},
+                                       {"m", &RunRecord::m},
+                                       {"preset", &RunRecord::preset}};
+  return f;
+}
+
+template <class Record>
+void write_strings(const Record& r, const Strings<Record>& fields, json* j) {
+  for (const auto& [key, member] : fields) (*j)[key] = r.*member;
+}
+
+template <class Record>
+void read_strings(const json& j, const Strings<Record>& fields, Record* r) {
+  for (const auto& [key, member] : fields) r->*member = str_of(j, key);
+}
+
 }  // namespace
 
 json to_json(const TestRecord& t) {
   json layers = json::array();
   for (const auto& l : t.layers) layers.push_back(layer_json(l));
-  return {{"id", t.id},
-          {"model", t.model},
-          {"variant", t.variant},
-          {"target", t.target},
-          {"mode", t.mode},
-          {"outcome", t.outcome},
-          {"bringup", t.bringup},
-          {"status", t.status},
-          {"message", t.message},
-          {"failed_step", t.failed_step},
-          {"ran", t.ran},
-          {"pcc", num(t.pcc)},
-          {"required_pcc", t.required_pcc},
-          {"device_ms", num(t.device_ms)},
-          {"wall_s", t.wall_s},
-          {"layers", layers}};
+  json j = json::object();
+  write_strings(t, test_strings(), &j);
+  j["ran"] = t.ran;
+  j["pcc"] = num(t.pcc);
+  j["required_pcc"] = t.required_pcc;
+  j["device_ms"] = num(t.device_ms);
+  j["wall_s"] = t.wall_s;
+  j["layers"] = layers;
+  return j;
 }
 
 TestRecord test_from_json(const json& j) {
   if (!j.is_object() || str_of(j, "id").empty()) throw PipelineError("a test record without an id");
   TestRecord t;
-  t.id = str_of(j, "id");
-  t.model = str_of(j, "model");
-  t.variant = str_of(j, "variant");
-  t.target = str_of(j, "target");
-  t.mode = str_of(j, "mode");
-  t.outcome = str_of(j, "outcome");
-  t.bringup = str_of(j, "bringup");
-  t.status = str_of(j, "status");
-  t.message = str_of(j, "message");
-  t.failed_step = str_of(j, "failed_step");
+  read_strings(j, test_strings(), &t);
   t.ran = j.value("ran", false);
   t.pcc = num_of(j, "pcc");
   t.required_pcc = num_of(j, "required_pcc", 0.99);
@@ -110,17 +130,9 @@ TestRecord test_from_json(const json& j) {
 }
 
 json to_json(const RunRecord& r) {
-  return {{"seq", r.seq},
-          {"spec", r.spec},
-          {"run_id", r.run_id},
-          {"started_utc", r.started_utc},
-          {"finished_utc", r.finished_utc},
-          {"k", r.k},
-          {"m", r.m},
-          {"preset", r.preset},
-          {"last_failed", r.last_failed},
-          {"counts", r.counts},
-          {"tests", r.test_ids}};
+  json j = {{"seq", r.seq}, {"last_failed", r.last_failed}, {"counts", r.counts}, {"tests", r.test_ids}};
+  write_strings(r, run_strings(), &j);
+  return j;
 }
 
 RunRecord run_from_json(const json& j) {
@@ -128,13 +140,7 @@ RunRecord run_from_json(const json& j) {
     throw PipelineError("a run record without a seq");
   RunRecord r;
   r.seq = j["seq"].get<int>();
-  r.spec = str_of(j, "spec");
-  r.run_id = str_of(j, "run_id");
-  r.started_utc = str_of(j, "started_utc");
-  r.finished_utc = str_of(j, "finished_utc");
-  r.k = str_of(j, "k");
-  r.m = str_of(j, "m");
-  r.preset = str_of(j, "preset");
+  read_strings(j, run_strings(), &r);
   r.last_failed = j.value("last_failed", false);
   if (j.contains("counts") && j["counts"].is_object())
     for (const auto& [o, n] : j["counts"].items()) r.counts[o] = n.get<int>();
