@@ -114,7 +114,8 @@ int main(int argc, char** argv) {
   auto* df_db = df->add_option("--db", dc.db, "Store directory (default: EXPORT/.torq-store)");
   df->add_option("--export", dc.export_dir, "The run's export directory (default: torq-results)")->excludes(df_db);
   df->add_option("RUNS", dc.runs, "RUN_A RUN_B: run numbers (default: the last two; RUN_A alone: against the last)")
-      ->expected(0, 2);
+      ->expected(0, 2)
+      ->type_name("N");
   df->add_flag("--json", dc.json, "Print JSON for machines instead of text");
   df->add_option("--pcc-drift", dc.thresholds.pcc, "Report a PCC change larger than this (absolute)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
@@ -138,7 +139,8 @@ int main(int argc, char** argv) {
                                "keeps the spec's run history (diff, --last-failed) (default with --spec: "
                                "EXPORT/.torq-store)");
   app.add_option("--export", o.export_dir, "Output directory: report and compiler JSON per model; with --spec also "
-                                           "junit.xml, summary.json, report.html (default with --spec: torq-results)");
+                                           "junit.xml, summary.json, report.html, ops.csv (default with --spec: "
+                                           "torq-results)");
   app.add_flag("--insecure", o.broker.insecure, "Allow a non-loopback bind without CURVE");
   app.add_option("--max-attempts", o.broker.max_attempts, "Workers a job may outlive before error/crash")
       ->capture_default_str()->check(CLI::Range(1, 100));
