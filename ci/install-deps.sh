@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency from Debian 12 packages.
-# Usage: ci/install-deps.sh [--bench]   (--bench adds OpenBLAS for the PyTorch peer of tests/bench)
+# Usage: ci/install-deps.sh [--bench]
+#   --bench also installs the peers of tests/bench, for benchmarks only (never
+#   a build or test dependency): OpenBLAS for PyTorch, and ONNX Runtime from
+#   npm (onnxruntime-node, pinned in tests/bench/package.json and its lock
+#   file) into tests/bench/node_modules, with node/npm from Debian when the
+#   machine has none.
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
@@ -21,6 +26,9 @@ if [ "${1:-}" = "--bench" ]; then
   # BLAS (with the reference BLAS its fp32 convolutions are ~10x slower,
   # which would flatter the engine).
   PKGS+=(libopenblas0-pthread)
+  # ONNX Runtime's peer runs under node; a node already on the machine (e.g.
+  # a newer one from another apt source) is used as it is.
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then PKGS+=(nodejs npm); fi
 fi
 missing=()
 for p in "${PKGS[@]}"; do
@@ -28,9 +36,26 @@ for p in "${PKGS[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PKGS[@]} packages present"
-  exit 0
+else
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+
+if [ "${1:-}" = "--bench" ]; then
+  # onnxruntime-node ships the native ONNX Runtime (CPU provider) for this
+  # platform. Its postinstall would fetch the CUDA provider from NuGet by
+  # default on linux/x64: ONNXRUNTIME_NODE_INSTALL=skip, the bench is CPU only.
+  bench="$(cd "$(dirname "$0")/.." && pwd)/tests/bench"
+  want=$(node -p "require('$bench/package.json').dependencies['onnxruntime-node']")
+  if node -e "const p = require('$bench/node_modules/onnxruntime-node/package.json');
+              if (p.version !== '$want') process.exit(1);
+              require('$bench/node_modules/onnxruntime-node');" 2>/dev/null; then
+    echo "install-deps: onnxruntime-node $want present in $bench/node_modules"
+  else
+    echo "install-deps: installing onnxruntime-node $want into $bench/node_modules (npm ci)"
+    (cd "$bench" && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund)
+    node -e "require('$bench/node_modules/onnxruntime-node')"
+  fi
+fi
