@@ -171,9 +171,11 @@ awk -F' [|] ' '
     split($2, e, " "); split($3, o, " "); split($4, b, " ")
     r = (!fail($2) && !fail($3)) ? sprintf("%.2f", e[1] / o[1]) : "-"
     rb = (!fail($2) && !fail($4)) ? sprintf("%.2f", b[1] / e[1]) : "-"
-    printf "%-20s %-11s %10s %10s %8s | %10s %9s | %10s %10s\n", m, shape,
+    # A median far above the min: something else ran during this row.
+    noisy = (!fail($2) && e[2] > 1.25 * e[1]) || (!fail($3) && o[2] > 1.25 * o[1]) || (!fail($4) && b[2] > 1.25 * b[1])
+    printf "%-20s %-11s %10s %10s %8s | %10s %9s | %10s %10s%s\n", m, shape,
            fail($2) ? "-" : e[1], fail($3) ? "-" : o[1], r, fail($4) ? "-" : b[1], rb,
-           fail($2) ? "-" : e[2], fail($3) ? "-" : o[2]
+           fail($2) ? "-" : e[2], fail($3) ? "-" : o[2], noisy ? "  noisy" : ""
     for (i = 2; i <= 4; i++) if (fail($i)) printf "  %s\n", $i
     if (r != "-") {
       n++; logsum += log(r)
@@ -185,7 +187,8 @@ awk -F' [|] ' '
     if (wm != "") print wm > "'"$tmp/worst"'"
   }' "$tmp/rows"
 echo "(ms = host wall time per inference, min of $runs after warm-up; eng/ORT and bf16/fp32: lower is better;"
-echo " the engine's bf16 numerics are fp32 weights/inputs rounded to bf16 (rne), fp32 accumulation; ORT runs fp32)"
+echo " the engine's bf16 numerics are fp32 weights/inputs rounded to bf16 (rne), fp32 accumulation; ORT runs fp32;"
+echo " noisy: a median > 1.25 x its min, the machine was busy during that row: rerun it with --only)"
 
 if [ -s "$tmp/worst" ]; then
   worst=$(cat "$tmp/worst")
