@@ -2,15 +2,19 @@
 # Exports torchvision CNNs at opsets 7..17 (export_torchvision.py, PyTorch
 # fp32 reference outputs) and checks that the engine reproduces each one:
 # PCC >= 0.99999 and max |diff| <= 1e-3 * max |reference|.
-# Usage: check_torchvision.sh TORQ_SIM OUT_DIR [NAME...]
+# Usage: check_torchvision.sh TORQ_SIM OUT_DIR [--zoo] [NAME...]
 #   OUT_DIR  where the cases are written (under the build tree)
+#   --zoo    the model zoo (ci/make-zoo.sh OUT_DIR: cached models are
+#            checked too) instead of the test cases
 #   NAME     case or architecture names passed to the exporter's --only
 set -uo pipefail
 if [ $# -lt 2 ]; then
-  echo "usage: $0 TORQ_SIM OUT_DIR [NAME...]" >&2
+  echo "usage: $0 TORQ_SIM OUT_DIR [--zoo] [NAME...]" >&2
   exit 2
 fi
 sim="$1"; out_dir="$2"; shift 2
+zoo=0
+if [ "${1:-}" = "--zoo" ]; then zoo=1; shift; fi
 here="$(cd "$(dirname "$0")" && pwd)"
 start=$(date +%s)
 
@@ -18,18 +22,24 @@ only=()
 if [ $# -gt 0 ]; then only=(--only "$@"); fi
 export_log="$out_dir.export.log"
 mkdir -p "$out_dir"
-if ! /usr/bin/python3 "$here/export_torchvision.py" "$out_dir" "${only[@]}" >"$export_log" 2>&1; then
+if [ $zoo = 1 ]; then
+  export_cmd=("$here/../../ci/make-zoo.sh" "$out_dir" "${only[@]}")
+else
+  export_cmd=(/usr/bin/python3 "$here/export_torchvision.py" "$out_dir" "${only[@]}")
+fi
+if ! "${export_cmd[@]}" >"$export_log" 2>&1; then
   tail -n 20 "$export_log"
   echo "torchvision: export failed (log: $export_log)"
   exit 1
 fi
-# Only the cases exported by this run, in export order.
-mapfile -t cases < <(sed -n 's/^exported \([^:]*\):.*/\1/p' "$export_log")
+[ $zoo = 1 ] && cat "$export_log"
+# Only the cases of this run (exported, or cached in the zoo), in order.
+mapfile -t cases < <(sed -n 's/^\(exported\|cached\) \([^:]*\):.*/\2/p' "$export_log")
 if [ ${#cases[@]} -eq 0 ]; then
   echo "torchvision: nothing exported (log: $export_log)"
   exit 1
 fi
-echo "torchvision: exported ${#cases[@]} case(s) in $(( $(date +%s) - start )) s"
+echo "torchvision: $([ $zoo = 1 ] && echo "zoo ready:" || echo exported) ${#cases[@]} case(s) in $(( $(date +%s) - start )) s"
 
 passed=0; failed=0
 for c in "${cases[@]}"; do

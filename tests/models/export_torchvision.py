@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Exports torchvision CNNs with seeded random weights to ONNX test cases.
 
-Usage: export_torchvision.py OUT_DIR [--only NAME...] [--list]
+Usage: export_torchvision.py OUT_DIR [--zoo] [--only NAME...] [--list]
 
 Each case is written in the ONNX backend-test layout:
 
@@ -16,18 +16,58 @@ so that BN folding or BN kernel bugs change the output. NAME given to --only
 selects cases by case name or by architecture name; the default set is the
 cases not marked opt-in. Needs Debian's python3-torch, python3-torchvision
 and python3-onnx (this is why the shebang names /usr/bin/python3).
+
+--zoo exports the model zoo instead (ZOO below; ci/make-zoo.sh calls it):
+the architectures users run, at their usual input sizes and at opsets
+11..17, each case named by its model (OUT_DIR/resnet50/model.onnx), so a
+matrix spec's test IDs are <model>-<variant>-.... Zoo cases are built once:
+each has a stamp (OUT_DIR/<name>/zoo-stamp.json) keyed by this file's
+content and the torch, torchvision and onnx versions, and a case whose
+stamp matches is not exported again (this check imports no torch, so a
+fully built zoo is checked in a fraction of a second). A case is exported
+into OUT_DIR/.partial-<name> and renamed into place, so a killed export
+leaves no half model. Each case's size on disk and export time are printed,
+then the totals.
 """
 import argparse
+import hashlib
+import importlib.metadata
+import json
 import os
+import shutil
 import sys
 import time
 import warnings
 
-import onnx
-import onnx.numpy_helper
-import torch
-import torchvision
-from torchvision.models import convnext
+# torch, torchvision and onnx are imported on first use (_load_torch, which
+# defines the module globals torch, torchvision, onnx, convnext and M): a
+# cached zoo is checked without paying for the import (about 2 s).
+
+
+def _load_torch():
+    global torch, torchvision, onnx, convnext, M
+    if "torch" in globals():
+        return
+    import onnx as _onnx
+    import onnx.numpy_helper  # noqa: F401  (onnx.numpy_helper below)
+    import torch as _torch
+    import torchvision as _torchvision
+    from torchvision.models import convnext as _convnext
+    torch, torchvision, onnx, convnext = _torch, _torchvision, _onnx, _convnext
+    M = torchvision.models
+    # torch 1.13 compares every pair of initializers to merge duplicates,
+    # which takes longer than the rest of the export for large models.
+    # torchvision CNNs share no weights, so there is nothing to merge: skip
+    # the pass.
+    torch._C._jit_pass_onnx_deduplicate_initializers = lambda graph, params, training: params
+
+
+def __getattr__(name):
+    # Module attributes for importers (tests/calibration reads ex.torchvision).
+    if name in ("torch", "torchvision", "onnx", "convnext", "M"):
+        _load_torch()
+        return globals()[name]
+    raise AttributeError(name)
 
 # One export: (case arch, builder, opset, input shape, options).
 # Options: keep_bn (export BatchNormalization nodes instead of folding them
@@ -47,7 +87,6 @@ def _convnext_reduced():
                              stochastic_depth_prob=0.1)
 
 
-M = torchvision.models
 CASES = [
     # Before opset 10 MaxPool has no ceil_mode; the exporter turns it into pads.
     ("squeezenet1_1", lambda: M.squeezenet1_1(), 7, (1, 3, 224, 224), {}),
@@ -83,12 +122,64 @@ CASES = [
      11, (1, 3, 299, 299), {"opt_in": True}),
 ]
 
-SEED = 20240607
 
-# torch 1.13 compares every pair of initializers to merge duplicates, which
-# takes longer than the rest of the export for large models. torchvision
-# CNNs share no weights, so there is nothing to merge: skip the pass.
-torch._C._jit_pass_onnx_deduplicate_initializers = lambda graph, params, training: params
+
+def _segmentation(build):
+    """A torchvision segmentation model as a plain module: its forward
+    returns a dict; the zoo exports the "out" logits (N x classes x H x W)."""
+    class Logits(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = build()
+
+        def forward(self, x):
+            return self.model(x)["out"]
+    return Logits()
+
+
+# The model zoo (--zoo, ci/make-zoo.sh): (name, builder, opset, input shape,
+# options as in CASES). Architectures users run, at their usual input sizes
+# (224; 240 for efficientnet_b1, whose pretrained weights are evaluated at
+# 240; 299 for inception_v3), exported as users export them (BatchNorm
+# folded into Conv by TrainingMode.EVAL, constant folding), the opsets
+# spread over 11..17, the ones users meet:
+#   11  Resize with coordinate modes, Clip with min/max inputs
+#   13  Split/Squeeze/Unsqueeze axes as inputs, Softmax on one axis
+#   14  HardSwish (HardSigmoid * x before)
+#   17  LayerNormalization (ReduceMean/Sub/Pow/Sqrt/Div before)
+# (12, 15 and 16 change nothing these models use: they are there because
+# users export at them.) Segmentation: lraspp_mobilenet_v3_large at opset 11
+# (dilated MobileNetV3 backbone, HardSigmoid, bilinear Resize, the LR-ASPP
+# head; its dict output is exported as the "out" logits). Torchvision's
+# detection models are not in the zoo: an export of
+# ssdlite320_mobilenet_v3_large at opset 11 (tried: it exports once the BN
+# calibration is skipped, which runs the model in train mode where detection
+# models want targets) has 3189 nodes with its post-processing in the graph
+# (NonMaxSuppression, TopK, NonZero, data-dependent output shapes, an If
+# from batched_nms) that torq-sim refuses ("operator If is not supported"),
+# and with random weights the boxes kept are arbitrary: no stable reference.
+ZOO = [
+    ("resnet18", lambda: M.resnet18(), 11, (1, 3, 224, 224), {}),
+    ("densenet121", lambda: M.densenet121(), 11, (1, 3, 224, 224), {}),
+    ("lraspp_mobilenet_v3_large",
+     lambda: _segmentation(lambda: M.segmentation.lraspp_mobilenet_v3_large(
+         weights=None, weights_backbone=None)), 11, (1, 3, 224, 224), {}),
+    ("mobilenet_v2", lambda: M.mobilenet_v2(), 12, (1, 3, 224, 224), {}),
+    ("squeezenet1_1", lambda: M.squeezenet1_1(), 12, (1, 3, 224, 224), {}),
+    ("efficientnet_b0", lambda: M.efficientnet_b0(), 13, (1, 3, 224, 224), {}),
+    ("googlenet", lambda: M.googlenet(aux_logits=False, init_weights=True), 13, (1, 3, 224, 224), {}),
+    ("mobilenet_v3_large", lambda: M.mobilenet_v3_large(), 14, (1, 3, 224, 224), {}),
+    ("shufflenet_v2_x1_0", lambda: M.shufflenet_v2_x1_0(), 14, (1, 3, 224, 224), {}),
+    ("efficientnet_b1", lambda: M.efficientnet_b1(), 15, (1, 3, 240, 240), {}),
+    ("inception_v3", lambda: M.inception_v3(aux_logits=False, init_weights=True), 16,
+     (1, 3, 299, 299), {}),
+    ("regnet_y_400mf", lambda: M.regnet_y_400mf(), 16, (1, 3, 224, 224), {}),
+    ("resnet50", lambda: M.resnet50(), 17, (1, 3, 224, 224), {}),
+    ("convnext_tiny", lambda: M.convnext_tiny(), 17, (1, 3, 224, 224), {}),
+    ("vit_b_16", lambda: M.vit_b_16(), 17, (1, 3, 224, 224), {}),
+]
+
+SEED = 20240607
 
 
 def case_name(arch, opset):
@@ -99,7 +190,15 @@ def randomise(model, gen):
     """Gives the model trained-like parameters (in place)."""
     with torch.no_grad():
         for m in model.modules():
-            if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)) and m.bias is not None:
+            if isinstance(m, torch.nn.Linear) and not m.weight.any():
+                # Zero-initialised classifiers (vit's head) would make the
+                # output constant: give them a unit-gain random weight.
+                m.weight.copy_(torch.randn(m.weight.shape, generator=gen) / m.in_features ** 0.5)
+            if isinstance(m, torch.nn.MultiheadAttention) and m.in_proj_bias is not None:
+                # Zero-initialised Q/K/V biases (the out_proj bias is a Linear's).
+                scale = 0.1 * float(m.in_proj_weight.std()) * m.embed_dim ** 0.5
+                m.in_proj_bias.copy_(scale * torch.randn(m.in_proj_bias.shape, generator=gen))
+            elif isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)) and m.bias is not None:
                 # About a tenth of the output scale of the layer for unit
                 # inputs, so that biases never drown the signal.
                 fan_in = m.weight[0].numel()
@@ -147,9 +246,12 @@ def make_input(shape, gen):
     return 1.5 * smooth + 0.5 * torch.randn(shape, generator=gen)
 
 
-def export_case(out_dir, arch, build, opset, shape, opts):
-    name = case_name(arch, opset)
-    d = os.path.join(out_dir, name)
+def export_case(out_dir, arch, build, opset, shape, opts, name=None, case_dir=None):
+    """Exports one case into case_dir (default OUT_DIR/<name>); name defaults
+    to <arch>_opset<N>. Returns (name, node count, sorted op types)."""
+    _load_torch()
+    name = name or case_name(arch, opset)
+    d = case_dir or os.path.join(out_dir, name)
     data = os.path.join(d, "test_data_set_0")
     os.makedirs(data, exist_ok=True)
     torch.manual_seed(SEED)
@@ -183,13 +285,144 @@ def export_case(out_dir, arch, build, opset, shape, opts):
     return name, len(proto.graph.node), ops
 
 
+ZOO_STAMP = "zoo-stamp.json"
+ZOO_FILES = ("model.onnx", os.path.join("test_data_set_0", "input_0.pb"),
+             os.path.join("test_data_set_0", "output_0.pb"))
+
+
+def zoo_versions():
+    """The versions a zoo export depends on, read without importing them
+    ("missing" for a package that is not installed)."""
+    def version(p):
+        try:
+            return importlib.metadata.version(p)
+        except importlib.metadata.PackageNotFoundError:
+            return "missing"
+    return {p: version(p) for p in ("torch", "torchvision", "onnx")}
+
+
+def zoo_key(name, versions):
+    """A zoo case's cache key: this file's content (the case table, the
+    randomisation, the export options), the library versions and the name."""
+    h = hashlib.sha256()
+    with open(os.path.abspath(__file__), "rb") as f:
+        h.update(f.read())
+    h.update(json.dumps(versions, sort_keys=True).encode())
+    h.update(name.encode())
+    return h.hexdigest()
+
+
+def read_stamp(d):
+    try:
+        with open(os.path.join(d, ZOO_STAMP)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def dir_bytes(d):
+    return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(d) for f in fs)
+
+
+def mb(n):
+    return f"{n / 1e6:.1f} MB"
+
+
+def shape_text(shape):
+    return "x".join(map(str, shape))
+
+
+def zoo_main(args):
+    names = [z[0] for z in ZOO]
+    cases = ZOO
+    if args.only:
+        unknown = sorted(set(args.only) - set(names))
+        if unknown:
+            print(f"make-zoo: unknown model(s): {' '.join(unknown)}; the zoo: {' '.join(names)}",
+                  file=sys.stderr)
+            return 2
+        cases = [z for z in ZOO if z[0] in args.only]
+    versions = zoo_versions()
+    out = args.out_dir
+    if args.list:
+        for name, _, opset, shape, _ in cases:
+            d = os.path.join(out, name)
+            st = read_stamp(d)
+            if st is None:
+                state = "not built"
+            elif st.get("key") != zoo_key(name, versions):
+                state = "stale"
+            else:
+                state = f"built, {mb(dir_bytes(d))}, exported in {st['export_s']:.1f} s"
+            print(f"{name:28s} opset {opset}  {shape_text(shape):14s} {state}")
+        return 0
+    os.makedirs(out, exist_ok=True)
+    if not args.only:
+        # A case dropped from the zoo would stay in the specs' globs.
+        for entry in sorted(os.listdir(out)):
+            d = os.path.join(out, entry)
+            if entry not in names and os.path.isdir(d) and read_stamp(d) is not None:
+                shutil.rmtree(d)
+                print(f"removed {entry}: no longer in the zoo", flush=True)
+    exported = cached = 0
+    now_s = total_s = 0.0
+    total_bytes = 0
+    for name, build, opset, shape, opts in cases:
+        d = os.path.join(out, name)
+        key = zoo_key(name, versions)
+        st = read_stamp(d)
+        if (st is not None and st.get("key") == key
+                and all(os.path.isfile(os.path.join(d, f)) for f in ZOO_FILES)):
+            size = dir_bytes(d)
+            print(f"cached {name}: opset {opset}, {shape_text(shape)}, {mb(size)}, "
+                  f"exported in {st['export_s']:.1f} s", flush=True)
+            cached += 1
+            total_s += st["export_s"]
+            total_bytes += size
+            continue
+        _load_torch()
+        torch.set_num_threads(2)
+        partial = os.path.join(out, ".partial-" + name)
+        shutil.rmtree(partial, ignore_errors=True)
+        t0 = time.time()
+        _, nodes, ops = export_case(out, name, build, opset, shape, opts, name=name, case_dir=partial)
+        secs = time.time() - t0
+        with open(os.path.join(partial, ZOO_STAMP), "w") as f:
+            json.dump({"key": key, "name": name, "opset": opset, "input": list(shape),
+                       "versions": versions, "export_s": round(secs, 2), "nodes": nodes,
+                       "ops": ops}, f, indent=1)
+            f.write("\n")
+        # Swap the finished case in: a killed export leaves only .partial-*.
+        old = os.path.join(out, ".old-" + name)
+        shutil.rmtree(old, ignore_errors=True)
+        if os.path.exists(d):
+            os.replace(d, old)
+        os.replace(partial, d)
+        shutil.rmtree(old, ignore_errors=True)
+        size = dir_bytes(d)
+        print(f"exported {name}: opset {opset}, {shape_text(shape)}, {mb(size)}, {secs:.1f} s, "
+              f"{nodes} nodes, ops {' '.join(ops)}", flush=True)
+        exported += 1
+        now_s += secs
+        total_s += secs
+        total_bytes += size
+    print(f"zoo: {len(cases)} models in {out}: {exported} exported now ({now_s:.1f} s), "
+          f"{cached} cached; {mb(total_bytes)} on disk; export time of these models "
+          f"{total_s:.1f} s (torch {versions['torch']}, torchvision {versions['torchvision']})")
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("out_dir")
     p.add_argument("--only", nargs="+", metavar="NAME",
                    help="case (<arch>_opset<N>) or architecture names; may name opt-in cases")
     p.add_argument("--list", action="store_true", help="list the cases and exit")
+    p.add_argument("--zoo", action="store_true",
+                   help="the model zoo (ZOO), cached by stamp, instead of the test cases")
     args = p.parse_args()
+    if args.zoo:
+        return zoo_main(args)
     if args.list:
         for arch, _, opset, shape, opts in CASES:
             print(case_name(arch, opset), "x".join(map(str, shape)) +
@@ -205,6 +438,7 @@ def main():
             return 2
     else:
         cases = [c for c in CASES if not c[4].get("opt_in")]
+    _load_torch()
     torch.set_num_threads(2)
     os.makedirs(args.out_dir, exist_ok=True)
     for arch, build, opset, shape, opts in cases:
