@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Nightly matrix run on one machine: starts a torq-coordinator on a loopback
-# port and WORKERS torq-worker processes (target sim), runs SPEC and leaves
-# everything in OUT_DIR: junit.xml, summary.json, report.html,
+# Nightly matrix run on one machine: builds the model zoo when SPEC runs on
+# it (ci/make-zoo.sh: what is missing or stale; a built zoo costs well under
+# a second), starts a torq-coordinator on a loopback port and WORKERS
+# torq-worker processes (target sim), runs SPEC and leaves everything in
+# OUT_DIR: junit.xml, summary.json, report.html,
 # suggested.yaml (when the config could be tightened), reports/<test-id>/
 # (report JSON, compiler JSON, torch-mlir import) and the process logs.
 #
 # Usage: ci/nightly.sh [OUT_DIR] [SPEC] [-- extra torq-coordinator args, e.g. -k resnet]
 #   env: WORKERS (default 2), BUILD_DIR (default build), PRESET (default nightly)
-# Exit: the coordinator's (0 all outcomes expected, 1 unexpected outcomes, 2 bad input),
+#   SPEC default configs/nightly.yaml (the zoo, build/zoo)
+# Exit: the coordinator's (0 all outcomes expected, 1 unexpected outcomes, 2 bad input,
+# also a zoo that cannot be built: no python3-torch),
 # 3 when it stopped early without outcomes (the store keeps the progress).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +25,10 @@ PRESET=${PRESET:-nightly}
 for b in torq-coordinator torq-worker; do
   [ -x "$BIN/$b" ] || { echo "nightly: $BIN/$b missing: run ci/build.sh first" >&2; exit 2; }
 done
+# The zoo specs (configs/nightly.yaml, push.yaml) name build/zoo/*/model.onnx.
+if grep -Eq '^\s*-\s.*build/zoo/' "$SPEC"; then
+  ci/make-zoo.sh build/zoo || { echo "nightly: the model zoo could not be built (ci/make-zoo.sh)" >&2; exit 2; }
+fi
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 # A free loopback port chosen by the kernel.

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <sstream>
 
 #include "tests/fleet/fleet_harness.h"
 #include "tests/matrix/matrix_helpers.h"
@@ -360,41 +361,97 @@ TEST_F(MatrixRun, TheAssignedFullModelRunIsWhatTheComparatorsJudge) {
   }
 }
 
+// The shipped specs against the zoo they run on: configs/push.yaml and
+// nightly.yaml name build/zoo/<model>/model.onnx, and every test_config
+// entry must match a test (an entry for a model the zoo lost is an error).
+// validate reads no model, so a copy of configs/ beside a tree of empty
+// model files named by `ci/make-zoo.sh --list` (which imports no torch)
+// checks them without building the zoo.
 TEST(MatrixConfigs, ShippedSpecsAndConfigsValidate) {
   const std::string dir = fresh_dir("matrix-validate-configs");
-  const std::string c = std::string(TORQ_SOURCE_DIR) + "/configs/";
-  std::vector<std::string> args = {bin("torq-coordinator"), "validate", c + "quickstart.yaml"};
-#ifdef TORQ_SHARED_MODELS  // push and nightly read ../shared/models
-  args.insert(args.end(), {c + "push.yaml", c + "nightly.yaml"});
+  const std::string src = std::string(TORQ_SOURCE_DIR);
+  auto [lc, list] = run({src + "/ci/make-zoo.sh", dir + "/build/zoo", "--list"}, dir + "/zoo-list.log");
+  ASSERT_EQ(lc, 0) << list;
+  std::vector<std::string> zoo;
+  std::istringstream lines(list);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) zoo.push_back(line.substr(0, line.find(' ')));
+  ASSERT_EQ(zoo.size(), 15u) << list;
+  for (const auto& m : zoo) write(dir + "/build/zoo/" + m + "/model.onnx", "");
+  write(dir + "/build/models/demo.onnx", "");
+  std::filesystem::copy(src + "/configs", dir + "/configs", std::filesystem::copy_options::recursive);
+  const std::string c = dir + "/configs/";
+  std::vector<std::string> args = {bin("torq-coordinator"), "validate", c + "quickstart.yaml", c + "push.yaml",
+                                   c + "nightly.yaml"};
+#ifdef TORQ_SHARED_MODELS  // the spec over ../shared/models the nightly test runs
+  args.push_back(src + "/tests/models/specs/shared_nightly.yaml");
 #endif
   auto [code, out] = run(args, dir + "/validate.log");
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("quickstart.yaml: 2 tests (0 placeholders)"), std::string::npos) << out;
+  // demo + squeezenet1_1 + resnet18 x {fp32, bf16, int8} x {discover, run}.
+  EXPECT_NE(out.find("push.yaml: 18 tests (0 placeholders)"), std::string::npos) << out;
+  // 15 zoo models x 3 variants x 2 modes, and 2 placeholders.
+  EXPECT_NE(out.find("nightly.yaml: 92 tests (2 placeholders)"), std::string::npos) << out;
 #ifdef TORQ_SHARED_MODELS
-  EXPECT_NE(out.find("push.yaml: 6 tests (0 placeholders)"), std::string::npos) << out;
-  EXPECT_NE(out.find("nightly.yaml: 14 tests (2 placeholders)"), std::string::npos) << out;
+  EXPECT_NE(out.find("shared_nightly.yaml: 14 tests (2 placeholders)"), std::string::npos) << out;
 #endif
+  // A zoo model without its files: the nightly's config names a test no
+  // longer collected, which validate reports.
+  std::filesystem::remove_all(dir + "/build/zoo/" + zoo.back());
+  auto [code2, out2] = run({bin("torq-coordinator"), "validate", c + "nightly.yaml"}, dir + "/validate2.log");
+  EXPECT_NE(code2, 0) << out2;
+  EXPECT_NE(out2.find(zoo.back()), std::string::npos) << out2;
 }
 
-#ifdef TORQ_SHARED_MODELS
-TEST(MatrixConfigs, PushSpecPassesWithLocalWorkers) {
+#ifdef TORQ_ZOO_EXPORTS
+// The push spec on the zoo: ci/make-zoo.sh builds its two models into
+// build/zoo (the spec names ../build/zoo; cached by stamp, so usually
+// instant), then demo + squeezenet1_1 + resnet18 x {fp32, bf16, int8} x
+// {discover, run} all pass, judged on the assigned full-model run.
+TEST(MatrixConfigs, PushSpecOnTheZooPassesWithLocalWorkers) {
   const std::string dir = fresh_dir("matrix-push");
-  auto [code, out] = run({bin("torq-coordinator"), "--spec", std::string(TORQ_SOURCE_DIR) + "/configs/push.yaml",
-                          "--local-workers", "2", "--export", dir + "/out"},
+  const std::string src = std::string(TORQ_SOURCE_DIR);
+  auto [zc, zout] = run({src + "/ci/make-zoo.sh", src + "/build/zoo", "--only", "squeezenet1_1", "resnet18"},
+                        dir + "/zoo.log");
+  ASSERT_EQ(zc, 0) << zout;
+  auto [code, out] = run({bin("torq-coordinator"), "--spec", src + "/configs/push.yaml", "--local-workers", "2",
+                          "--export", dir + "/out"},
                          dir + "/run.log");
   ASSERT_EQ(code, 0) << out;
-  EXPECT_EQ(read_json(dir + "/out/summary.json")["counts"],
-            json({{"passed", 6}, {"failed", 0}, {"skipped", 0}, {"xfailed", 0}, {"xpassed", 0}}));
+  const json sum = read_json(dir + "/out/summary.json");
+  EXPECT_EQ(sum["counts"], json({{"passed", 18}, {"failed", 0}, {"skipped", 0}, {"xfailed", 0}, {"xpassed", 0}}));
+  auto t = tests_by_id(sum);
+  for (const char* m : {"squeezenet1_1", "resnet18"})
+    for (const std::string v : {"fp32", "bf16", "int8"})
+      for (const std::string mode : {"discover", "run"}) {
+        const std::string id = std::string(m) + "-" + v + "-sim-" + mode;
+        ASSERT_TRUE(t.count(id)) << id;
+        EXPECT_EQ(t[id]["status"], "EXPECTED_PASSING") << id;
+        EXPECT_EQ(t[id]["full_model"], true) << id;
+        EXPECT_GT(t[id]["layers"].get<int>(), 40) << id;
+        // fp32 on css and int8 (integer semantics) are exact; bf16 on nss
+        // within bf16 rounding of the logits.
+        if (v != "bf16") EXPECT_EQ(t[id]["max_abs"], 0.0) << id;
+        else EXPECT_LT(t[id]["max_abs"].get<double>(), 0.05) << id;
+        const json& dist = t[id]["executor_distribution"];
+        if (v == "fp32") EXPECT_FALSE(dist.contains("nss")) << id << dist;
+        else EXPECT_GT(dist["nss"].get<int>(), t[id]["layers"].get<int>() / 2) << id << dist;
+      }
 }
+#endif
 
+#ifdef TORQ_SHARED_MODELS
 // The nightly as CI runs it: ci/nightly.sh starts a coordinator and two
-// torq-worker processes on loopback and runs configs/nightly.yaml over the
-// four shared CNNs x {fp32, bf16, int8}.
+// torq-worker processes on loopback and runs a spec, here the one over the
+// four shared CNNs x {fp32, bf16, int8} (tests/models/specs: the zoo's
+// configs/nightly.yaml takes minutes and is not a ctest; its push subset
+// is PushSpecOnTheZooPassesWithLocalWorkers).
 TEST(MatrixConfigs, NightlyOverTheSharedModelsThroughCiNightlySh) {
   const std::string dir = fresh_dir("matrix-nightly");
   const std::string build = std::filesystem::path(TORQ_BIN_DIR).parent_path().string();
   Proc p({"/usr/bin/env", "BUILD_DIR=" + build, "WORKERS=2", "bash", std::string(TORQ_SOURCE_DIR) + "/ci/nightly.sh",
-          dir + "/out"},
+          dir + "/out", std::string(TORQ_SOURCE_DIR) + "/tests/models/specs/shared_nightly.yaml"},
          dir + "/nightly.log");
   auto code = p.wait(900000);
   ASSERT_TRUE(code) << p.output();
