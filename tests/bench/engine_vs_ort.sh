@@ -9,9 +9,12 @@
 # Prints the table, the worst ratio engine/ORT and the machine's load at the
 # start and the end, then the per-op comparison of the worst model.
 #
-# Usage: tests/bench/engine_vs_ort.sh [--only M1,M2,...] [BUILD_DIR] [RUNS=20] [THREADS=2]
+# Usage: tests/bench/engine_vs_ort.sh [--only M1,M2,...] [--rounds K] [BUILD_DIR] [RUNS=20] [THREADS=2]
 #        tests/bench/engine_vs_ort.sh --per-op MODEL [BUILD_DIR] [RUNS=20] [THREADS=2]
 #   --only     measure these models only (names as in the table)
+#   --rounds   measure every model K times, round after round, and keep the
+#              least min and median of each (default 1): on a shared VM whose
+#              speed drifts over minutes, each side gets its chance at a quiet spell
 #   --per-op   for one model: the engine's time per op type (torq-sim --per-op,
 #              last of RUNS runs) next to ORT's profiler time per op type
 #              (median of RUNS profiled runs), sorted by the engine's excess
@@ -26,11 +29,12 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 
 usage() { sed -n '12,/^set /p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 2; }
-per_op=""; only=""
+per_op=""; only=""; rounds=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --per-op) [ $# -ge 2 ] || usage; per_op="$2"; shift 2 ;;
     --only) [ $# -ge 2 ] || usage; only="$2"; shift 2 ;;
+    --rounds) [ $# -ge 2 ] || usage; rounds="$2"; shift 2 ;;
     -h|--help) usage ;;
     -*) echo "engine_vs_ort: unknown option $1" >&2; usage ;;
     *) break ;;
@@ -48,8 +52,8 @@ mapfile -t tv_models < <(/usr/bin/python3 "$here/export_bench_models.py" --list)
 command -v node >/dev/null || { echo "engine_vs_ort: needs node (ci/install-deps.sh --bench)"; exit 2; }
 [ -f "$here/node_modules/onnxruntime-node/package.json" ] ||
   { echo "engine_vs_ort: needs onnxruntime-node in $here/node_modules (ci/install-deps.sh --bench)"; exit 2; }
-[[ "$runs" =~ ^[1-9][0-9]*$ && "$threads" =~ ^[1-9][0-9]*$ ]] ||
-  { echo "engine_vs_ort: RUNS and THREADS must be positive integers"; exit 2; }
+[[ "$runs" =~ ^[1-9][0-9]*$ && "$threads" =~ ^[1-9][0-9]*$ && "$rounds" =~ ^[1-9][0-9]*$ ]] ||
+  { echo "engine_vs_ort: RUNS, THREADS and --rounds must be positive integers"; exit 2; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -137,28 +141,52 @@ if [ -n "$per_op" ]; then
   exit $?
 fi
 
-echo "== engine vs ONNX Runtime: min of $runs runs, $threads threads, $(date -u +%FT%TZ)," \
+echo "== engine vs ONNX Runtime: min of $runs runs, $threads threads, $rounds round(s), $(date -u +%FT%TZ)," \
      "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "start: $(uptime | sed 's/^ *//'); $(loadavg)"
 resolve_models "${models[@]}"
 
 status=0
-: > "$tmp/rows"
-for m in "${models[@]}"; do
-  if grep -q "^$m " "$tmp/failed"; then
-    echo "$m FAIL $(grep -m1 "^$m " "$tmp/failed" | cut -d' ' -f2-)" >> "$tmp/rows"; status=1; continue
-  fi
-  path=$(grep -m1 "^$m " "$tmp/paths" | cut -d' ' -f2-)
-  f32=$("$sim" run "$path" -t "$threads" --bench "$runs" 2>&1)
-  e32=$(bench_figures "$f32") || e32="FAIL engine fp32: $(reason "$f32")"
-  b16=$("$sim" run "$path" -t "$threads" --bench "$runs" --numerics bf16 --rounding rne 2>&1)
-  e16=$(bench_figures "$b16") || e16="FAIL engine bf16: $(reason "$b16")"
-  ort=$(node "$here/ort_bench.mjs" "$path" --runs "$runs" --threads "$threads" 2>&1)
-  o32=$(bench_figures "$ort") || o32="FAIL ORT: $(reason "$ort")"
-  shape=$(sed -n 's/^ort: .*inputs [^ ]* [a-z0-9]* \[\([0-9,]*\)\].*/\1/p' <<< "$ort" | tr , x)
-  echo "$m ${shape:--} | $e32 | $o32 | $e16" >> "$tmp/rows"
-  case "$e32$o32$e16" in *FAIL*) status=1 ;; esac
+: > "$tmp/rounds"
+for round in $(seq 1 "$rounds"); do
+  for m in "${models[@]}"; do
+    if grep -q "^$m " "$tmp/failed"; then
+      echo "$m FAIL $(grep -m1 "^$m " "$tmp/failed" | cut -d' ' -f2-)" >> "$tmp/rounds"; status=1; continue
+    fi
+    path=$(grep -m1 "^$m " "$tmp/paths" | cut -d' ' -f2-)
+    f32=$("$sim" run "$path" -t "$threads" --bench "$runs" 2>&1)
+    e32=$(bench_figures "$f32") || e32="FAIL engine fp32: $(reason "$f32")"
+    b16=$("$sim" run "$path" -t "$threads" --bench "$runs" --numerics bf16 --rounding rne 2>&1)
+    e16=$(bench_figures "$b16") || e16="FAIL engine bf16: $(reason "$b16")"
+    ort=$(node "$here/ort_bench.mjs" "$path" --runs "$runs" --threads "$threads" 2>&1)
+    o32=$(bench_figures "$ort") || o32="FAIL ORT: $(reason "$ort")"
+    shape=$(sed -n 's/^ort: .*inputs [^ ]* [a-z0-9]* \[\([0-9,]*\)\].*/\1/p' <<< "$ort" | tr , x)
+    echo "$m ${shape:--} | $e32 | $o32 | $e16" >> "$tmp/rounds"
+    case "$e32$o32$e16" in *FAIL*) status=1 ;; esac
+  done
+  [ "$rounds" -eq 1 ] || echo "round $round/$rounds done: $(loadavg)"
 done
+# One row per model, in order: over the rounds, the least min and the least
+# median of each measurement (a failure in any round is kept).
+awk -F' [|] ' '
+  !($1 in seen) { seen[$1] = 1; order[++n] = $1 }
+  $1 ~ / FAIL / { row[$1] = $1; next }
+  {
+    for (i = 2; i <= 4; i++) {
+      k = $1 SUBSEP i
+      if (k in v && v[k] ~ /^FAIL/) continue
+      if ($i ~ /^FAIL/ || !(k in v)) { v[k] = $i; continue }
+      split(v[k], a, " "); split($i, b, " ")
+      v[k] = (b[1] + 0 < a[1] + 0 ? b[1] : a[1]) " " (b[2] + 0 < a[2] + 0 ? b[2] : a[2])
+    }
+  }
+  END {
+    for (j = 1; j <= n; j++) {
+      id = order[j]
+      if (id in row) print row[id]
+      else print id " | " v[id SUBSEP 2] " | " v[id SUBSEP 3] " | " v[id SUBSEP 4]
+    }
+  }' "$tmp/rounds" > "$tmp/rows"
 
 echo "end:   $(uptime | sed 's/^ *//'); $(loadavg) (includes this bench's own $threads threads)"
 printf '%-20s %-11s %10s %10s %8s | %10s %9s | %10s %10s\n' \
@@ -186,7 +214,7 @@ awk -F' [|] ' '
     if (n) printf "worst engine/ORT: %.2f (%s); geometric mean over %d models: %.2f\n", worst, wm, n, exp(logsum / n)
     if (wm != "") print wm > "'"$tmp/worst"'"
   }' "$tmp/rows"
-echo "(ms = host wall time per inference, min of $runs after warm-up; eng/ORT and bf16/fp32: lower is better;"
+echo "(ms = host wall time per inference, min of $runs after warm-up$([ "$rounds" -eq 1 ] || echo ", least of $rounds rounds"); eng/ORT and bf16/fp32: lower is better;"
 echo " the engine's bf16 numerics are fp32 weights/inputs rounded to bf16 (rne), fp32 accumulation; ORT runs fp32;"
 echo " noisy: a median > 1.25 x its min, the machine was busy during that row: rerun it with --only)"
 
