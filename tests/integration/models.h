@@ -26,6 +26,21 @@ class GraphBuilder {
     t->set_data_type(onnx::TensorProto::FLOAT);
     t->add_float_data(v);
   }
+  // A float initializer of `dims` with seeded values in [-0.5, 0.5).
+  void weights(const std::string& n, std::vector<int64_t> dims, unsigned seed) {
+    auto* t = g_->add_initializer();
+    t->set_name(n);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    int64_t count = 1;
+    for (int64_t d : dims) {
+      t->add_dims(d);
+      count *= d;
+    }
+    for (int64_t i = 0; i < count; ++i) {
+      seed = seed * 1103515245u + 12345u;
+      t->add_float_data(static_cast<float>((seed >> 8) & 0xffff) / 65536.f - 0.5f);
+    }
+  }
   onnx::NodeProto* node(const std::string& op, std::vector<std::string> in, const std::string& out) {
     auto* n = g_->add_node();
     n->set_op_type(op);
@@ -95,6 +110,21 @@ inline void save_chain_model(const std::string& path, int n) {
     prev = out;
   }
   b.output("y", {1, 64});
+  b.save(path);
+}
+
+// MatMul -> Relu -> MatMul on a 1x16 input: in bf16 the nss widens each
+// MatMul's output to f32, and the Relu after it (bf16 in the model) must
+// receive it narrowed back, as the compiler's cast does.
+inline void save_matmul_relu_model(const std::string& path) {
+  GraphBuilder b;
+  b.input("x", {1, 16});
+  b.weights("w0", {16, 16}, 7);
+  b.weights("w1", {16, 8}, 11);
+  b.node("MatMul", {"x", "w0"}, "h");
+  b.node("Relu", {"h"}, "r");
+  b.node("MatMul", {"r", "w1"}, "y");
+  b.output("y", {1, 8});
   b.save(path);
 }
 

@@ -305,3 +305,18 @@ TEST_F(RunCommand, SeedPassthroughTestsOneLayerExecutorPairAndRejectsUnknownArgu
   EXPECT_EQ(bad.code, 2) << bad.output;
   EXPECT_NE(bad.output.find("--foo"), std::string::npos) << bad.output;
 }
+
+// A bf16 MatMul on nss writes f32 (widened); the next layer on nss gets it
+// in the model's bf16, so the chained run of all-nss layers passes.
+TEST(RunWidenedOutputs, ANssMatMulFeedsTheNextNssOpInTheModelsType) {
+  const std::string dir = fresh_dir("run-widened");
+  save_matmul_relu_model(dir + "/mm.onnx");
+  auto d = run_cmd(gen() + " discover --model " + dir + "/mm.onnx -o " + dir + "/out --auto-convert-bf16 -q");
+  ASSERT_EQ(d.code, 0) << d.output;
+  const json rep = read_json(dir + "/out/torq_gen_config_mm.json");
+  for (auto& [id, op] : rep["ops"].items()) EXPECT_EQ(op["recommended_executor"], "nss") << id;
+  auto r = run_cmd(gen() + " run --model " + dir + "/mm.onnx -o " + dir + "/out --auto-convert-bf16");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(executors_line(r.output), (std::map<std::string, int>{{"nss", 3}, {"css", 0}, {"host", 0}})) << r.output;
+  EXPECT_NE(r.output.find("Result: PASSED"), std::string::npos) << r.output;
+}

@@ -56,6 +56,19 @@ Tensor random_like(const Tensor& like, float lo, float hi, uint64_t seed) {
   return engine::cast_tensor(f, like.dtype(), engine::Rounding::kNearestEven);
 }
 
+// An executor's output as the next layer receives it: in the type the model
+// gives the tensor. nss widens a bf16 MatMul/Gemm to f32; in a bf16 model the
+// tensor is bf16, and the compiler narrows it before the next op (without
+// this, an nss op after it refuses the f32 tensor in the chained run, though
+// every layer passes alone).
+Tensor in_model_type(const std::map<std::string, Tensor>& reference, const std::string& name, Tensor t, bool rne) {
+  auto x = reference.find(name);
+  if (x == reference.end() || !engine::is_float(t.dtype()) || !engine::is_float(x->second.dtype()) ||
+      t.dtype() == x->second.dtype())
+    return t;
+  return engine::cast_tensor(t, x->second.dtype(), rne ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate);
+}
+
 // `r` as an error of class `cls`, with the time since `t0`.
 ExecResult failed(ExecResult r, const std::string& cls, const std::string& msg, Clock::time_point t0) {
   r.status = pipeline::Status::kError;
@@ -296,7 +309,7 @@ ExecResult JobRunner::run_assigned(const JobSpec& job, ModelState& ms, ExecResul
     r.layer_ms.push_back(std::max(0.0, lr.runtime_ms));
     sim_ms += std::max(0.0, lr.runtime_ms);
     for (size_t o = 0; o < lr.outputs.size() && o < sm.outs.size(); ++o)
-      assigned.insert_or_assign(sm.outs[o], lr.outputs[o]);
+      assigned.insert_or_assign(sm.outs[o], in_model_type(ms.values, sm.outs[o], lr.outputs[o], job.bf16_rne));
   }
   for (const auto& name : pipeline::range_outputs(ms.proto.graph(), ms.layers, job.first_node, job.last_node)) {
     auto a = assigned.find(name);
