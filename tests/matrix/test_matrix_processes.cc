@@ -320,10 +320,16 @@ TEST_F(MatrixRun, CoordinatorKilledMidRunResumesWithoutRecomputing) {
 
 // The comparators judge the assigned full-model run: every layer on its
 // recommended executor, chained, against the fp32 host reference. fp32 on
-// css reproduces the reference exactly; bf16 on nss does not (so a 1e-7
-// allclose fails it), and a crash of that run is a runtime failure.
+// css reproduces the reference exactly; bf16 on an nss that rounds to
+// nearest (the reference truncates) does not (so a 1e-7 allclose fails it),
+// and a crash of that run is a runtime failure.
 TEST_F(MatrixRun, TheAssignedFullModelRunIsWhatTheComparatorsJudge) {
-  write(dir_ + "/full.yaml", "models: [models/demo.onnx]\nvariants: [fp32, bf16]\ntest_config: [full-cfg.yaml]\n");
+  std::string profile = slurp(std::string(TORQ_SOURCE_DIR) + "/configs/targets/nss.yaml");
+  profile = std::regex_replace(profile, std::regex("rounding: truncate"), "rounding: rne");
+  write(dir_ + "/nss-rne.yaml", profile);
+  write(dir_ + "/full.yaml",
+        "models: [models/demo.onnx]\nvariants: [fp32, bf16]\ntargets: {sim: {profiles: {nss: nss-rne.yaml}}}\n"
+        "test_config: [full-cfg.yaml]\n");
   write(dir_ + "/full-cfg.yaml",
         "test_config:\n"
         "  demo-*-sim-discover: {assert_allclose: true, allclose_atol: 1.0e-7, allclose_rtol: 1.0e-7}\n");
