@@ -124,6 +124,13 @@ inline std::vector<double> doubles(const Tensor& t) {
   return v;
 }
 
+// A tensor of `v` with shape `s` (default: 1-D of v's size).
+template <class T>
+Tensor vec(const std::vector<T>& v, Shape s = {}) {
+  if (s.empty()) s = {static_cast<int64_t>(v.size())};
+  return Tensor::from_vector<T>(v, s);
+}
+
 // A 1-D int64 tensor.
 inline Tensor ints(const std::vector<int64_t>& v) {
   return Tensor::from_vector<int64_t>(v, {static_cast<int64_t>(v.size())});

@@ -9,11 +9,6 @@
 namespace torq::engine::test {
 namespace {
 
-template <class T>
-Tensor vec(const std::vector<T>& v, Shape s = {}) {
-  if (s.empty()) s = {static_cast<int64_t>(v.size())};
-  return Tensor::from_vector<T>(v, s);
-}
 Tensor f32(float v) { return Tensor::from_vector<float>({v}, {}); }
 
 // A com.microsoft node as the kernel registry keys it.

@@ -8,11 +8,6 @@
 namespace torq::engine::test {
 namespace {
 
-template <class T>
-Tensor vec(const std::vector<T>& v, Shape s = {}) {
-  if (s.empty()) s = {static_cast<int64_t>(v.size())};
-  return Tensor::from_vector<T>(v, s);
-}
 Tensor f32(const std::vector<float>& v, Shape s = {}) { return vec<float>(v, std::move(s)); }
 
 TEST(QuantizeLinear, TiesRoundToEvenAndZeroPointIsAddedAfter) {
