@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
@@ -32,6 +34,25 @@ std::string demo_model(const std::string& dir) {
 }
 
 // One coordinator and its workers in `dir`, on a free loopback port.
+// Pids whose parent is `parent` (from /proc).
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream st(e.path() / "stat");
+    std::string line;
+    if (!std::getline(st, line)) continue;
+    // pid (comm) state ppid ...: comm may hold spaces, so read after the last ')'.
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent && state != 'Z') out.push_back(static_cast<pid_t>(std::stoi(name)));
+  }
+  return out;
+}
+
 struct Fleet {
   explicit Fleet(const std::string& name) : dir(fresh_dir(name)), ep(endpoint(free_port())) {}
 
@@ -407,8 +428,15 @@ TEST(FleetProcesses, SubgraphRangeJobSurvivesItsWorkerBeingKilled) {
   ASSERT_EQ(count(f.workers[0].output(), "finished "), 24u) << f.workers[0].output();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_EQ(count(f.workers[0].output(), "-full1_8/"), 0u);  // the range run has not finished on w1
+  // Its job process hangs; killing the worker must not leave it behind.
+  const std::vector<pid_t> children = children_of(f.workers[0].pid());
+  ASSERT_EQ(children.size(), 1u);
   f.workers[0].signal(SIGKILL);
   f.workers[0].wait(5000);
+  const auto gone_by = Clock::now() + std::chrono::seconds(5);
+  while (::kill(children[0], 0) == 0 && Clock::now() < gone_by)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_NE(::kill(children[0], 0), 0) << "the hung job process " << children[0] << " outlived its worker";
   f.add_worker();
   auto code = coord.wait(120000);
   ASSERT_TRUE(code) << coord.output();

@@ -14,6 +14,7 @@
 //    over ssh (worker/toolchain/toolchain_backend.h, board mode); one job at
 //    a time per board, so a fleet worker's capacity is forced to 1.
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -165,6 +166,11 @@ int main(int argc, char** argv) {
   app.add_option("--executors", executors, "Fleet: executors offered, comma-separated")->capture_default_str();
   app.add_option("--capacity", fo.capacity, "Fleet: jobs run in parallel")->capture_default_str()->check(
       CLI::Range(1, 4096));
+  app.add_option("--prefetch", fo.prefetch,
+                 "Fleet: jobs taken beyond --capacity and queued here, so a slot never waits for the "
+                 "coordinator between two short jobs (their lease deadlines allow for the wait)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
   app.add_option("--heartbeat-ms", fo.heartbeat_ms, "Fleet: heartbeat interval")->capture_default_str()->check(
       CLI::Range(10, 60000));
   app.add_flag("--verbose,-v", fo.verbose, "Fleet: log every finished job");
@@ -251,6 +257,10 @@ int main(int argc, char** argv) {
     ss << f.rdbuf();
     return ss.str();
   };
+  // A job process dies with its pool's process (kill -9 of a worker
+  // included): a hung job must not outlive the worker that was waiting
+  // for it. Before the first job a dead parent shows as EOF on stdin.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
   runner::JobRunner runner(fetch, id, make_backend(backend, threads), threads);
   // Fault injection for tests of the supervision (DESIGN §6): a comma list
   // of "hang:SUBSTR" / "crash:SUBSTR" matched against job ids
