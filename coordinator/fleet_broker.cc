@@ -54,9 +54,11 @@ struct Worker {
   bool unreachable = false;     // a send failed: dropped in the next purge
   // Only a Good device takes jobs (LAVA: Unknown waits for its health
   // check, Bad and Maintenance take none).
+  // Prefetched jobs count as credits only while the worker takes jobs at
+  // all (capacity 0: draining).
   long credits() const {
-    return unreachable || info.health != "Good" ? 0
-                                                : static_cast<long>(info.capacity) - static_cast<long>(leased.size());
+    if (unreachable || info.health != "Good" || info.capacity == 0) return 0;
+    return static_cast<long>(info.capacity) + static_cast<long>(info.prefetch) - static_cast<long>(leased.size());
   }
 };
 
@@ -217,10 +219,25 @@ struct FleetBroker::Impl {
     unqueue(j);
     j.state = Job::State::kLeased;
     j.worker = w.identity;
-    j.deadline = Clock::now() + milliseconds(j.spec.timeout_ms) + milliseconds(opt.lease_slack_ms);
     ++j.leases;
     w.leased.insert(j.spec.id);
+    j.deadline = lease_deadline(w, j);
     ++leased;
+  }
+  // When a lease to `w` has overrun: the job's timeout and the slack, and on
+  // a worker that prefetches, the time the job may wait in its local queue
+  // (ceil(prefetch / capacity) jobs ahead, each up to the longest timeout
+  // among its leases).
+  Clock::time_point lease_deadline(const Worker& w, const Job& j) const {
+    auto d = Clock::now() + milliseconds(j.spec.timeout_ms) + milliseconds(opt.lease_slack_ms);
+    if (w.info.prefetch == 0) return d;
+    uint32_t longest = j.spec.timeout_ms;
+    for (const auto& id : w.leased) {
+      auto it = jobs.find(id);
+      if (it != jobs.end()) longest = std::max(longest, it->second.spec.timeout_ms);
+    }
+    const uint32_t cap = std::max<uint32_t>(1, w.info.capacity);
+    return d + milliseconds(static_cast<int64_t>(longest) * ((w.info.prefetch + cap - 1) / cap));
   }
   // The leases of one dispatch round: stored in one batch before any job
   // leaves, then sent.
@@ -412,8 +429,8 @@ struct FleetBroker::Impl {
     auto it = workers.find(identity);
     if (it != workers.end()) {  // capacity change (0: draining), health or new offer
       it->second.info = info;
-      log("worker " + info.worker_id + " updated: capacity " + std::to_string(info.capacity) + ", health " +
-          info.health);
+      log("worker " + info.worker_id + " updated: capacity " + std::to_string(info.capacity) + ", prefetch " +
+          std::to_string(info.prefetch) + ", health " + info.health);
       return;
     }
     for (auto& [other, w] : workers)
@@ -436,14 +453,15 @@ struct FleetBroker::Impl {
       else if (j->second.state != Job::State::kHeld) continue;
       j->second.state = Job::State::kLeased;
       j->second.worker = identity;
-      j->second.deadline = Clock::now() + milliseconds(j->second.spec.timeout_ms) + milliseconds(opt.lease_slack_ms);
       j->second.leases = std::max<uint32_t>(1, j->second.leases);
       nw.leased.insert(id);
+      j->second.deadline = lease_deadline(nw, j->second);
       ++leased;
       ++kept;
     }
     log("worker " + info.worker_id + " ready: target " + info.target + ", executors " +
-        executors_csv(info.executors) + ", capacity " + std::to_string(info.capacity) + ", toolchain " +
+        executors_csv(info.executors) + ", capacity " + std::to_string(info.capacity) +
+        (info.prefetch ? " + prefetch " + std::to_string(info.prefetch) : "") + ", toolchain " +
         info.toolchain + (kept ? ", resumed " + std::to_string(kept) + " running jobs" : ""));
   }
 

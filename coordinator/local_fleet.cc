@@ -67,6 +67,7 @@ LocalWorkers::LocalWorkers(LocalWorkersOptions o) : opts_(std::move(o)) {
                                   "--target", opts_.target,
                                   "--executors", opts_.executors,
                                   "--capacity", "1",
+                                  "--prefetch", std::to_string(std::max(0, opts_.prefetch)),
                                   "--cache", opts_.cache_dir,
                                   "--threads", std::to_string(std::max(1, opts_.threads_per_job)),
                                   "--heartbeat-ms", std::to_string(opts_.heartbeat_ms),

@@ -27,6 +27,10 @@ struct LocalWorkersOptions {
   std::string endpoint;        // ipc:// or tcp:// of the embedded broker
   std::string cache_dir;       // model cache (<hash>.onnx), shared by all
   int threads_per_job = 1;
+  // Jobs each worker queues beyond the one it runs: its next layer job is
+  // there when the current one ends (discover's jobs take milliseconds, the
+  // round trip through the coordinator is a good part of that).
+  int prefetch = 1;
   int heartbeat_ms = 1000;
   std::string target = "sim";
   std::string executors = "nss,css,host";

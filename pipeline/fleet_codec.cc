@@ -80,7 +80,8 @@ std::string encode_ready(const WorkerInfo& w) {
   auto health = b.CreateString(w.health);
   auto reason = b.CreateString(w.health_reason);
   auto since = b.CreateString(w.health_since);
-  auto body = fb::CreateReady(b, id, target, exv, tc, w.capacity, running, tags, health, reason, since);
+  auto body = fb::CreateReady(b, id, target, exv, tc, w.capacity, running, tags, health, reason, since,
+                              w.prefetch);
   return finish(b, fb::Message::Ready, body.Union());
 }
 
@@ -152,6 +153,7 @@ FleetMessage decode_fleet_message(const void* data, size_t size, size_t max_byte
       m.ready.target = str(r->target());
       m.ready.toolchain = str(r->toolchain());
       m.ready.capacity = r->capacity();
+      m.ready.prefetch = r->prefetch();
       if (r->executors())
         for (auto e : *r->executors()) m.ready.executors.push_back(checked_executor(static_cast<int>(e), "READY"));
       if (r->running())
@@ -167,6 +169,7 @@ FleetMessage decode_fleet_message(const void* data, size_t size, size_t max_byte
       if (m.ready.target.empty()) throw PipelineError("READY without a target");
       if (m.ready.executors.empty()) throw PipelineError("READY offers no executor");
       if (m.ready.capacity > 4096) throw PipelineError("READY capacity " + std::to_string(m.ready.capacity) + " > 4096");
+      if (m.ready.prefetch > 4096) throw PipelineError("READY prefetch " + std::to_string(m.ready.prefetch) + " > 4096");
       return m;
     }
     case fb::Message::JobMsg: {

@@ -51,6 +51,7 @@ struct WorkerInfo {
   std::vector<Executor> executors;
   std::string toolchain;
   uint32_t capacity = 1;               // 0: draining, send no more jobs
+  uint32_t prefetch = 0;               // jobs queued beyond capacity (fleet.fbs Ready)
   std::vector<std::string> running;    // job ids still running after a reconnect
   std::vector<std::string> tags;       // device tags offered
   std::string health = "Good";         // Good | Unknown | Bad | Maintenance

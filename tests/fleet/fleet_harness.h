@@ -140,12 +140,13 @@ class FakeWorker {
       s_.send(zmq::buffer(frames[i]), i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
   }
   void ready(const std::string& id, const std::string& target, std::vector<pipeline::Executor> ex, uint32_t cap,
-             std::vector<std::string> running = {}) {
+             std::vector<std::string> running = {}, uint32_t prefetch = 0) {
     pipeline::WorkerInfo w;
     w.worker_id = id;
     w.target = target;
     w.executors = std::move(ex);
     w.capacity = cap;
+    w.prefetch = prefetch;
     w.toolchain = "fake";
     w.running = std::move(running);
     send(pipeline::encode_ready(w));

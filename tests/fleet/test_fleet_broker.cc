@@ -200,6 +200,49 @@ TEST(FleetBroker, DispatchHonoursCreditsAndMatchesExecutorAndTarget) {
   for (auto& [id, st] : states) EXPECT_EQ(st.first, 'D') << id;
 }
 
+// A worker with capacity 1 and prefetch 1 holds two leases; the second waits
+// in its queue behind the first, and that wait must not count as an overrun
+// of its own timeout (600 ms + 200 ms slack here: it is answered at ~1000 ms).
+TEST(FleetBroker, PrefetchingWorkerHoldsCapacityPlusPrefetchAndQueuedLeasesDoNotExpire) {
+  BrokerOptions o;
+  o.lease_slack_ms = 200;
+  std::vector<JobSpec> jobs{job(0, Executor::kNss), job(1, Executor::kNss), job(2, Executor::kNss)};
+  for (auto& j : jobs) j.timeout_ms = 600;
+  Harness h("prefetch", o, jobs);
+  h.start();
+  FakeWorker a(h.ctx, h.ep());
+  a.ready("a", "sim", {Executor::kNss}, 1, {}, 1);
+  auto held = take_jobs(a, 2);
+  ASSERT_EQ(held.size(), 2u) << h.log();
+  EXPECT_TRUE(gets_no_job(a, 500)) << "a holds 1 + 1 prefetched";
+  a.result(held[0].id, Executor::kNss);  // at ~500 ms; the queued job starts now
+  auto third = take_jobs(a, 1);
+  ASSERT_EQ(third.size(), 1u) << h.log();
+  auto quiet = a.next(500);  // ~1000 ms after its lease: past 600 + 200
+  EXPECT_FALSE(quiet) << "got " << pipeline::fleet_type_name(quiet->type) << "\n" << h.log();
+  a.result(held[1].id, Executor::kNss);
+  a.result(third[0].id, Executor::kNss);
+  ASSERT_TRUE(h.wait_finished(5000)) << h.log();
+  EXPECT_EQ(h.done().size(), 3u);
+  EXPECT_EQ(h.broker().stats().workers_expired, 0u);
+  EXPECT_EQ(h.broker().stats().dispatched, 3u) << "no job was leased twice";
+  EXPECT_EQ(h.log().find("overran"), std::string::npos) << h.log();
+}
+
+// A draining worker (capacity 0) gets nothing, prefetch or not.
+TEST(FleetBroker, DrainingWorkerGetsNoPrefetchedJob) {
+  Harness h("prefetch-drain", {}, {job(0, Executor::kCss)});
+  h.start();
+  FakeWorker a(h.ctx, h.ep()), b(h.ctx, h.ep());
+  a.ready("a", "sim", {Executor::kCss}, 0, {}, 3);
+  EXPECT_TRUE(gets_no_job(a, 300));
+  b.ready("b", "sim", {Executor::kCss}, 1);
+  auto j = take_jobs(b, 1);
+  ASSERT_EQ(j.size(), 1u);
+  b.result(j[0].id, Executor::kCss);
+  ASSERT_TRUE(h.wait_finished(5000)) << h.log();
+}
+
 TEST(FleetBroker, SilentWorkersJobIsRequeuedAndEndsAsCrashAfterMaxAttempts) {
   BrokerOptions o;
   o.max_attempts = 2;

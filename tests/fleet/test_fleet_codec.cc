@@ -35,6 +35,7 @@ TEST(FleetCodec, EveryMessageTypeRoundTrips) {
   w.executors = {Executor::kNss, Executor::kHost};
   w.toolchain = "tc 1.2";
   w.capacity = 4;
+  w.prefetch = 2;
   w.running = {"a/1/nss"};
   auto m = decode_fleet_message(encode_ready(w).data(), encode_ready(w).size());
   ASSERT_EQ(m.type, FleetType::kReady);
@@ -42,6 +43,7 @@ TEST(FleetCodec, EveryMessageTypeRoundTrips) {
   EXPECT_EQ(m.ready.target, "astra");
   EXPECT_EQ(m.ready.executors, (std::vector<Executor>{Executor::kNss, Executor::kHost}));
   EXPECT_EQ(m.ready.capacity, 4u);
+  EXPECT_EQ(m.ready.prefetch, 2u);
   EXPECT_EQ(m.ready.running, std::vector<std::string>{"a/1/nss"});
 
   const std::string job = encode_job(sample_job());

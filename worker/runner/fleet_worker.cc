@@ -135,6 +135,7 @@ struct FleetWorker::Impl {
     w.executors = opt.executors;
     w.toolchain = opt.toolchain.empty() ? toolchain_identity() : opt.toolchain;
     w.capacity = draining ? 0 : static_cast<uint32_t>(opt.capacity);
+    w.prefetch = static_cast<uint32_t>(opt.prefetch);
     w.running.assign(active.begin(), active.end());
     w.tags = opt.tags;
     w.health = health.state();
@@ -370,6 +371,7 @@ FleetWorker::FleetWorker(FleetWorkerOptions o) {
   if (o.connect.empty()) throw PipelineError("no coordinator endpoint (--connect tcp://HOST:PORT)");
   if (o.executors.empty()) throw PipelineError("no executors offered");
   if (o.capacity < 1) throw PipelineError("capacity must be at least 1");
+  if (o.prefetch < 0) throw PipelineError("prefetch must not be negative");
   if (o.target.empty()) throw PipelineError("empty target");
   if (o.worker_id.empty()) o.worker_id = default_worker_id();
   if (o.heartbeat_ms < 1) o.heartbeat_ms = 1;

@@ -43,6 +43,7 @@ struct FleetWorkerOptions {
   std::vector<pipeline::Executor> executors{pipeline::Executor::kNss, pipeline::Executor::kCss,
                                             pipeline::Executor::kHost};
   int capacity = 1;                    // parallel jobs (child processes)
+  int prefetch = 0;                    // jobs taken beyond capacity, queued in the pool
   std::string cache_dir = ".torq-cache/models";
   int threads_per_job = 1;
   int heartbeat_ms = 1000;
