@@ -326,8 +326,9 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
                                      (o.backend == "sim" ? "" : "|" + po.job_template.target))
                               .substr(0, 16);
   if (o.recompute_cache) {
-    for (const auto& l : model->layers())
-      for (Executor e : o.executors) store->erase_result(run, model->hash(), l.index, e);
+    std::vector<int> all;
+    for (const auto& l : model->layers()) all.push_back(l.index);
+    store->erase_results(run, model->hash(), all, o.executors);
     store->erase_result(run, u.full_key(), 0, Executor::kHost);
   }
 

@@ -237,6 +237,18 @@ void Store::erase_result(const std::string& run, const std::string& model_hash, 
   check_write(dir_, db_->Merge(synced(), results_, key, store_detail::erase_operand(e)), kResults, key);
 }
 
+void Store::erase_results(const std::string& run, const std::string& model_hash, const std::vector<int>& layers,
+                          const std::vector<Executor>& executors) {
+  if (layers.empty() || executors.empty()) return;
+  rocksdb::WriteBatch batch;
+  rocksdb::Status st;
+  for (int layer : layers)
+    for (Executor e : executors)
+      if (st.ok()) st = batch.Merge(results_, result_key(dir_, run, model_hash, layer), store_detail::erase_operand(e));
+  if (st.ok()) st = db_->Write(synced(), &batch);
+  check_write(dir_, st, kResults, result_key(dir_, run, model_hash, layers.front()));
+}
+
 void Store::put_cache(const std::string& key, const ExecResult& r) {
   check_nonempty(dir_, "cache key", key);
   // The cache is advisory (the results column family is the durable record):

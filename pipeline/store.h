@@ -86,6 +86,11 @@ class Store {
   // Erasing a result that is not there is a no-op. Written as a merge operand
   // so it orders correctly against concurrent merge_result calls.
   void erase_result(const std::string& run, const std::string& model_hash, int layer, Executor e);
+  // The same for every executor in `executors` of every layer in `layers`,
+  // in one synced write (a --recompute-cache of a 341-layer model is one
+  // disk flush, not a thousand).
+  void erase_results(const std::string& run, const std::string& model_hash, const std::vector<int>& layers,
+                     const std::vector<Executor>& executors);
 
   // Stores a result under a content-addressed cache key (overwrites). Not
   // fsynced: it survives a killed process (WAL in the OS page cache) but

@@ -128,6 +128,25 @@ TEST(Store, MergeKeepsOneResultPerExecutorInPriorityOrder) {
   EXPECT_TRUE(s->layer_results("run2", "h", 3).empty());
 }
 
+TEST(Store, EraseResultsInOneWriteRemovesTheGivenExecutorsOfTheGivenLayers) {
+  TempDir d;
+  auto s = Store::open(d.path);
+  for (int l = 0; l < 3; ++l)
+    for (Executor e : {Executor::kNss, Executor::kCss, Executor::kHost})
+      s->merge_result("r", "h", l, result(e, Status::kSuccess, std::to_string(l)));
+  s->merge_result("r", "other", 0, result(Executor::kNss, Status::kSuccess, "x"));
+  s->erase_results("r", "h", {0, 2}, {Executor::kNss, Executor::kHost});
+  s->erase_results("r", "h", {}, {Executor::kCss});  // nothing to erase: no-op
+  auto l0 = s->layer_results("r", "h", 0);
+  ASSERT_EQ(l0.size(), 1u);
+  EXPECT_EQ(l0[0].executor, Executor::kCss);
+  EXPECT_EQ(s->layer_results("r", "h", 1).size(), 3u);
+  auto l2 = s->layer_results("r", "h", 2);
+  ASSERT_EQ(l2.size(), 1u);
+  EXPECT_EQ(l2[0].executor, Executor::kCss);
+  EXPECT_EQ(s->layer_results("r", "other", 0).size(), 1u);
+}
+
 TEST(Store, EraseRemovesOneExecutorAndEmptyLayersVanish) {
   TempDir d;
   auto s = Store::open(d.path);
