@@ -124,6 +124,24 @@ class ConvBase : public Kernel {
                  : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                                    src_any, w_any, dst_any, strides, dil, padl, padr);
       dnnl::convolution_forward::primitive_desc pd(d, post_ops(ctx.fused()), env.engine);
+      // An input already blocked by the op before: keep its layout (in and
+      // out) when the implementation oneDNN picks for its own layouts takes
+      // it, so consecutive convolutions do not reorder between each other.
+      if (const auto tag = same_layout_tag(x)) {
+        const dnnl::memory::desc dst_same(dst_dims, dst_t, *tag);
+        const dnnl::memory::desc src_same = nn_src_md(x, data_t);
+        auto ds = b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                      dnnl::algorithm::convolution_direct, src_same, w_any, bias_md,
+                                                      dst_same, strides, dil, padl, padr)
+                    : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                      dnnl::algorithm::convolution_direct, src_same, w_any, dst_same,
+                                                      strides, dil, padl, padr);
+        try {
+          dnnl::convolution_forward::primitive_desc same(ds, post_ops(ctx.fused()), env.engine);
+          if (same.impl_info_str() == pd.impl_info_str()) pd = same;
+        } catch (const dnnl::error&) {
+        }
+      }
       pd_src_ = pd.src_desc();
       pd_dst_ = pd.dst_desc();
       w_desc_ = pd.weights_desc();
@@ -149,6 +167,22 @@ class ConvBase : public Kernel {
     has_bias_ = b != nullptr;
     rounding_ = ctx.rounding();
     act_ = ctx.fused() ? std::optional<FusedActivation>(*ctx.fused()) : std::nullopt;
+  }
+
+  // The format tag of a blocked 4-D input oneDNN convolutions also write
+  // (nhwc, nChw16c), if it is one.
+  static std::optional<dnnl::memory::format_tag> same_layout_tag(const Tensor& x) {
+    if (x.is_plain() || x.rank() != 4) return std::nullopt;
+    const dnnl::memory::desc md = md_of(x);
+    for (auto tag : {dnnl::memory::format_tag::acdb, dnnl::memory::format_tag::aBcd16b})
+      if (md == dnnl::memory::desc(md.dims(), md.data_type(), tag)) return tag;
+    return std::nullopt;
+  }
+  // x's descriptor in the type the convolution reads.
+  static dnnl::memory::desc nn_src_md(const Tensor& x, dt data_t) {
+    dnnl::memory::desc md = md_of(x);
+    md.data.data_type = static_cast<dnnl_data_type_t>(data_t);
+    return md;
   }
 
   bool same_act(const FusedActivation* a) const { return a ? act_ && *act_ == *a : !act_; }
