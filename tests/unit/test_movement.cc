@@ -117,6 +117,41 @@ TEST(Slice, NegativeStepsAndClamping) {
   EXPECT_EQ(values<float>(out)[0], 1.0f);
 }
 
+// Trailing axes copied whole merge into the last sliced one (contiguous
+// runs); against element-by-element indexing, with and without a merge.
+TEST(Slice, WholeTrailingAxesAreCopiedAsRuns) {
+  Runner r;
+  const Shape xs{2, 6, 3, 4};
+  Tensor x = Tensor::from_vector<float>(iota(144), xs);
+  struct Case {
+    std::vector<int64_t> starts, ends, axes, steps;
+  };
+  const std::vector<Case> cases{{{2}, {5}, {1}, {1}},          // channel split: planes of 12
+                                {{1, 0}, {6, 2}, {1, 2}, {2, 1}},  // step 2 on C, rows 0..1
+                                {{1}, {3}, {3}, {1}},          // innermost axis only
+                                {{1, 1}, {2, 6}, {0, 1}, {1, 1}}};  // batch 1, C from 1: one run
+  for (const auto& c : cases) {
+    Tensor out = r.run(make_node("Slice", 5), 13, {x, ints(c.starts), ints(c.ends), ints(c.axes), ints(c.steps)});
+    std::vector<int64_t> first(4, 0), step(4, 1);
+    Shape os = xs;
+    for (size_t i = 0; i < c.axes.size(); ++i) {
+      const size_t a = static_cast<size_t>(c.axes[i]);
+      first[a] = c.starts[i];
+      step[a] = c.steps[i];
+      os[a] = (c.ends[i] - c.starts[i] + c.steps[i] - 1) / c.steps[i];
+    }
+    ASSERT_EQ(out.shape(), os);
+    std::vector<float> want;
+    for (int64_t n = 0; n < os[0]; ++n)
+      for (int64_t ch = 0; ch < os[1]; ++ch)
+        for (int64_t h = 0; h < os[2]; ++h)
+          for (int64_t w = 0; w < os[3]; ++w)
+            want.push_back(static_cast<float>((((first[0] + n * step[0]) * 6 + first[1] + ch * step[1]) * 3 +
+                                               first[2] + h * step[2]) * 4 + first[3] + w * step[3]));
+    EXPECT_EQ(values<float>(out), want);
+  }
+}
+
 TEST(Gather, NegativeIndicesAndAxis) {
   Runner r;
   auto n = make_node("Gather", 2);

@@ -75,6 +75,15 @@ class NodeInfo {
 
 struct DnnlEnv;  // oneDNN engine + stream (dnnl_util.h)
 
+// An activation the session fuses into the node before it (act_fusion.h):
+// the kernel applies it to its output as a oneDNN post-op.
+enum class ActKind { kRelu, kClip, kHardSwish, kSwish };
+struct FusedActivation {
+  ActKind kind = ActKind::kRelu;
+  float lo = 0, hi = 0;  // kClip's bounds
+  bool operator==(const FusedActivation&) const = default;
+};
+
 class KernelContext {
  public:
   KernelContext(std::vector<const Tensor*> inputs, std::vector<bool> input_constant,
@@ -100,6 +109,10 @@ class KernelContext {
   DnnlEnv& dnnl() const { return *dnnl_; }
   Rounding rounding() const { return rounding_; }
   int threads() const { return threads_; }
+  // The activation to apply to output 0 (null: none); set by the session
+  // only on a kernel whose fuses_activation() is true.
+  const FusedActivation* fused() const { return fused_; }
+  void set_fused(const FusedActivation* a) { fused_ = a; }
 
  private:
   std::vector<const Tensor*> inputs_;
@@ -108,6 +121,7 @@ class KernelContext {
   DnnlEnv* dnnl_;
   Rounding rounding_;
   int threads_;
+  const FusedActivation* fused_ = nullptr;
 };
 
 class Kernel {
@@ -121,6 +135,8 @@ class Kernel {
   virtual void compute(KernelContext& ctx) = 0;
   virtual bool handles_bf16() const { return false; }
   virtual bool accepts_blocked_inputs() const { return false; }
+  // True when compute() applies KernelContext::fused() to its output.
+  virtual bool fuses_activation() const { return false; }
 };
 
 using KernelFactory = std::function<std::unique_ptr<Kernel>(const NodeInfo&)>;

@@ -13,6 +13,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "worker/engine/act_fusion.h"
 #include "worker/engine/dnnl_util.h"
 #include "pipeline/base/error.h"
 #include "worker/engine/kernel.h"
@@ -86,6 +87,8 @@ struct Session::Impl {
   std::vector<ValueInfo> inputs, outputs;
   std::vector<int> input_ids, output_ids;
   QuantFusion fusion;  // the integer kernels of a QDQ graph
+  std::vector<ActChain> chains;  // activations fused into their Conv (act_fusion.h)
+  std::vector<int> chain_of;     // by node: the chain it heads, or -1
   RunStats stats;
 
   int id_of(const std::string& name) {
@@ -101,7 +104,11 @@ struct Session::Impl {
   void load(const onnx::ModelProto& model);
   void plan_quant();
   void release_inputs(const Node& n, size_t i, std::vector<Tensor>& values) const;
-  void execute(Node& n, std::vector<Tensor>& values, bool folding, NodeStat* stat);
+  void plan_act();
+  void execute(Node& n, std::vector<Tensor>& values, bool folding, NodeStat* stat, const ActChain* chain = nullptr,
+               std::map<int, NodeStat>* fused_stats = nullptr);
+  void finish_chain(const ActChain& c, std::vector<Tensor>& outs, std::vector<Tensor>& values,
+                    std::map<int, NodeStat>* fused_stats);
   std::vector<const Tensor*> kernel_view(const Node& n, const std::vector<Tensor>& values,
                                          const std::vector<const Tensor*>& raw_in, QuantView* qv) const;
   DType quantized_type(int q_node, const std::vector<Tensor>& values) const;
@@ -287,6 +294,23 @@ void Session::Impl::load(const onnx::ModelProto& model) {
       const int from = fusion.dequantized_from[static_cast<size_t>(v)];
       if (from >= 0) last_use[static_cast<size_t>(from)] = static_cast<int>(i);
     }
+  plan_act();
+}
+
+void Session::Impl::plan_act() {
+  std::vector<ActNode> an(nodes.size());
+  std::vector<bool> keep = is_output;
+  for (size_t v = 0; v < keep.size(); ++v) keep[v] = keep[v] || fusion.keep_fp32[v];
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    // A widened output (bf16 in, f32 out) changes the types a chain sees.
+    const bool widen = n.rule && n.rule->widen_output;
+    an[i] = {n.info.get(), n.in, n.out, !n.folded && n.role == QuantRole::kPlain && !widen,
+             n.kernel->fuses_activation()};
+  }
+  chains = plan_act_fusion(an, constants, keep);
+  chain_of.assign(nodes.size(), -1);
+  for (size_t c = 0; c < chains.size(); ++c) chain_of[static_cast<size_t>(chains[c].head)] = static_cast<int>(c);
 }
 
 void Session::Impl::plan_quant() {
@@ -340,7 +364,10 @@ DType Session::Impl::quantized_type(int q, const std::vector<Tensor>& values) co
   return od ? dtype_from_onnx(static_cast<int32_t>(od)) : DType::kU8;
 }
 
-void Session::Impl::execute(Node& n, std::vector<Tensor>& values, bool folding, NodeStat* stat) {
+// `chain`: the activation chain n heads, if any; fused_stats receives its
+// followers' NodeStats when it runs fused.
+void Session::Impl::execute(Node& n, std::vector<Tensor>& values, bool folding, NodeStat* stat, const ActChain* chain,
+                            std::map<int, NodeStat>* fused_stats) {
   const NodeInfo& info = *n.info;
   try {
     std::vector<const Tensor*> raw_in(n.in.size(), nullptr);
@@ -366,11 +393,14 @@ void Session::Impl::execute(Node& n, std::vector<Tensor>& values, bool folding, 
     convert_inputs(n, raw_in, conv, in, any_bf16);
     std::vector<Tensor> outs(n.out.size());
     KernelContext ctx(in, is_const, &outs, &env, rounding, opts.threads);
+    const bool fuse = chain && (!any_bf16 || chain->exact_in_bf16);
+    if (fuse) ctx.set_fused(&chain->act);
     const auto t0 = Clock::now();
     n.kernel->compute(ctx);
     if (stat) stat->wall_ms = ms_since(t0);
     round_outputs(n, outs, any_bf16);
     if (stat && opts.profile) stat->cost = opts.profile->cost_of(info, kernel_in, outs, quant);
+    if (fuse) return finish_chain(*chain, outs, values, fused_stats);
     for (size_t i = 0; i < n.out.size(); ++i)
       if (n.out[i] >= 0) values[static_cast<size_t>(n.out[i])] = std::move(outs[i]);
   } catch (const EngineError& e) {
@@ -384,6 +414,32 @@ void Session::Impl::execute(Node& n, std::vector<Tensor>& values, bool folding, 
   } catch (const std::exception& e) {
     throw EngineError(ErrorKind::kRuntime, e.what(), info.name(), info.op_type());
   }
+}
+
+// A fused chain's followers: each judged by the profile and priced on what
+// it would have read (the head's output stands in for the values the chain
+// skips: same shape and type), with wall time 0; the last one's output is
+// the head's.
+void Session::Impl::finish_chain(const ActChain& c, std::vector<Tensor>& outs, std::vector<Tensor>& values,
+                                 std::map<int, NodeStat>* fused_stats) {
+  std::set<int> skipped{nodes[static_cast<size_t>(c.head)].out[0]};
+  for (int f : c.followers) {
+    const Node& fn = nodes[static_cast<size_t>(f)];
+    std::vector<const Tensor*> in(fn.in.size(), nullptr);
+    for (size_t k = 0; k < fn.in.size(); ++k)
+      if (fn.in[k] >= 0) in[k] = skipped.count(fn.in[k]) ? &outs[0] : &values[static_cast<size_t>(fn.in[k])];
+    NodeStat st{fn.info->name(), fn.info->op_type(), 0, {}};
+    try {
+      if (opts.profile) opts.profile->check(*fn.info, in);
+      if (opts.profile) st.cost = opts.profile->cost_of(*fn.info, in, outs);
+    } catch (const EngineError& e) {
+      if (!e.node().empty()) throw;
+      throw EngineError(e.kind(), e.reason(), fn.info->name(), fn.info->op_type());
+    }
+    if (fused_stats) (*fused_stats)[f] = std::move(st);
+    skipped.insert(fn.out[0]);
+  }
+  values[static_cast<size_t>(nodes[static_cast<size_t>(c.followers.back())].out[0])] = std::move(outs[0]);
 }
 
 // The kernel's inputs: plain unless it takes blocked ones; when the node
@@ -511,9 +567,20 @@ std::vector<Tensor> Session::run_impl(const std::vector<Tensor>& feeds, std::map
     values[static_cast<size_t>(m.input_ids[i])] = t;
   }
   RunStats stats;
+  std::map<int, NodeStat> fused_stats;  // followers of chains that ran fused
   for (size_t i = 0; i < m.nodes.size(); ++i) {
     auto& n = m.nodes[i];
     if (n.folded) continue;
+    if (auto f = fused_stats.find(static_cast<int>(i)); f != fused_stats.end()) {
+      stats.sim_cycles += f->second.cost.cycles;
+      stats.sim_ms += f->second.cost.time_ms;
+      stats.nodes.push_back(std::move(f->second));
+      m.release_inputs(n, i, values);
+      continue;
+    }
+    // Every value stays when the caller wants them all: no fusion then.
+    const int ci = all ? -1 : m.chain_of[i];
+    const ActChain* chain = ci < 0 ? nullptr : &m.chains[static_cast<size_t>(ci)];
     // A fused Q/DQ has no stats of its own: it is part of its integer kernel.
     NodeStat st;
     NodeStat* stp = n.role == QuantRole::kFused ? nullptr : &st;
@@ -529,7 +596,7 @@ std::vector<Tensor> Session::run_impl(const std::vector<Tensor>& feeds, std::map
         return {};
       }
     } else {
-      m.execute(n, values, false, stp);
+      m.execute(n, values, false, stp, chain, &fused_stats);
     }
     stats.sim_cycles += st.cost.cycles;
     stats.sim_ms += st.cost.time_ms;

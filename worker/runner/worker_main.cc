@@ -29,6 +29,7 @@
 #include <CLI/CLI.hpp>
 
 #include "pipeline/codec.h"
+#include "worker/engine/omp_wait.h"
 #include "worker/board/address.h"
 #include "worker/runner/fleet_worker.h"
 #include "worker/runner/frame_io.h"
@@ -37,6 +38,9 @@
 #include "worker/toolchain/toolchain_backend.h"
 
 using namespace torq;
+
+// Jobs run sessions (the sim backend): see omp_wait.h.
+TORQ_ENGINE_OMP_PASSIVE_WAIT();
 
 namespace {
 

@@ -3,7 +3,8 @@
 // The source and destination formats are left to oneDNN ("any"), so
 // consecutive convolutions stay in a blocked layout (nChw16c on AVX-512)
 // without reorders. Constant weights are reordered into the primitive's
-// format once, on the first run, and kept.
+// format once, on the first run, and kept. A Conv applies the activation the
+// session fused into it (KernelContext::fused()) as a oneDNN post-op.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "worker/engine/dnnl_util.h"
@@ -33,6 +34,7 @@ class ConvBase : public Kernel {
   ConvBase(const NodeInfo& n, bool transpose) : transpose_(transpose), attrs_(ConvAttrs::parse(n, transpose)) {}
   bool handles_bf16() const override { return true; }
   bool accepts_blocked_inputs() const override { return true; }
+  bool fuses_activation() const override { return !transpose_; }
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.in(0);
@@ -45,7 +47,8 @@ class ConvBase : public Kernel {
     TORQ_CHECK(w.rank() == x.rank(), "Conv weight rank must match the input rank");
     TORQ_CHECK(w.is_plain() && (!b || b->is_plain()), "Conv weights must be plain");
     const bool rebuild = !prim_ || x.shape() != in_shape_ || !(md_of(x) == in_md_) || w.shape() != w_shape_ ||
-                         (b != nullptr) != has_bias_ || x.dtype() != in_dtype_ || ctx.rounding() != rounding_;
+                         (b != nullptr) != has_bias_ || x.dtype() != in_dtype_ || ctx.rounding() != rounding_ ||
+                         !same_act(ctx.fused());
     if (rebuild) build(ctx, x, w, b);
     // Weights: packed once when constant.
     if (!w_packed_.defined() || !ctx.input_is_constant(1)) w_packed_ = w_reorder_(w, w_desc_, w.dtype(), ctx.dnnl());
@@ -120,7 +123,25 @@ class ConvBase : public Kernel {
                                                    src_any, w_any, bias_md, dst_any, strides, dil, padl, padr)
                  : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                                    src_any, w_any, dst_any, strides, dil, padl, padr);
-      dnnl::convolution_forward::primitive_desc pd(d, env.engine);
+      dnnl::convolution_forward::primitive_desc pd(d, post_ops(ctx.fused()), env.engine);
+      // An input already blocked by the op before: keep its layout (in and
+      // out) when the implementation oneDNN picks for its own layouts takes
+      // it, so consecutive convolutions do not reorder between each other.
+      if (const auto tag = same_layout_tag(x)) {
+        const dnnl::memory::desc dst_same(dst_dims, dst_t, *tag);
+        const dnnl::memory::desc src_same = nn_src_md(x, data_t);
+        auto ds = b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                      dnnl::algorithm::convolution_direct, src_same, w_any, bias_md,
+                                                      dst_same, strides, dil, padl, padr)
+                    : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                      dnnl::algorithm::convolution_direct, src_same, w_any, dst_same,
+                                                      strides, dil, padl, padr);
+        try {
+          dnnl::convolution_forward::primitive_desc same(ds, post_ops(ctx.fused()), env.engine);
+          if (same.impl_info_str() == pd.impl_info_str()) pd = same;
+        } catch (const dnnl::error&) {
+        }
+      }
       pd_src_ = pd.src_desc();
       pd_dst_ = pd.dst_desc();
       w_desc_ = pd.weights_desc();
@@ -145,6 +166,41 @@ class ConvBase : public Kernel {
     w_shape_ = w.shape();
     has_bias_ = b != nullptr;
     rounding_ = ctx.rounding();
+    act_ = ctx.fused() ? std::optional<FusedActivation>(*ctx.fused()) : std::nullopt;
+  }
+
+  // The format tag of a blocked 4-D input oneDNN convolutions also write
+  // (nhwc, nChw16c), if it is one.
+  static std::optional<dnnl::memory::format_tag> same_layout_tag(const Tensor& x) {
+    if (x.is_plain() || x.rank() != 4) return std::nullopt;
+    const dnnl::memory::desc md = md_of(x);
+    for (auto tag : {dnnl::memory::format_tag::acdb, dnnl::memory::format_tag::aBcd16b})
+      if (md == dnnl::memory::desc(md.dims(), md.data_type(), tag)) return tag;
+    return std::nullopt;
+  }
+  // x's descriptor in the type the convolution reads.
+  static dnnl::memory::desc nn_src_md(const Tensor& x, dt data_t) {
+    dnnl::memory::desc md = md_of(x);
+    md.data.data_type = static_cast<dnnl_data_type_t>(data_t);
+    return md;
+  }
+
+  bool same_act(const FusedActivation* a) const { return a ? act_ && *act_ == *a : !act_; }
+
+  // The fused activation as a oneDNN eltwise post-op (the same jit code as
+  // the eltwise primitive the unfused node runs on).
+  static dnnl::primitive_attr post_ops(const FusedActivation* a) {
+    dnnl::primitive_attr attr;
+    if (!a) return attr;
+    dnnl::post_ops ops;
+    switch (a->kind) {
+      case ActKind::kRelu: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); break;
+      case ActKind::kClip: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip_v2, a->lo, a->hi); break;
+      case ActKind::kHardSwish: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_hardswish, 0.f, 0.f); break;
+      case ActKind::kSwish: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); break;
+    }
+    attr.set_post_ops(ops);
+    return attr;
   }
 
   static void transpose_geometry(const ConvAttrs& a, const std::vector<int64_t>& in, std::vector<int64_t>* out,
@@ -206,6 +262,7 @@ class ConvBase : public Kernel {
   DType in_dtype_ = DType::kUndefined, out_dtype_ = DType::kF32;
   Rounding rounding_ = Rounding::kNearestEven;
   bool has_bias_ = false;
+  std::optional<FusedActivation> act_;
 };
 
 class ConvKernel : public ConvBase {

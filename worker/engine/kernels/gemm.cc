@@ -189,6 +189,21 @@ class MatMulKernel : public Kernel {
       ctx.output(0) = Tensor::zeros(a.dtype() == DType::kBF16 && ctx.rounding() == Rounding::kTruncate ? DType::kF32 : a.dtype(), final_shape);
       return;
     }
+    // B shared by every batch (the usual weight): one 2-D product with the
+    // batch rows stacked, [batch x M, K] x [K, N]. oneDNN then packs B once
+    // in its preferred blocked format, which it does not for 3-D weights, and
+    // a batch of 1-row products (vit's [197, 1, 768] x [768, 2304]) becomes
+    // one well-shaped product; A and the output are row-major either way.
+    bool b_shared = true;
+    for (size_t i = 0; i + 2 < r; ++i) b_shared = b_shared && bs[i] == 1;
+    if (b_shared && r > 2) {
+      const int64_t rows = shape_numel(out) / out.back();
+      const Shape as2{rows, as.back()}, bs2{bs[r - 2], bs[r - 1]}, out2{rows, out.back()};
+      Tensor y = core_.run(ctx, a, to_dims(as2), false, b, to_dims(bs2), false, ctx.input_is_constant(1), nullptr,
+                           1.f, out2);
+      ctx.output(0) = y.reshaped(final_shape);
+      return;
+    }
     Tensor y = core_.run(ctx, a, to_dims(as), false, b, to_dims(bs), false, ctx.input_is_constant(1), nullptr, 1.f, out);
     ctx.output(0) = y.reshaped(final_shape);
   }

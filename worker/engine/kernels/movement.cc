@@ -306,11 +306,20 @@ class SliceKernel : public Kernel {
       out_shape[a] = len;
     }
     const auto strides = strides_of(x.shape());
-    std::vector<std::vector<int64_t>> off(static_cast<size_t>(rank));
-    for (size_t a = 0; a < off.size(); ++a) {
-      off[a].resize(static_cast<size_t>(out_shape[a]));
+    // Axes after the last one sliced are copied whole: with a step of 1
+    // there, they merge into it (one contiguous run per outer index, e.g.
+    // a channel split copies whole planes instead of rows).
+    size_t kept = static_cast<size_t>(rank);
+    while (kept > 1 && out_shape[kept - 1] == x.shape()[kept - 1] && step[kept - 1] == 1 && first[kept - 1] == 0)
+      --kept;
+    if (kept > 0 && step[kept - 1] != 1) kept = static_cast<size_t>(rank);
+    std::vector<std::vector<int64_t>> off(kept);
+    for (size_t a = 0; a < kept; ++a) {
+      const int64_t inner = a + 1 == kept ? strides[a] : 1;  // elements merged into each index
+      off[a].resize(static_cast<size_t>(out_shape[a] * inner));
       for (int64_t i = 0; i < out_shape[a]; ++i)
-        off[a][static_cast<size_t>(i)] = (first[a] + i * step[a]) * strides[a];
+        for (int64_t j = 0; j < inner; ++j)
+          off[a][static_cast<size_t>(i * inner + j)] = (first[a] + i * step[a]) * strides[a] + j;
     }
     Tensor out(x.dtype(), out_shape);
     gather_axis_offsets(x.raw(), out.raw(), dtype_size(x.dtype()), off);

@@ -1,7 +1,7 @@
 // Unary element-wise kernels: activations (Relu, LeakyRelu, Elu, Selu,
 // Sigmoid, HardSigmoid, HardSwish, Tanh, Softplus, Softsign) and math (Erf,
 // Sqrt, Exp, Log, Abs, Neg, Reciprocal, Ceil, Floor, Sign); Clip and Not are
-// in unary_misc.cc.
+// in unary_misc.cc. Float Erf runs on libmvec's vector erff (vec_math.h).
 //
 // Each op has a C++ definition written like the ONNX reference (NaN
 // propagates). f32/bf16 inputs of the ops whose oneDNN eltwise algorithm was
@@ -16,6 +16,7 @@
 
 #include "worker/engine/kernels/binary_bcast.h"
 #include "worker/engine/kernels/binary_dnnl.h"
+#include "worker/engine/kernels/vec_math.h"
 
 namespace torq::engine {
 namespace {
@@ -211,6 +212,14 @@ class UnaryKernel final : public Kernel {
                               : alloc_for_md(elt::md_as(md_of(x), dnnl_dtype(odt)), odt,
                                              x.shape());
     const int64_t n = static_cast<int64_t>(x.nbytes() / dtype_size(x.dtype()));
+    if (op_ == U::kErf) {  // vectorized (libmvec): std::erf was most of a GELU's time
+      if (x.dtype() == DType::kF32)
+        vm::erf_f32(static_cast<const float*>(x.raw()), static_cast<float*>(out.raw()), n);
+      else
+        vm::erf_bf16(static_cast<const bf16_t*>(x.raw()), static_cast<bf16_t*>(out.raw()),
+                     bf16_out ? nullptr : static_cast<float*>(out.raw()), n, Rounding::kNearestEven);
+      return out;
+    }
     const Params p = p_;
     visit_op(op_, [&](auto opc) {
       constexpr U OP = decltype(opc)::value;

@@ -1,0 +1,101 @@
+#include "worker/engine/act_fusion.h"
+
+#include <cmath>
+#include <limits>
+
+namespace torq::engine {
+
+namespace {
+
+bool exact_bf16(float v) { return std::isinf(v) || round_to_bf16(v, Rounding::kNearestEven) == v; }
+
+// A constant float scalar input, or `def` when omitted; false when the
+// input is not a constant float scalar.
+bool scalar(const ActNode& n, size_t i, const std::vector<Tensor>& constants, float def, float* v) {
+  if (i >= n.in.size() || n.in[i] < 0) {
+    *v = def;
+    return true;
+  }
+  const Tensor& t = constants[static_cast<size_t>(n.in[i])];
+  if (!t.defined() || !t.is_plain() || t.numel() != 1 || !is_float(t.dtype()) || t.dtype() == DType::kF64) return false;
+  *v = static_cast<float>(t.get_as_double(0));
+  return true;
+}
+
+// The activation of a one-node follower (Relu, Clip, HardSwish).
+bool single_act(const ActNode& n, const std::vector<Tensor>& constants, ActChain* c) {
+  const std::string& op = n.info->op_type();
+  if (op == "Relu") {
+    c->act = {ActKind::kRelu, 0, 0};
+    c->exact_in_bf16 = true;
+    return true;
+  }
+  if (op == "HardSwish") {
+    c->act = {ActKind::kHardSwish, 0, 0};
+    return true;
+  }
+  if (op != "Clip") return false;
+  const float inf = std::numeric_limits<float>::infinity();
+  float lo = -inf, hi = inf;
+  if (n.info->opset() < 11) {
+    lo = n.info->attr_float("min", std::numeric_limits<float>::lowest());
+    hi = n.info->attr_float("max", std::numeric_limits<float>::max());
+  } else if (!scalar(n, 1, constants, -inf, &lo) || !scalar(n, 2, constants, inf, &hi)) {
+    return false;
+  }
+  if (std::isnan(lo) || std::isnan(hi) || lo > hi) return false;
+  c->act = {ActKind::kClip, lo, hi};
+  c->exact_in_bf16 = exact_bf16(lo) && exact_bf16(hi);
+  return true;
+}
+
+}  // namespace
+
+std::vector<ActChain> plan_act_fusion(const std::vector<ActNode>& nodes, const std::vector<Tensor>& constants,
+                                      const std::vector<bool>& keep) {
+  std::vector<std::vector<int>> readers(constants.size());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (int v : nodes[i].in)
+      if (v >= 0) readers[static_cast<size_t>(v)].push_back(static_cast<int>(i));
+  // Value v may vanish: not kept, and read exactly by `want` (as a set).
+  const auto private_to = [&](int v, std::vector<int> want) {
+    if (v < 0 || keep[static_cast<size_t>(v)] || constants[static_cast<size_t>(v)].defined()) return false;
+    std::vector<int> r = readers[static_cast<size_t>(v)];
+    std::sort(r.begin(), r.end());
+    r.erase(std::unique(r.begin(), r.end()), r.end());
+    std::sort(want.begin(), want.end());
+    return r == want;
+  };
+  std::vector<ActChain> chains;
+  for (size_t h = 0; h < nodes.size(); ++h) {
+    const ActNode& head = nodes[h];
+    if (!head.runs || !head.fuses || head.info->op_type() != "Conv" || head.out.size() != 1) continue;
+    const int v = head.out[0];
+    if (v < 0 || readers[static_cast<size_t>(v)].empty()) continue;
+    const int f = readers[static_cast<size_t>(v)].front();
+    const ActNode& fn = nodes[static_cast<size_t>(f)];
+    if (!fn.runs || fn.in.empty() || fn.in[0] != v || fn.out.size() != 1 || fn.out[0] < 0) continue;
+    ActChain c;
+    c.head = static_cast<int>(h);
+    if (private_to(v, {f}) && single_act(fn, constants, &c)) {
+      c.followers = {f};
+      chains.push_back(c);
+      continue;
+    }
+    // Swish: s = Sigmoid(v); Mul(v, s) or Mul(s, v).
+    if (fn.info->op_type() != "Sigmoid" || fn.in.size() != 1) continue;
+    const int s = fn.out[0];
+    if (readers[static_cast<size_t>(s)].size() != 1) continue;
+    const int m = readers[static_cast<size_t>(s)].front();
+    const ActNode& mn = nodes[static_cast<size_t>(m)];
+    const bool mul_vs = mn.in.size() == 2 && ((mn.in[0] == v && mn.in[1] == s) || (mn.in[0] == s && mn.in[1] == v));
+    if (!mn.runs || mn.info->op_type() != "Mul" || !mul_vs || mn.out.size() != 1 || mn.out[0] < 0) continue;
+    if (!private_to(v, {f, m}) || !private_to(s, {m})) continue;
+    c.act = {ActKind::kSwish, 0, 0};
+    c.followers = {f, m};
+    chains.push_back(c);
+  }
+  return chains;
+}
+
+}  // namespace torq::engine

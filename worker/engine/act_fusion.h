@@ -1,0 +1,48 @@
+// Activation fusion: a Conv whose only reader is an activation runs with the
+// activation as a oneDNN post-op (one pass over the output, one node less to
+// dispatch). Planned at load; the session applies a chain only where the
+// result is the same as running its nodes one by one:
+//  - Relu, and Clip with bounds exact in bf16 (lo <= hi): in fp32 and in
+//    bf16 numerics alike (rounding to bf16 and clamping at 0 or at a bf16
+//    bound commute), on every number; oneDNN's max/min turn a NaN into the
+//    bound where the engine's Relu/Clip keep it, and a -0 into +0, so a
+//    NaN output of the Conv (NaN/Inf inputs or overflow) reads 0 after a
+//    fused Relu (documented deviation, seen only with non-finite values);
+//  - HardSwish, and Sigmoid followed by Mul by the Conv's output (swish):
+//    fp32 only (in bf16 numerics the unfused path rounds in between); the
+//    post-op runs the same jit code as the unfused eltwise primitive.
+// Never across a value that is a graph output or read by any other node, nor
+// when the caller asks for every value (Session::run_all runs unfused).
+// Every node of a chain keeps its profile judgement and its NodeStat (a
+// follower's wall time is 0: the head's time covers the chain).
+#pragma once
+
+#include <vector>
+
+#include "worker/engine/kernel.h"
+#include "worker/engine/tensor.h"
+
+namespace torq::engine {
+
+struct ActChain {
+  int head = -1;               // the Conv (node index)
+  std::vector<int> followers;  // the activation's nodes, in order
+  FusedActivation act;
+  bool exact_in_bf16 = false;  // may fuse when the Conv computes in bf16
+};
+
+// What the planner needs of a node.
+struct ActNode {
+  const NodeInfo* info = nullptr;
+  std::vector<int> in, out;  // value ids (-1: omitted)
+  bool runs = false;         // not folded, not part of a quantized kernel
+  bool fuses = false;        // its kernel applies a fused activation
+};
+
+// Chains over `nodes` (topological order). `constants`: by value id
+// (undefined if not constant); `keep`: values that must exist as tensors
+// (graph outputs, values the integer kernels keep in fp32).
+std::vector<ActChain> plan_act_fusion(const std::vector<ActNode>& nodes, const std::vector<Tensor>& constants,
+                                      const std::vector<bool>& keep);
+
+}  // namespace torq::engine
