@@ -1,4 +1,4 @@
-// Control flow (kernels/control.cc, subgraph.h): If runs the branch its
+// Control flow (kernels/control.cc, pipeline/base/onnx_scope.h): If runs the branch its
 // condition picks, reading outer-scope values (also from two scopes up,
 // through a nested If), with outputs whose shape differs per branch; Loop
 // carries values and stacks scan outputs; an op a subgraph lacks is an

@@ -18,7 +18,7 @@
 #include "worker/engine/kernel.h"
 #include "worker/engine/quant_fusion.h"
 #include "worker/engine/quant_ops.h"
-#include "worker/engine/subgraph.h"
+#include "pipeline/base/onnx_scope.h"
 #include "worker/engine/tensor_io.h"
 
 namespace torq::engine {
@@ -232,7 +232,7 @@ void Session::Impl::load_graph(const onnx::GraphProto& g, bool subgraph) {
     }
     for (const auto& i : np.input()) n.in.push_back(i.empty() ? -1 : id_of(i));
     for (const auto& o : np.output()) n.out.push_back(o.empty() ? -1 : id_of(o));
-    // The outer-scope values its subgraphs read: implicit inputs (subgraph.h).
+    // The outer-scope values its subgraphs read: implicit inputs (pipeline/base/onnx_scope.h).
     for (const auto& name : outer_scope_reads(np)) n.in.push_back(id_of(name));
     n.reorders.resize(n.in.size());
     if (opts.profile) n.rule = opts.profile->rule(op);

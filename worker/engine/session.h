@@ -47,7 +47,7 @@ struct SessionOptions {
   bool check_input_shapes = true;
 };
 
-// Where a subgraph (an If branch, a Loop body; subgraph.h) is loaded: the
+// Where a subgraph (an If branch, a Loop body; pipeline/base/onnx_scope.h) is loaded: the
 // options and opsets of the session whose node holds it.
 struct GraphScope {
   SessionOptions opts;

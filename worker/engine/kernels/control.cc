@@ -1,7 +1,7 @@
 // Control flow: If and Loop. Each subgraph runs in a nested Session
 // (Session::from_graph) loaded in the enclosing session's scope (its
 // options, profile and opsets). The outer-scope values a subgraph reads are
-// the node's implicit inputs (subgraph.h): ctx inputs after the declared
+// the node's implicit inputs (pipeline/base/onnx_scope.h): ctx inputs after the declared
 // ones, in outer_scope_reads(node) order.
 //
 // How a profile judges them: the If or Loop node itself is judged by its
@@ -19,7 +19,7 @@
 
 #include "worker/engine/kernel.h"
 #include "worker/engine/session.h"
-#include "worker/engine/subgraph.h"
+#include "pipeline/base/onnx_scope.h"
 
 namespace torq::engine {
 

@@ -1,10 +1,10 @@
-#include "worker/engine/subgraph.h"
+#include "pipeline/base/onnx_scope.h"
 
 #include <set>
 
 #include <onnx/onnx_pb.h>
 
-namespace torq::engine {
+namespace torq::base {
 
 namespace {
 
@@ -44,4 +44,12 @@ std::vector<std::string> outer_scope_reads(const onnx::NodeProto& n) {
   return {reads.begin(), reads.end()};
 }
 
-}  // namespace torq::engine
+std::vector<std::string> node_reads(const onnx::NodeProto& n) {
+  std::vector<std::string> out;
+  for (const auto& i : n.input())
+    if (!i.empty()) out.push_back(i);
+  for (auto& r : outer_scope_reads(n)) out.push_back(std::move(r));
+  return out;
+}
+
+}  // namespace torq::base
