@@ -6,6 +6,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "pipeline/base/onnx_scope.h"
+
 namespace torq::pipeline {
 
 namespace {
@@ -22,8 +24,8 @@ struct Edges {
     for (int i = 0; i < g.node_size(); ++i) {
       for (const auto& o : g.node(i).output())
         if (!o.empty()) producer[o] = i;
-      for (const auto& in : g.node(i).input())
-        if (!in.empty()) consumers[in].push_back(i);
+      // An If/Loop also reads the outer-scope values of its subgraphs.
+      for (const auto& in : base::node_reads(g.node(i))) consumers[in].push_back(i);
     }
   }
   int producer_of(const std::string& v) const {
@@ -164,7 +166,7 @@ std::vector<std::string> range_outputs(const onnx::GraphProto& g, const std::vec
   for (size_t i = 0; i < layers.size(); ++i) {
     if (i >= first && i <= last) continue;
     for (int p : layers[i].nodes)
-      for (const auto& in : g.node(p).input()) read_elsewhere.insert(in);
+      for (const auto& in : base::node_reads(g.node(p))) read_elsewhere.insert(in);
   }
   for (const auto& o : g.output()) read_elsewhere.insert(o.name());
   std::vector<int> owned;

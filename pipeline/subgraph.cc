@@ -6,6 +6,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "pipeline/model_import.h"
+#include "pipeline/base/onnx_scope.h"
 #include "pipeline/base/yaml_strict.h"
 
 namespace torq::pipeline {
@@ -93,8 +94,8 @@ onnx::ModelProto extract_subgraph(const ImportedModel& model, const LayerRange& 
   };
   for (int i : nodes) {
     const auto& node = g.node(i);
-    for (const auto& in : node.input()) {
-      if (in.empty() || produced.count(in) || entered.count(in)) continue;
+    for (const auto& in : base::node_reads(node)) {  // an If's outer-scope reads enter too
+      if (produced.count(in) || entered.count(in)) continue;
       entered.insert(in);
       if (auto it = inits.find(in); it != inits.end()) {
         auto* t = sg->add_initializer();

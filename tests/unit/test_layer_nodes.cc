@@ -184,3 +184,33 @@ TEST_F(QuantizedDemo, ASubgraphKeepsWholeLayers) {
   for (const auto& out : sub.graph().output())
     EXPECT_EQ(out.type().tensor_type().elem_type(), onnx::TensorProto::INT8) << out.name();
 }
+
+TEST(LayerNodes, AnIfLayerReadsTheOuterScopeValuesOfItsBranches) {
+  // a = Relu(x); b = Neg(x); z = If(c) then a + b else a. The If node names
+  // only c; its branches read a and b, so the Relu and Neg layers output
+  // them and the If layer's sub-model takes them as inputs.
+  G b;
+  b.node("Relu", {"x"}, {"a"}).node("Neg", {"x"}, {"b"}).node("If", {"c"}, {"z"}).output("z");
+  auto* n = b.m.mutable_graph()->mutable_node(2);
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    auto* attr = n->add_attribute();
+    attr->set_name(branch);
+    attr->set_type(onnx::AttributeProto::GRAPH);
+    auto* g = attr->mutable_g();
+    if (std::string(branch) == "then_branch") {
+      auto* add = g->add_node();
+      add->set_op_type("Add");
+      add->add_input("a");
+      add->add_input("b");
+      add->add_output("s");
+      g->add_output()->set_name("s");
+    } else {
+      g->add_output()->set_name("a");
+    }
+  }
+  const auto layers = layer_nodes(b.g());
+  ASSERT_EQ(layers.size(), 3u);
+  EXPECT_EQ(range_outputs(b.g(), layers, 0, 0), (std::vector<std::string>{"a"}));
+  EXPECT_EQ(range_outputs(b.g(), layers, 0, 1), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(range_outputs(b.g(), layers, 2, 2), (std::vector<std::string>{"z"}));
+}

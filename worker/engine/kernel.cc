@@ -111,6 +111,8 @@ void register_select_kernels(KernelRegistry& r);       // kernels/select.cc
 void register_nms_kernels(KernelRegistry& r);          // kernels/nms.cc
 void register_reverse_sequence_kernels(KernelRegistry& r);  // kernels/reverse_sequence.cc
 void register_quant_kernels(KernelRegistry& r);        // kernels/quant*.cc
+void register_control_kernels(KernelRegistry& r);      // kernels/control.cc
+void register_roi_align_kernels(KernelRegistry& r);    // kernels/roi_align.cc
 
 const KernelRegistry& KernelRegistry::global() {
   static const KernelRegistry registry = [] {
@@ -135,6 +137,8 @@ const KernelRegistry& KernelRegistry::global() {
     register_nms_kernels(r);
     register_reverse_sequence_kernels(r);
     register_quant_kernels(r);
+    register_control_kernels(r);
+    register_roi_align_kernels(r);
     return r;
   }();
   return registry;

@@ -23,6 +23,7 @@
 
 #include "pipeline/base/dtype.h"
 #include "pipeline/base/error.h"
+#include "worker/engine/profile.h"
 #include "worker/engine/tensor.h"
 
 namespace onnx {
@@ -32,6 +33,8 @@ class TensorProto;
 }  // namespace onnx
 
 namespace torq::engine {
+
+struct GraphScope;  // session.h
 
 // A node as kernels see it: attributes, input arity, opset.
 class NodeInfo {
@@ -66,8 +69,15 @@ class NodeInfo {
   // new attribute variant is never silently ignored.
   void expect_attrs(std::initializer_list<const char*> known) const;
 
+  // Where the node's graph attributes (If branches, a Loop body) load:
+  // the enclosing session's options and opsets (set by the session before
+  // the kernel is made; null outside a session).
+  const GraphScope* scope() const { return scope_; }
+  void set_scope(const GraphScope* scope) { scope_ = scope; }
+
  private:
   const onnx::NodeProto* proto_;
+  const GraphScope* scope_ = nullptr;
   int opset_;
   std::string name_, op_type_;
   std::vector<std::string> inputs_, outputs_;
@@ -137,6 +147,10 @@ class Kernel {
   virtual bool accepts_blocked_inputs() const { return false; }
   // True when compute() applies KernelContext::fused() to its output.
   virtual bool fuses_activation() const { return false; }
+  // The simulated cost of the work the last compute() ran in nested
+  // sessions (a control-flow node's subgraph nodes, each judged and priced
+  // by the profile there); the session adds it to the node's own cost.
+  virtual LayerCost nested_cost() const { return {}; }
 };
 
 using KernelFactory = std::function<std::unique_ptr<Kernel>(const NodeInfo&)>;

@@ -19,6 +19,7 @@
 #include "worker/engine/kernel.h"
 #include "worker/engine/quant_fusion.h"
 #include "worker/engine/quant_ops.h"
+#include "pipeline/base/onnx_scope.h"
 #include "worker/engine/tensor_io.h"
 
 namespace torq::engine {
@@ -55,6 +56,14 @@ Tensor convert_float(const Tensor& t, DType to, Rounding r, DnnlEnv& env) {
   return cast_tensor(to_plain(t, env), to, r);
 }
 
+void add_cost(LayerCost& c, const LayerCost& nested, const CostModel& m) {
+  c.macs += nested.macs;
+  c.elements += nested.elements;
+  c.bytes += nested.bytes;
+  c.cycles += nested.cycles;
+  c.time_ms = static_cast<double>(c.cycles) / (m.clock_mhz * 1e3);
+}
+
 std::string onnx_type_name(int32_t t) {
   DType d = dtype_from_onnx(t);
   return d == DType::kUndefined ? "onnx type " + std::to_string(t) : dtype_name(d);
@@ -65,6 +74,8 @@ std::string onnx_type_name(int32_t t) {
 struct Session::Impl {
   SessionOptions opts;
   int opset = 0;
+  std::map<std::string, int> domain_opsets{{"com.microsoft", 1}};  // opset of each non-default domain
+  GraphScope scope;  // what this graph's subgraphs load in
   DnnlEnv env;
   Rounding rounding = Rounding::kNearestEven;
 
@@ -102,6 +113,7 @@ struct Session::Impl {
   }
 
   void load(const onnx::ModelProto& model);
+  void load_graph(const onnx::GraphProto& g, bool subgraph);
   void plan_quant();
   void release_inputs(const Node& n, size_t i, std::vector<Tensor>& values) const;
   void plan_act();
@@ -120,6 +132,7 @@ struct Session::Impl {
 static ValueInfo value_info_of(const onnx::ValueInfoProto& v, bool to_bf16, bool allow_untyped = false) {
   ValueInfo vi;
   vi.name = v.name();
+  if (allow_untyped && !v.has_type()) return vi;  // a subgraph output may leave its type to inference
   if (!v.type().has_tensor_type())
     throw EngineError(ErrorKind::kUnsupported, "graph value '" + v.name() + "' is not a tensor");
   const auto& tt = v.type().tensor_type();
@@ -134,17 +147,20 @@ static ValueInfo value_info_of(const onnx::ValueInfoProto& v, bool to_bf16, bool
 }
 
 void Session::Impl::load(const onnx::ModelProto& model) {
-  if (opts.threads > 0) omp_set_num_threads(opts.threads);
-  rounding = opts.profile && opts.profile->rounding() ? *opts.profile->rounding() : opts.rounding;
-  const bool to_bf16 = opts.numerics == Numerics::kBF16;
   // Opset of each non-default domain the engine has kernels for.
-  std::map<std::string, int> domain_opsets{{"com.microsoft", 1}};
   for (const auto& imp : model.opset_import()) {
     if (imp.domain().empty() || imp.domain() == "ai.onnx") opset = static_cast<int>(imp.version());
     else if (domain_opsets.count(imp.domain())) domain_opsets[imp.domain()] = static_cast<int>(imp.version());
   }
   if (!model.has_graph()) throw EngineError(ErrorKind::kInvalidModel, "model has no graph");
-  const auto& g = model.graph();
+  load_graph(model.graph(), /*subgraph=*/false);
+}
+
+void Session::Impl::load_graph(const onnx::GraphProto& g, bool subgraph) {
+  if (opts.threads > 0) omp_set_num_threads(opts.threads);
+  rounding = opts.profile && opts.profile->rounding() ? *opts.profile->rounding() : opts.rounding;
+  const bool to_bf16 = opts.numerics == Numerics::kBF16;
+  scope = GraphScope{opts, opset, domain_opsets};
   const auto known_domain = [&](const std::string& d) {
     return d.empty() || d == "ai.onnx" || domain_opsets.count(d);
   };
@@ -184,6 +200,13 @@ void Session::Impl::load(const onnx::ModelProto& model) {
     inputs.push_back(value_info_of(in, to_bf16));
     input_ids.push_back(id);
   }
+  // A subgraph's outer-scope reads are inputs of any type, fed by the
+  // kernel of the node that holds it.
+  if (subgraph)
+    for (const auto& name : outer_scope_reads(g)) {
+      input_ids.push_back(id_of(name));
+      inputs.push_back(ValueInfo{name, DType::kUndefined, {}});
+    }
   std::vector<int> produced_by(names.size(), -2);  // -2 unknown, -1 input/constant
   for (int id : input_ids) produced_by[static_cast<size_t>(id)] = -1;
   for (size_t i = 0; i < constants.size(); ++i)
@@ -199,6 +222,7 @@ void Session::Impl::load(const onnx::ModelProto& model) {
     const bool default_domain = np.domain().empty() || np.domain() == "ai.onnx";
     const int node_opset = default_domain ? opset : domain_opsets.at(np.domain());
     n.info = std::make_unique<NodeInfo>(*n.proto, node_opset);
+    n.info->set_scope(&scope);
     const std::string key = kernel_key(np.domain(), op);
     const KernelFactory* f = registry.find(key, node_opset);
     if (!f)
@@ -215,6 +239,8 @@ void Session::Impl::load(const onnx::ModelProto& model) {
     }
     for (const auto& i : np.input()) n.in.push_back(i.empty() ? -1 : id_of(i));
     for (const auto& o : np.output()) n.out.push_back(o.empty() ? -1 : id_of(o));
+    // The outer-scope values its subgraphs read: implicit inputs (pipeline/base/onnx_scope.h).
+    for (const auto& name : outer_scope_reads(np)) n.in.push_back(id_of(name));
     n.reorders.resize(n.in.size());
     if (opts.profile) n.rule = opts.profile->rule(op);
     raw.push_back(std::move(n));
@@ -399,7 +425,12 @@ void Session::Impl::execute(Node& n, std::vector<Tensor>& values, bool folding, 
     n.kernel->compute(ctx);
     if (stat) stat->wall_ms = ms_since(t0);
     round_outputs(n, outs, any_bf16);
-    if (stat && opts.profile) stat->cost = opts.profile->cost_of(info, kernel_in, outs, quant);
+    if (stat && opts.profile) {
+      // A control-flow node costs its own dispatch plus the nodes its
+      // subgraph ran (each judged there by the same profile).
+      stat->cost = opts.profile->cost_of(info, kernel_in, outs, quant);
+      add_cost(stat->cost, n.kernel->nested_cost(), opts.profile->cost());
+    }
     if (fuse) return finish_chain(*chain, outs, values, fused_stats);
     for (size_t i = 0; i < n.out.size(); ++i)
       if (n.out[i] >= 0) values[static_cast<size_t>(n.out[i])] = std::move(outs[i]);
@@ -497,6 +528,18 @@ std::unique_ptr<Session> Session::from_proto(const onnx::ModelProto& model, Sess
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
 
+std::unique_ptr<Session> Session::from_graph(const onnx::GraphProto& g, const GraphScope& scope) {
+  auto impl = std::make_unique<Impl>();
+  impl->opts = scope.opts;
+  // The kernel feeds what the engine computed: a body's declared shapes
+  // (a scalar iteration number declared [1]...) are not held against it.
+  impl->opts.check_input_shapes = false;
+  impl->opset = scope.opset;
+  impl->domain_opsets = scope.domain_opsets;
+  impl->load_graph(g, /*subgraph=*/true);
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
 std::unique_ptr<Session> Session::from_bytes(const std::string& bytes, SessionOptions opts) {
   onnx::ModelProto model;
   if (bytes.empty() || !model.ParseFromString(bytes))
@@ -551,7 +594,7 @@ std::vector<Tensor> Session::run_impl(const std::vector<Tensor>& feeds, std::map
     Tensor t = feeds[i];
     if (!t.defined()) throw EngineError(ErrorKind::kInvalidInput, "input '" + vi.name + "' is undefined");
     if (t.dtype() == DType::kF32 && vi.dtype == DType::kBF16) t = cast_tensor(t, DType::kBF16, m.rounding);
-    if (t.dtype() != vi.dtype)
+    if (vi.dtype != DType::kUndefined && t.dtype() != vi.dtype)
       throw EngineError(ErrorKind::kInvalidInput, "input '" + vi.name + "' expects " + dtype_name(vi.dtype) +
                                                       ", got " + dtype_name(t.dtype()));
     bool shape_ok = !m.opts.check_input_shapes || vi.dims.empty() || vi.dims.size() == t.shape().size();

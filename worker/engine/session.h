@@ -22,6 +22,7 @@
 #include "worker/engine/tensor.h"
 
 namespace onnx {
+class GraphProto;
 class ModelProto;
 }
 
@@ -46,9 +47,17 @@ struct SessionOptions {
   bool check_input_shapes = true;
 };
 
+// Where a subgraph (an If branch, a Loop body; pipeline/base/onnx_scope.h) is loaded: the
+// options and opsets of the session whose node holds it.
+struct GraphScope {
+  SessionOptions opts;
+  int opset = 0;
+  std::map<std::string, int> domain_opsets;  // non-default domains
+};
+
 struct ValueInfo {
   std::string name;
-  DType dtype = DType::kUndefined;
+  DType dtype = DType::kUndefined;  // kUndefined on an input: any type (outer-scope reads)
   std::vector<int64_t> dims;  // -1 for a dimension that is not fixed
 };
 
@@ -70,6 +79,11 @@ class Session {
   static std::unique_ptr<Session> from_file(const std::string& path, SessionOptions opts = {});
   static std::unique_ptr<Session> from_bytes(const std::string& bytes, SessionOptions opts = {});
   static std::unique_ptr<Session> from_proto(const onnx::ModelProto& model, SessionOptions opts = {});
+  // A subgraph as a session of its own: its inputs are the graph's declared
+  // inputs, then the outer-scope values it reads (outer_scope_reads(g), of
+  // any type and shape). Its nodes are judged and priced by scope.opts'
+  // profile like any others.
+  static std::unique_ptr<Session> from_graph(const onnx::GraphProto& g, const GraphScope& scope);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;

@@ -13,6 +13,7 @@
 #include "pipeline/layer_nodes.h"
 #include "worker/runner/compare_outputs.h"
 #include "pipeline/base/error.h"
+#include "pipeline/base/onnx_scope.h"
 #include "worker/engine/session.h"
 #include "worker/engine/tensor_io.h"
 
@@ -195,8 +196,8 @@ bool JobRunner::materialise(ModelState& ms, const JobSpec& job, uint32_t first, 
   uint64_t input_no = 0;
   for (int pos : pipeline::range_nodes(ms.layers, first, last)) {
     const auto& node = ms.proto.graph().node(pos);
-    for (const auto& in : node.input()) {
-      if (in.empty() || produced.count(in) || fed.count(in)) continue;
+    for (const auto& in : base::node_reads(node)) {  // an If's outer-scope reads are fed too
+      if (produced.count(in) || fed.count(in)) continue;
       fed.insert(in);
       // An assigned run feeds the layers' own outputs (constants stay).
       if (assigned && !ms.constants.count(in)) {
@@ -242,8 +243,8 @@ std::map<std::string, Tensor> JobRunner::range_inputs(const ModelState& ms, uint
   std::set<std::string> produced;
   for (int pos : pipeline::range_nodes(ms.layers, first, last)) {
     const auto& node = ms.proto.graph().node(pos);
-    for (const auto& name : node.input()) {
-      if (name.empty() || produced.count(name) || ms.constants.count(name)) continue;
+    for (const auto& name : base::node_reads(node)) {
+      if (produced.count(name) || ms.constants.count(name)) continue;
       auto v = ms.values.find(name);
       if (v != ms.values.end()) in.emplace(name, v->second);
     }
