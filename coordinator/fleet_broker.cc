@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "coordinator/blob_server.h"
 #include "pipeline/fleet_codec.h"
 
 namespace torq::coordinator {
@@ -128,7 +129,12 @@ bool is_loopback_endpoint(const std::string& ep) {
 
 struct FleetBroker::Impl {
   Impl(Store& s, std::string r, BrokerOptions o, BrokerStats& st)
-      : store(s), run(std::move(r)), opt(std::move(o)), stats(st), router(ctx, zmq::socket_type::router) {}
+      : store(s),
+        run(std::move(r)),
+        opt(std::move(o)),
+        stats(st),
+        router(ctx, zmq::socket_type::router),
+        blobs(s, [this](const std::string& line) { log(line); }) {}
 
   Store& store;
   std::string run;
@@ -137,6 +143,7 @@ struct FleetBroker::Impl {
   zmq::context_t ctx;
   zmq::socket_t router;
   std::optional<zmq::socket_t> zap;  // ZAP handler when CURVE is on
+  BlobServer blobs;                  // model blobs, read off this loop and sent in chunks
   const FleetBroker::Done* done = nullptr;
   const std::function<void()>* batch_done = nullptr;
   Clock::time_point next_deadline_scan;  // lease deadlines are checked every 50 ms
@@ -493,16 +500,10 @@ struct FleetBroker::Impl {
     acks.emplace_back(w.identity, id);
   }
 
-  void on_blob_request(Worker& w, const std::string& hash) {
-    std::optional<std::string> blob;
-    try {
-      blob = store.get_model(hash);
-    } catch (const PipelineError& e) {
-      log("blob " + hash + " for worker " + w.info.worker_id + ": " + e.what());
-    }
-    if (!blob) log("worker " + w.info.worker_id + " asked for unknown model " + hash);
-    else ++stats.blobs_served;
-    send(w.identity, encode_blob_reply(hash, blob ? &*blob : nullptr));
+  // Blobs whose store read has finished go out (chunks or whole).
+  void serve_blobs() {
+    stats.blobs_served += blobs.serve([this](const std::string& id, const std::string& msg) { return send(id, msg); },
+                                      [this](const std::string& id, const std::string& why) { bad(id, why); });
   }
 
   // A frame that breaks the protocol: log, drop, disconnect the sender.
@@ -541,7 +542,7 @@ struct FleetBroker::Impl {
       Worker& w = it->second;
       switch (m.type) {
         case FleetType::kResult: on_result(w, std::move(m.result)); break;
-        case FleetType::kBlobRequest: on_blob_request(w, m.hash); break;
+        case FleetType::kBlobRequest: blobs.request(identity, "worker " + w.info.worker_id, m); break;
         case FleetType::kHeartbeat: break;
         default: return bad(identity, std::string(fleet_type_name(m.type)) + " sent to the coordinator");
       }
@@ -736,6 +737,7 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
     auto wake = now + hb;
     if (!m.held.empty()) wake = std::min(wake, *m.release_at);
     for (auto& [id, w] : m.workers) wake = std::min({wake, w.expiry, w.last_sent + hb});
+    if (m.blobs.loading()) wake = std::min(wake, now + milliseconds(5));  // a blob being read: look again soon
     const long wait_ms = std::max<long>(0, std::chrono::duration_cast<milliseconds>(wake - now).count());
     zmq_pollitem_t items[2] = {{m.router.handle(), 0, ZMQ_POLLIN, 0}, {m.zap ? m.zap->handle() : nullptr, 0, ZMQ_POLLIN, 0}};
     if (zmq_poll(items, m.zap ? 2 : 1, wait_ms) < 0 && zmq_errno() != EINTR)
@@ -745,6 +747,7 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
     for (int n = 0; n < 10000 && m.receive_one(); ++n) {
     }
     m.flush();  // one commit for the round's results, then their acknowledgements
+    m.serve_blobs();
 
     // Purge: silent workers and overdue leases; then heartbeats.
     now = Clock::now();
