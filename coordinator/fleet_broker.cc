@@ -29,6 +29,8 @@ namespace {
 
 // Where ZeroMQ looks for the ZAP handler (RFC 27).
 constexpr const char* kZapEndpoint = "inproc://zeromq.zap.01";
+// Messages queued to one worker before a send fails (ZMQ_SNDHWM).
+constexpr int kSendQueueMessages = 100000;
 
 struct Job {
   // kHeld: unfinished in the store at start, waiting one liveness interval
@@ -633,6 +635,13 @@ FleetBroker::FleetBroker(Store& store, std::string run, BrokerOptions opts) {
     }
     m.router.set(zmq::sockopt::linger, 500);
     m.router.set(zmq::sockopt::router_mandatory, true);
+    // A full queue to a live worker fails a send and drops the worker as
+    // unreachable. What one worker is owed is bounded by the protocol (a JOB
+    // per credit, an ACK per result, a few blob chunks, heartbeats), but
+    // ZeroMQ's default of 1000 messages is less than the ACKs and JOBs of a
+    // round to a busy worker of capacity 256 can reach (the fleet bench lost
+    // a worker so when they were sent back to back).
+    m.router.set(zmq::sockopt::sndhwm, kSendQueueMessages);
     // Far larger frames never reach the application (ZeroMQ drops the peer).
     m.router.set(zmq::sockopt::maxmsgsize,
                  static_cast<int64_t>(std::max<size_t>(m.opt.max_inbound_bytes * 4, size_t{64} << 20)));

@@ -212,6 +212,10 @@ struct FleetWorker::Impl {
   void connect() {
     sock.emplace(ctx, zmq::socket_type::dealer);
     sock->set(zmq::sockopt::linger, 0);
+    // A full queue would drop a RESULT silently (sent again only after a
+    // reconnect); what is queued is bounded by the capacity anyway.
+    sock->set(zmq::sockopt::sndhwm, 100000);
+    sock->set(zmq::sockopt::rcvhwm, 100000);
     if (!opt.server_public_key.empty()) {
       sock->set(zmq::sockopt::curve_serverkey, opt.server_public_key);
       sock->set(zmq::sockopt::curve_publickey, opt.public_key);
