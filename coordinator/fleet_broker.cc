@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "coordinator/blob_server.h"
 #include "pipeline/fleet_codec.h"
 
 namespace torq::coordinator {
@@ -28,6 +29,8 @@ namespace {
 
 // Where ZeroMQ looks for the ZAP handler (RFC 27).
 constexpr const char* kZapEndpoint = "inproc://zeromq.zap.01";
+// Messages queued to one worker before a send fails (ZMQ_SNDHWM).
+constexpr int kSendQueueMessages = 100000;
 
 struct Job {
   // kHeld: unfinished in the store at start, waiting one liveness interval
@@ -130,7 +133,12 @@ bool is_loopback_endpoint(const std::string& ep) {
 
 struct FleetBroker::Impl {
   Impl(Store& s, std::string r, BrokerOptions o, BrokerStats& st)
-      : store(s), run(std::move(r)), opt(std::move(o)), stats(st), router(ctx, zmq::socket_type::router) {}
+      : store(s),
+        run(std::move(r)),
+        opt(std::move(o)),
+        stats(st),
+        router(ctx, zmq::socket_type::router),
+        blobs(s, [this](const std::string& line) { log(line); }) {}
 
   Store& store;
   std::string run;
@@ -139,6 +147,7 @@ struct FleetBroker::Impl {
   zmq::context_t ctx;
   zmq::socket_t router;
   std::optional<zmq::socket_t> zap;  // ZAP handler when CURVE is on
+  BlobServer blobs;                  // model blobs, read off this loop and sent in chunks
   const FleetBroker::Done* done = nullptr;
   const std::function<void()>* batch_done = nullptr;
   Clock::time_point next_deadline_scan;  // lease deadlines are checked every 50 ms
@@ -511,16 +520,10 @@ struct FleetBroker::Impl {
     acks.emplace_back(w.identity, id);
   }
 
-  void on_blob_request(Worker& w, const std::string& hash) {
-    std::optional<std::string> blob;
-    try {
-      blob = store.get_model(hash);
-    } catch (const PipelineError& e) {
-      log("blob " + hash + " for worker " + w.info.worker_id + ": " + e.what());
-    }
-    if (!blob) log("worker " + w.info.worker_id + " asked for unknown model " + hash);
-    else ++stats.blobs_served;
-    send(w.identity, encode_blob_reply(hash, blob ? &*blob : nullptr));
+  // Blobs whose store read has finished go out (chunks or whole).
+  void serve_blobs() {
+    stats.blobs_served += blobs.serve([this](const std::string& id, const std::string& msg) { return send(id, msg); },
+                                      [this](const std::string& id, const std::string& why) { bad(id, why); });
   }
 
   // A frame that breaks the protocol: log, drop, disconnect the sender.
@@ -559,7 +562,7 @@ struct FleetBroker::Impl {
       Worker& w = it->second;
       switch (m.type) {
         case FleetType::kResult: on_result(w, std::move(m.result)); break;
-        case FleetType::kBlobRequest: on_blob_request(w, m.hash); break;
+        case FleetType::kBlobRequest: blobs.request(identity, "worker " + w.info.worker_id, m); break;
         case FleetType::kHeartbeat: break;
         default: return bad(identity, std::string(fleet_type_name(m.type)) + " sent to the coordinator");
       }
@@ -650,6 +653,13 @@ FleetBroker::FleetBroker(Store& store, std::string run, BrokerOptions opts) {
     }
     m.router.set(zmq::sockopt::linger, 500);
     m.router.set(zmq::sockopt::router_mandatory, true);
+    // A full queue to a live worker fails a send and drops the worker as
+    // unreachable. What one worker is owed is bounded by the protocol (a JOB
+    // per credit, an ACK per result, a few blob chunks, heartbeats), but
+    // ZeroMQ's default of 1000 messages is less than the ACKs and JOBs of a
+    // round to a busy worker of capacity 256 can reach (the fleet bench lost
+    // a worker so when they were sent back to back).
+    m.router.set(zmq::sockopt::sndhwm, kSendQueueMessages);
     // Far larger frames never reach the application (ZeroMQ drops the peer).
     m.router.set(zmq::sockopt::maxmsgsize,
                  static_cast<int64_t>(std::max<size_t>(m.opt.max_inbound_bytes * 4, size_t{64} << 20)));
@@ -754,6 +764,7 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
     auto wake = now + hb;
     if (!m.held.empty()) wake = std::min(wake, *m.release_at);
     for (auto& [id, w] : m.workers) wake = std::min({wake, w.expiry, w.last_sent + hb});
+    if (m.blobs.loading()) wake = std::min(wake, now + milliseconds(5));  // a blob being read: look again soon
     const long wait_ms = std::max<long>(0, std::chrono::duration_cast<milliseconds>(wake - now).count());
     zmq_pollitem_t items[2] = {{m.router.handle(), 0, ZMQ_POLLIN, 0}, {m.zap ? m.zap->handle() : nullptr, 0, ZMQ_POLLIN, 0}};
     if (zmq_poll(items, m.zap ? 2 : 1, wait_ms) < 0 && zmq_errno() != EINTR)
@@ -763,6 +774,7 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
     for (int n = 0; n < 10000 && m.receive_one(); ++n) {
     }
     m.flush();  // one commit for the round's results, then their acknowledgements
+    m.serve_blobs();
 
     // Purge: silent workers and overdue leases; then heartbeats.
     now = Clock::now();

@@ -3,7 +3,9 @@
 // and target, and commits every result to the Store before acknowledging it.
 // The whole protocol is one poll loop in fleet_broker.cc: receive, dispatch
 // on the message type, then purge silent workers, expire leases, send
-// heartbeats and hand out jobs.
+// heartbeats and hand out jobs. Model blobs are read from the store off the
+// loop and sent in the chunks workers ask for (blob_server.h), so a blob of
+// hundreds of MB never holds the loop.
 //
 // States: a job is queued, leased (to one worker, with a deadline and an
 // attempt count) or done; a worker is registered (credits = capacity -
@@ -106,7 +108,7 @@ struct BrokerStats {
   size_t bad_frames = 0;         // frames dropped as malformed
   size_t workers_seen = 0;       // READY registrations
   size_t workers_expired = 0;    // workers dropped for silence or a late lease
-  size_t blobs_served = 0;
+  size_t blobs_served = 0;       // blobs sent to their end (whole, or their last chunk)
   // Dispatch latency of every result received by the worker holding the
   // lease: from sending JOB to receiving its RESULT, in microseconds.
   std::vector<uint32_t> dispatch_latency_us;

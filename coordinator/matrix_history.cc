@@ -68,15 +68,23 @@ std::vector<history::TestRecord> matrix_records(const std::vector<TestResult>& r
   return out;
 }
 
+history::DiffThresholds since_thresholds(const matrix::SpecOptions& options) {
+  history::DiffThresholds th;
+  th.pcc = options.pcc_drift.value_or(th.pcc);
+  th.time = options.time_drift.value_or(th.time);
+  th.time_floor_ms = options.time_floor_ms.value_or(th.time_floor_ms);
+  return th;
+}
+
 int record_run(history::History& h, history::RunRecord run, const std::vector<history::TestRecord>& records,
-               std::vector<TestResult>* results) {
+               const history::DiffThresholds& thresholds, std::vector<TestResult>* results) {
   const bool any = !h.runs().empty();
   const auto latest = any ? h.latest() : std::map<std::string, history::TestRecord>{};
   for (size_t i = 0; i < results->size() && i < records.size(); ++i) {
     const auto prev = latest.find(records[i].id);
     (*results)[i].since_previous =
         !any ? "no previous run"
-             : history::since_text(history::diff_test(prev == latest.end() ? nullptr : &prev->second, records[i], {}));
+             : history::since_text(history::diff_test(prev == latest.end() ? nullptr : &prev->second, records[i], thresholds));
   }
   run.tests = records;
   return h.append(std::move(run));

@@ -12,6 +12,7 @@
 
 #include "coordinator/unit_run.h"
 #include "pipeline/matrix.h"
+#include "pipeline/run_diff.h"
 #include "pipeline/run_history.h"
 
 namespace torq::coordinator {
@@ -34,12 +35,18 @@ std::vector<pipeline::history::TestRecord> matrix_records(const std::vector<pipe
                                                           const std::vector<RunUnit>& units,
                                                           const std::map<std::string, size_t>& unit_of);
 
+// The drift thresholds of "since the previous run": diff's defaults, with
+// those the spec's options set (pcc_drift, time_drift, time_floor_ms).
+pipeline::history::DiffThresholds since_thresholds(const pipeline::matrix::SpecOptions& options);
+
 // Sets each result's since_previous from the test's latest record in the
-// history ("no previous run" when the spec has none), then appends `run`
-// with `records` as its tests (one synced batch: durable before this
-// returns). Returns the run's seq. Throws PipelineError on a store error.
+// history ("no previous run" when the spec has none), judged by
+// `thresholds`, then appends `run` with `records` as its tests (one synced
+// batch: durable before this returns). Returns the run's seq. Throws
+// PipelineError on a store error.
 int record_run(pipeline::history::History& history, pipeline::history::RunRecord run,
                const std::vector<pipeline::history::TestRecord>& records,
+               const pipeline::history::DiffThresholds& thresholds,
                std::vector<pipeline::matrix::TestResult>* results);
 
 }  // namespace torq::coordinator

@@ -566,7 +566,7 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
   int seq = 0;
   try {
     history::History hist(*store, spec.path);
-    seq = record_run(hist, run_record(info, o.last_failed), records, &results);
+    seq = record_run(hist, run_record(info, o.last_failed), records, since_thresholds(spec.options), &results);
   } catch (const std::exception& e) {
     err << "torq-coordinator: error: recording the run history: " << e.what() << "\n";
     return 2;

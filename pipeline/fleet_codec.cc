@@ -115,18 +115,27 @@ std::string encode_disconnect(const std::string& reason) {
   return finish(b, fb::Message::Disconnect, fb::CreateDisconnect(b, r).Union());
 }
 
-std::string encode_blob_request(const std::string& hash) {
+std::string encode_blob_request(const std::string& hash, uint64_t offset, uint32_t max_bytes) {
   flatbuffers::FlatBufferBuilder b(128);
   auto h = b.CreateString(hash);
-  return finish(b, fb::Message::BlobRequest, fb::CreateBlobRequest(b, h).Union());
+  return finish(b, fb::Message::BlobRequest, fb::CreateBlobRequest(b, h, offset, max_bytes).Union());
 }
 
 std::string encode_blob_reply(const std::string& hash, const std::string* bytes) {
-  flatbuffers::FlatBufferBuilder b((bytes ? bytes->size() : 0) + 256);
-  flatbuffers::Offset<flatbuffers::Vector<uint8_t>> data;
-  if (bytes) data = b.CreateVector(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size());
+  if (!bytes) {
+    flatbuffers::FlatBufferBuilder b(128);
+    auto h = b.CreateString(hash);
+    return finish(b, fb::Message::BlobReply, fb::CreateBlobReply(b, h, false).Union());
+  }
+  return encode_blob_chunk(hash, bytes->size(), 0, bytes->data(), bytes->size());
+}
+
+std::string encode_blob_chunk(const std::string& hash, uint64_t total, uint64_t offset, const char* data,
+                              size_t size) {
+  flatbuffers::FlatBufferBuilder b(size + 256);
+  auto v = b.CreateVector(reinterpret_cast<const uint8_t*>(data), size);
   auto h = b.CreateString(hash);
-  return finish(b, fb::Message::BlobReply, fb::CreateBlobReply(b, h, bytes != nullptr, data).Union());
+  return finish(b, fb::Message::BlobReply, fb::CreateBlobReply(b, h, true, v, offset, total).Union());
 }
 
 FleetMessage decode_fleet_message(const void* data, size_t size, size_t max_bytes) {
@@ -207,6 +216,8 @@ FleetMessage decode_fleet_message(const void* data, size_t size, size_t max_byte
       m.type = FleetType::kBlobRequest;
       m.hash = str(env->message_as_BlobRequest()->hash());
       require_hash(m.hash, "BLOB_REQUEST");
+      m.blob_offset = env->message_as_BlobRequest()->offset();
+      m.blob_max = env->message_as_BlobRequest()->max_bytes();
       return m;
     case fb::Message::BlobReply: {
       const auto* r = env->message_as_BlobReply();
@@ -217,6 +228,13 @@ FleetMessage decode_fleet_message(const void* data, size_t size, size_t max_byte
       if (m.blob_known) {
         if (!r->bytes()) throw PipelineError("BLOB_REPLY marked known without bytes");
         m.blob.assign(reinterpret_cast<const char*>(r->bytes()->data()), r->bytes()->size());
+        m.blob_offset = r->offset();
+        // A whole blob from a coordinator that did not say its size: the bytes are all of it.
+        m.blob_total = r->total() || r->offset() ? r->total() : m.blob.size();
+        if (m.blob_offset > m.blob_total || m.blob.size() > m.blob_total - m.blob_offset)
+          throw PipelineError("BLOB_REPLY chunk of " + std::to_string(m.blob.size()) + " bytes at offset " +
+                              std::to_string(m.blob_offset) + " exceeds the blob's " + std::to_string(m.blob_total) +
+                              " bytes");
       }
       return m;
     }

@@ -7,7 +7,7 @@
 //  - decode_fleet_message verifies every buffer (and the nested job/result
 //    buffer) with flatbuffers::Verifier under a size cap before reading it,
 //    then checks values (protocol version, enum ranges, hashes are 64
-//    lowercase hex digits, non-empty ids). Any violation is a PipelineError
+//    lowercase hex digits, non-empty ids, a blob chunk within its blob). Any violation is a PipelineError
 //    whose message says what was wrong; nothing is read out of bounds.
 //  - Encoders never throw for valid inputs and produce buffers that
 //    decode_fleet_message accepts.
@@ -26,9 +26,11 @@ namespace torq::pipeline {
 
 // Version of the envelope; a message of another version is refused.
 inline constexpr uint16_t kFleetProtocolVersion = 1;
-// Largest fleet message a worker accepts (a model blob travels in one
-// BLOB_REPLY). The coordinator accepts only kMaxMessageBytes and less.
+// Largest fleet message a worker accepts (a whole model blob may travel in
+// one BLOB_REPLY). The coordinator accepts only kMaxMessageBytes and less.
 inline constexpr size_t kMaxFleetBlobBytes = size_t{1} << 30;
+// Largest chunk of a blob one BLOB_REPLY carries when a chunk is asked for.
+inline constexpr uint32_t kMaxBlobChunkBytes = uint32_t{4} << 20;
 
 enum class FleetType {
   kReady,        // worker -> coordinator: registration / capacity change
@@ -71,8 +73,11 @@ struct FleetMessage {
   std::string job_id;       // kResultAck
   std::string reason;       // kDisconnect
   std::string hash;         // kBlobRequest, kBlobReply
+  uint64_t blob_offset = 0;  // kBlobRequest: first byte wanted; kBlobReply: where `blob` starts
+  uint32_t blob_max = 0;     // kBlobRequest: chunk size asked for (0: the whole blob)
+  uint64_t blob_total = 0;   // kBlobReply, when known: the whole blob's size
   bool blob_known = false;  // kBlobReply
-  std::string blob;         // kBlobReply, when known
+  std::string blob;         // kBlobReply, when known: the blob or the chunk asked for
 };
 
 // True when `s` is 64 lowercase hex digits (a SHA-256 as sha256_hex gives).
@@ -85,9 +90,13 @@ std::string encode_result_message(const ExecResult& r);
 std::string encode_result_ack(const std::string& job_id);
 std::string encode_heartbeat();
 std::string encode_disconnect(const std::string& reason);
-std::string encode_blob_request(const std::string& hash);
-// `bytes` == nullptr: the hash is unknown to the coordinator.
+// The whole blob (max_bytes 0), or the chunk of at most max_bytes at offset.
+std::string encode_blob_request(const std::string& hash, uint64_t offset = 0, uint32_t max_bytes = 0);
+// The whole blob; `bytes` == nullptr: the hash is unknown to the coordinator.
 std::string encode_blob_reply(const std::string& hash, const std::string* bytes);
+// One chunk: `size` bytes at `offset` of a blob of `total` bytes.
+std::string encode_blob_chunk(const std::string& hash, uint64_t total, uint64_t offset, const char* data,
+                              size_t size);
 
 // Verifies and decodes one envelope of at most `max_bytes` bytes.
 // Throws PipelineError on anything malformed (see the contracts above).

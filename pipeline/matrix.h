@@ -30,7 +30,8 @@
 //     push: {k: "squeezenet or demo", m: "push"}
 //     nightly: {m: "not slow"}
 //   options: {dedup: false, skip_mode: false, timing_runs: 1, job_timeout_ms: 120000,
-//             missing_tags: wait|fail, missing_tags_wait_s: 10}
+//             missing_tags: wait|fail, missing_tags_wait_s: 10,
+//             pcc_drift: 0.001, time_drift: 0.2, time_floor_ms: 0.001}   # "since the previous run"
 //
 // Per-test config file:
 //
@@ -119,6 +120,13 @@ struct SpecOptions {
   bool missing_tags_fail = false;
   uint32_t missing_tags_wait_s = 10;
   bool collect_profile = false;  // jobs return profiling CSVs; tests export trace + overview
+  // Thresholds of the "since the previous run" comparison (JUnit,
+  // summary.json, HTML), as `torq-coordinator diff --pcc-drift /
+  // --time-drift / --time-floor-ms` takes them: a PCC change larger than
+  // pcc_drift (absolute), a time change larger than time_drift (relative,
+  // 0.2: 20%) and than time_floor_ms is drift. Unset: diff's defaults.
+  // Not part of the run id (they judge results, they make none).
+  std::optional<double> pcc_drift, time_drift, time_floor_ms;
 };
 
 struct Preset {

@@ -6,6 +6,7 @@
 // or type, an unknown key or an invalid preset expression is a PipelineError
 // "file:line:col: message".
 #include <algorithm>
+#include <cmath>
 #include <glob.h>
 
 #include <filesystem>
@@ -348,11 +349,21 @@ class SpecParser {
     return static_cast<uint32_t>(v);
   }
 
+  // A finite number >= 0 (a drift threshold).
+  double non_negative(const YAML::Node& n, const std::string& what) const {
+    const double v = r_.number(n, what);
+    if (!std::isfinite(v) || v < 0) r_.fail(n, what + " must be a finite number >= 0, got '" + n.Scalar() + "'");
+    return v;
+  }
+
   SpecOptions options(const YAML::Node& n) const {
     r_.expect_map(n, {"dedup", "skip_mode", "timing_runs", "job_timeout_ms", "missing_tags", "missing_tags_wait_s",
-                      "collect_profile"},
+                      "collect_profile", "pcc_drift", "time_drift", "time_floor_ms"},
                   "options");
     SpecOptions o;
+    for (const auto& [key, into] : {std::pair{"pcc_drift", &o.pcc_drift}, std::pair{"time_drift", &o.time_drift},
+                                    std::pair{"time_floor_ms", &o.time_floor_ms}})
+      if (n[key]) *into = non_negative(n[key], key);
     if (n["collect_profile"]) o.collect_profile = r_.boolean(n["collect_profile"], "collect_profile");
     if (n["missing_tags"]) o.missing_tags_fail = r_.choice(n["missing_tags"], {"wait", "fail"}, "missing_tags") == "fail";
     if (n["missing_tags_wait_s"]) o.missing_tags_wait_s = positive_u32(n["missing_tags_wait_s"], "missing_tags_wait_s");

@@ -452,11 +452,37 @@ TEST(FleetBroker, BlobRequestsAreServedFromTheStore) {
   ASSERT_TRUE(m && m->type == FleetType::kBlobReply);
   EXPECT_TRUE(m->blob_known);
   EXPECT_EQ(m->blob, "fake model bytes");
+  EXPECT_EQ(m->blob_offset, 0u);
+  EXPECT_EQ(m->blob_total, 16u);
+  // In chunks, as workers fetch: offset and max_bytes; the last one is short.
+  a.send(pipeline::encode_blob_request(kHash, 0, 5));
+  a.send(pipeline::encode_blob_request(kHash, 15, 5));
+  a.send(pipeline::encode_blob_request(kHash, 16, 5));
+  for (const auto& [offset, bytes] : {std::pair<uint64_t, std::string>{0, "fake "}, {15, "s"}, {16, ""}}) {
+    m = a.next(2000);
+    ASSERT_TRUE(m && m->type == FleetType::kBlobReply);
+    EXPECT_TRUE(m->blob_known);
+    EXPECT_EQ(m->blob_offset, offset);
+    EXPECT_EQ(m->blob_total, 16u);
+    EXPECT_EQ(m->blob, bytes);
+  }
   const std::string other = pipeline::sha256_hex("other");
-  a.send(pipeline::encode_blob_request(other));
+  a.send(pipeline::encode_blob_request(other, 0, 1024));
   m = a.next(2000);
   ASSERT_TRUE(m && m->type == FleetType::kBlobReply);
   EXPECT_FALSE(m->blob_known);
   a.result(j.at(0).id, Executor::kHost);
   ASSERT_TRUE(h.wait_finished(5000));
+}
+
+TEST(FleetBroker, ABlobChunkPastTheEndIsAProtocolError) {
+  Harness h("blob-past-end", {}, {job(0, Executor::kHost)});
+  h.start();
+  FakeWorker a(h.ctx, h.ep());
+  a.ready("a", "sim", {Executor::kHost}, 1);
+  take_jobs(a, 1);
+  a.send(pipeline::encode_blob_request(kHash, 17, 5));
+  auto m = a.next(2000);
+  ASSERT_TRUE(m && m->type == FleetType::kDisconnect);
+  EXPECT_EQ(m->reason, "protocol error: BLOB_REQUEST for offset 17 of model " + kHash + " (16 bytes)");
 }

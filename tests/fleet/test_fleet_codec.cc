@@ -72,8 +72,27 @@ TEST(FleetCodec, EveryMessageTypeRoundTrips) {
   ASSERT_EQ(m.type, FleetType::kBlobReply);
   EXPECT_TRUE(m.blob_known);
   EXPECT_EQ(m.blob, blob);
+  EXPECT_EQ(m.blob_offset, 0u);
+  EXPECT_EQ(m.blob_total, blob.size());
   const std::string unknown = encode_blob_reply(kHash, nullptr);
   EXPECT_FALSE(decode_fleet_message(unknown.data(), unknown.size()).blob_known);
+  const std::string chunk = encode_blob_chunk(kHash, 10, 4, "abc", 3);
+  m = decode_fleet_message(chunk.data(), chunk.size());
+  EXPECT_TRUE(m.blob_known);
+  EXPECT_EQ(m.blob, "abc");
+  EXPECT_EQ(m.blob_offset, 4u);
+  EXPECT_EQ(m.blob_total, 10u);
+  const std::string chunk_req = encode_blob_request(kHash, 5, 1024);
+  m = decode_fleet_message(chunk_req.data(), chunk_req.size());
+  EXPECT_EQ(m.blob_offset, 5u);
+  EXPECT_EQ(m.blob_max, 1024u);
+  const std::string past = encode_blob_chunk(kHash, 5, 4, "abc", 3);
+  try {
+    decode_fleet_message(past.data(), past.size());
+    ADD_FAILURE() << "a chunk past its blob's end decoded";
+  } catch (const PipelineError& e) {
+    EXPECT_STREQ(e.what(), "BLOB_REPLY chunk of 3 bytes at offset 4 exceeds the blob's 5 bytes");
+  }
 
   const std::string ack = encode_result_ack("x/1/nss");
   EXPECT_EQ(decode_fleet_message(ack.data(), ack.size()).job_id, "x/1/nss");

@@ -44,10 +44,15 @@ class MatrixHistory : public ::testing::Test {
     return run(a, dir_ + "/" + log + ".log");
   }
   // A copy of a built-in profile under edge/, without `remove_op`.
-  void profile_copy(const std::string& executor, const std::string& remove_op = "") const {
+  // With `clock_mhz` > 0: the profile's clock set to it (every time on it scales).
+  void profile_copy(const std::string& executor, const std::string& remove_op = "", int clock_mhz = 0) const {
     YAML::Node p = YAML::LoadFile(std::string(TORQ_SOURCE_DIR) + "/configs/targets/" + executor + ".yaml");
     if (!remove_op.empty()) {
       ASSERT_TRUE(p["ops"].remove(remove_op)) << remove_op;
+    }
+    if (clock_mhz > 0) {
+      ASSERT_TRUE(p["cost"]["clock_mhz"].IsScalar());
+      p["cost"]["clock_mhz"] = clock_mhz;
     }
     YAML::Emitter e;
     e << p;
@@ -168,6 +173,60 @@ TEST_F(MatrixHistory, DiffListsWhatAProfileEditChanged) {
   EXPECT_EQ(bc, 2) << bad;
   EXPECT_NE(bad.find("unknown run '7' of " + dir_ + "/spec.yaml; known runs:\n  1  "), std::string::npos) << bad;
   EXPECT_NE(bad.find("\n  2  "), std::string::npos) << bad;
+}
+
+// The spec's drift thresholds (options.time_drift, time_floor_ms) decide
+// what "since the previous run" calls a change, between the same two runs
+// that `diff` with its default thresholds shows drifted.
+TEST_F(MatrixHistory, SpecDriftThresholdsDecideSinceThePreviousRun) {
+  const std::string spec = "models: [demo.onnx]\nvariants: [bf16]\nexecutors: [nss, css]\n"
+                           "targets:\n  edge: {profiles: {nss: edge/nss.yaml}}\n";
+  write(dir_ + "/spec.yaml", spec);
+  profile_copy("nss");
+  auto [c1, o1] = coordinator("run1");
+  ASSERT_EQ(c1, 0) << o1;
+  // nss at 400 instead of 1000 MHz: every nss layer's time +150%, the
+  // assigned run's +133% (its fixed costs do not scale). Default thresholds (20%): drift.
+  profile_copy("nss", "", 400);
+  auto [c2, o2] = coordinator("run2");
+  ASSERT_EQ(c2, 0) << o2;
+  const std::string id = "demo-bf16-edge-discover";
+  EXPECT_EQ(tests_by_id(read_json(dir_ + "/out/summary.json"))[id]["since_previous"],
+            "time drift +133%; 13 layers changed");
+
+  // Back to 1000 MHz (layers -60%, the run -57%) with time_drift 2 (200%): unchanged, in JUnit, summary.json and HTML.
+  write(dir_ + "/spec.yaml", spec + "options: {time_drift: 2}\n");
+  profile_copy("nss");
+  auto [c3, o3] = coordinator("run3");
+  ASSERT_EQ(c3, 0) << o3;
+  EXPECT_EQ(tests_by_id(read_json(dir_ + "/out/summary.json"))[id]["since_previous"], "unchanged");
+  EXPECT_EQ(junit_tags_via_python(dir_ + "/out/junit.xml")[id]["since_previous"], "unchanged");
+  EXPECT_NE(slurp(dir_ + "/out/report.html").find("<td class=\"since\">unchanged</td>"), std::string::npos);
+  // ... though the same two runs differ by diff's default 20%.
+  auto [dc, text] = diff("diff-2-3", {"2", "3"});
+  ASSERT_EQ(dc, 0) << text;
+  EXPECT_NE(text.find("\n" + id + ": time drift -57%; 13 layers changed (passed)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n  layer Conv_conv1: time on nss "), std::string::npos) << text;
+
+  // 400 MHz again, time_drift 0.5 but a floor of 1000 ms no layer's time reaches: unchanged.
+  write(dir_ + "/spec.yaml", spec + "options: {time_drift: 0.5, time_floor_ms: 1000}\n");
+  profile_copy("nss", "", 400);
+  auto [c4, o4] = coordinator("run4");
+  ASSERT_EQ(c4, 0) << o4;
+  EXPECT_EQ(tests_by_id(read_json(dir_ + "/out/summary.json"))[id]["since_previous"], "unchanged");
+  // time_drift 0.5 alone: -57% and -60% are drift again.
+  write(dir_ + "/spec.yaml", spec + "options: {time_drift: 0.5}\n");
+  profile_copy("nss");
+  auto [c5, o5] = coordinator("run5");
+  ASSERT_EQ(c5, 0) << o5;
+  EXPECT_EQ(tests_by_id(read_json(dir_ + "/out/summary.json"))[id]["since_previous"],
+            "time drift -57%; 13 layers changed");
+
+  // A bad value: exit 2, file:line:col, nothing run.
+  write(dir_ + "/spec.yaml", spec + "options:\n  time_drift: 20%\n");
+  auto [c6, o6] = coordinator("run6");
+  EXPECT_EQ(c6, 2) << o6;
+  EXPECT_NE(o6.find(dir_ + "/spec.yaml:7:15: time_drift must be a number, got '20%'"), std::string::npos) << o6;
 }
 
 TEST_F(MatrixHistory, LastFailedRerunsExactlyTheFailedTests) {

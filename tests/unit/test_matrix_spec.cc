@@ -245,6 +245,27 @@ TEST(MatrixSpec, OptionTypesAreChecked) {
             "s.yaml:2:18: dedup must be true or false, got 'maybe'");
 }
 
+TEST(MatrixSpec, DriftThresholdOptions) {
+  const Spec unset = parse_spec("models: []\n", "s.yaml");
+  EXPECT_FALSE(unset.options.pcc_drift);
+  EXPECT_FALSE(unset.options.time_drift);
+  EXPECT_FALSE(unset.options.time_floor_ms);
+  const Spec s = parse_spec("models: []\noptions: {pcc_drift: 0.05, time_drift: 1.5, time_floor_ms: 0}\n", "s.yaml");
+  EXPECT_EQ(s.options.pcc_drift, 0.05);
+  EXPECT_EQ(s.options.time_drift, 1.5);
+  EXPECT_EQ(s.options.time_floor_ms, 0.0);
+  EXPECT_EQ(error_of([] { parse_spec("models: []\noptions: {pcc_drift: -0.1}\n", "s.yaml"); }),
+            "s.yaml:2:22: pcc_drift must be a finite number >= 0, got '-0.1'");
+  EXPECT_EQ(error_of([] { parse_spec("models: []\noptions: {time_drift: 20%}\n", "s.yaml"); }),
+            "s.yaml:2:23: time_drift must be a number, got '20%'");
+  EXPECT_EQ(error_of([] { parse_spec("models: []\noptions: {time_floor_ms: nan}\n", "s.yaml"); }),
+            "s.yaml:2:26: time_floor_ms must be a finite number >= 0, got 'nan'");
+  EXPECT_EQ(error_of([] { parse_spec("models: []\noptions:\n  pcc_drfit: 0.01\n", "s.yaml"); }),
+            "s.yaml:3:3: unknown key 'pcc_drfit' in options (did you mean 'pcc_drift'?); allowed: collect_profile, "
+            "dedup, job_timeout_ms, missing_tags, missing_tags_wait_s, pcc_drift, skip_mode, time_drift, "
+            "time_floor_ms, timing_runs");
+}
+
 TEST(MatrixSpec, SyntaxErrorAndUnreadableFile) {
   EXPECT_EQ(error_of([] { parse_spec("models: [a\n", "s.yaml"); }),
             "s.yaml:2:1: YAML syntax error: end of sequence flow not found");

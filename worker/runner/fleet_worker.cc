@@ -20,6 +20,7 @@
 
 #include "pipeline/fleet_codec.h"
 #include "pipeline/model_import.h"
+#include "worker/runner/blob_fetch.h"
 #include "worker/runner/board_health.h"
 #include "worker/runner/job_runner.h"
 #include "worker/runner/local_pool.h"
@@ -33,6 +34,11 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 namespace {
+
+// Model blobs come in chunks of this size, this many asked for at a time
+// (blob_fetch.h): each is a few ms of the poll loop's time.
+constexpr uint32_t kBlobChunkBytes = uint32_t{1} << 20;
+constexpr int kBlobWindow = 8;
 
 std::string default_worker_id() {
   char host[256] = {0};
@@ -107,6 +113,7 @@ struct FleetWorker::Impl {
   zmq::context_t ctx;
   std::optional<zmq::socket_t> sock;
   std::map<std::string, std::vector<JobSpec>> parked;  // model hash -> jobs waiting for its blob
+  std::map<std::string, std::unique_ptr<BlobFetch>> fetches;  // model hash -> its blob coming in chunks
   std::set<std::string> active;                        // job ids parked or in the pool
   std::map<std::string, std::string> unacked;          // job id -> RESULT message
   std::set<std::string> verified;                      // cached models checked this process
@@ -206,6 +213,10 @@ struct FleetWorker::Impl {
   void connect() {
     sock.emplace(ctx, zmq::socket_type::dealer);
     sock->set(zmq::sockopt::linger, 0);
+    // A full queue would drop a RESULT silently (sent again only after a
+    // reconnect); what is queued is bounded by the capacity anyway.
+    sock->set(zmq::sockopt::sndhwm, 100000);
+    sock->set(zmq::sockopt::rcvhwm, 100000);
     if (!opt.server_public_key.empty()) {
       sock->set(zmq::sockopt::curve_serverkey, opt.server_public_key);
       sock->set(zmq::sockopt::curve_publickey, opt.public_key);
@@ -214,7 +225,7 @@ struct FleetWorker::Impl {
     sock->connect(opt.connect);
     send(encode_ready(ready_info()));
     for (const auto& [id, msg] : unacked) send(msg);
-    for (const auto& [hash, jobs] : parked) send(encode_blob_request(hash));
+    for (auto& [hash, fetch] : fetches) fetch->restart();  // its requests in flight died with the old socket
     broker_seen = Clock::now();
   }
 
@@ -315,26 +326,27 @@ struct FleetWorker::Impl {
       return;
     }
     auto& waiting = parked[job.model_hash];
-    if (waiting.empty()) send(encode_blob_request(job.model_hash));
+    if (waiting.empty())
+      fetches[job.model_hash] = std::make_unique<BlobFetch>(job.model_hash, opt.cache_dir, kBlobChunkBytes, kBlobWindow,
+                                                            [this](const std::string& msg) { send(msg); });
     waiting.push_back(job);
   }
 
+  // One chunk of a blob being fetched; when it is complete (or failed), its
+  // parked jobs go to the pool (or fail as error/fetch).
   void on_blob(const FleetMessage& m) {
-    auto it = parked.find(m.hash);
-    if (it == parked.end()) return;  // not waiting for it (a duplicate reply)
-    std::vector<JobSpec> jobs = std::move(it->second);
-    parked.erase(it);
-    std::string problem;
-    if (!m.blob_known) problem = "model " + m.hash + " is unknown to the coordinator";
-    else if (sha256_hex(m.blob) != m.hash) problem = "model blob " + m.hash + " failed SHA-256 verification";
-    else {
-      try {
-        store_model(m.hash, m.blob);
-        log("cached model " + m.hash.substr(0, 16) + " (" + std::to_string(m.blob.size()) + " bytes)");
-      } catch (const PipelineError& e) {
-        problem = e.what();
-      }
+    auto f = fetches.find(m.hash);
+    if (f == fetches.end()) return;  // not fetching it (a late or duplicate reply)
+    const BlobFetch::State state = f->second->on_chunk(m);
+    if (state == BlobFetch::State::kRunning) return;
+    const std::string problem = state == BlobFetch::State::kFailed ? f->second->error() : "";
+    if (problem.empty()) {
+      verified.insert(m.hash);
+      log("cached model " + m.hash.substr(0, 16) + " (" + std::to_string(f->second->total()) + " bytes)");
     }
+    fetches.erase(f);
+    std::vector<JobSpec> jobs = std::move(parked[m.hash]);
+    parked.erase(m.hash);
     for (const auto& j : jobs) {
       if (problem.empty()) pool->submit(j);
       else fail(j, "fetch", problem);
@@ -429,9 +441,11 @@ int FleetWorker::run() {
     if (zmq_poll(items.data(), static_cast<int>(items.size()), wait_ms) < 0 && zmq_errno() != EINTR)
       throw PipelineError(std::string("zmq_poll: ") + zmq_strerror(zmq_errno()));
 
-    // Coordinator traffic.
+    // Coordinator traffic, for at most 50 ms (the blob chunks of a fetch
+    // keep coming while they are handled) before the pool and heartbeats.
     bool reconnect = false;
-    for (int n = 0; n < 1000 && !reconnect; ++n) {
+    const auto recv_until = Clock::now() + milliseconds(50);
+    for (int n = 0; n < 1000 && !reconnect && (n % 8 != 7 || Clock::now() < recv_until); ++n) {
       zmq::message_t frame;
       try {
         if (!m.sock->recv(frame, zmq::recv_flags::dontwait)) break;

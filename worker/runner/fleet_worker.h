@@ -10,10 +10,13 @@
 //  - HEARTBEAT when it has sent nothing for one interval; a coordinator
 //    silent for `liveness` intervals, or one that says DISCONNECT, gets a
 //    fresh connection and a new READY (running jobs keep running).
-//  - A JOB whose model is not in the cache parks until BLOB_REPLY; the blob
-//    is verified by SHA-256 before it is written (<cache>/<hash>.onnx, via a
-//    temporary file and rename). An unknown or corrupt blob fails its jobs
-//    as error/fetch.
+//  - A JOB whose model is not in the cache parks until its blob is in: the
+//    blob comes in 1 MiB chunks, 8 asked for at a time (BLOB_REQUEST with
+//    offset and max_bytes; blob_fetch.h), written to a temporary file and
+//    hashed as they arrive, so heartbeats and jobs keep flowing during a
+//    blob of hundreds of MB; verified by SHA-256, then renamed to
+//    <cache>/<hash>.onnx. An unknown or corrupt blob fails its jobs as
+//    error/fetch.
 //  - Benchmark mode (bench_executor "noop" or "sleep:MS"): jobs are answered
 //    in this process without the engine, child processes or model blobs —
 //    a success result at once (noop) or MS milliseconds after the JOB

@@ -1,0 +1,148 @@
+// A large model blob served to real workers while heartbeats must keep
+// flowing (the zoo nightly's 347 MB vit_b_16: workers reconnected after
+// "coordinator silent for 3000 ms" and jobs were requeued). Real processes
+// on loopback, a real ONNX model of ~100 MB generated here, and a heartbeat
+// interval of 100 ms (liveness 3: 300 ms of silence is death), which a
+// blob served in one message held up far longer than that.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <regex>
+
+#include "pipeline/codec.h"
+#include "pipeline/store.h"
+#include "tests/fleet/fleet_harness.h"
+
+using namespace torq;
+using namespace torq::fleet_test;
+
+namespace {
+
+constexpr int kHeartbeatMs = 100;
+
+// MatMul(X[1,K], W[K,N]) -> Relu: two layers, W of K*N floats that do not
+// compress (a linear congruential sequence), written as a real ONNX file.
+std::string big_model(const std::string& path, int64_t k, int64_t n) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("big_matmul");
+  auto value = [](onnx::ValueInfoProto* v, const std::string& name, std::vector<int64_t> dims) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  value(g->add_input(), "x", {1, k});
+  value(g->add_output(), "y", {1, n});
+  auto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(k);
+  w->add_dims(n);
+  std::string raw(static_cast<size_t>(k * n) * sizeof(float), '\0');
+  uint32_t s = 12345;
+  for (size_t i = 0; i < static_cast<size_t>(k * n); ++i) {
+    s = s * 1664525u + 1013904223u;
+    const float f = (static_cast<float>(s >> 8) / 16777216.0f - 0.5f) * 0.05f;
+    std::memcpy(&raw[i * sizeof(float)], &f, sizeof f);
+  }
+  w->set_raw_data(std::move(raw));
+  auto* mm = g->add_node();
+  mm->set_op_type("MatMul");
+  mm->set_name("mm");
+  mm->add_input("x");
+  mm->add_input("w");
+  mm->add_output("h");
+  auto* relu = g->add_node();
+  relu->set_op_type("Relu");
+  relu->set_name("relu");
+  relu->add_input("h");
+  relu->add_output("y");
+  std::ofstream(path, std::ios::binary) << m.SerializeAsString();
+  return path;
+}
+
+size_t count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
+long summary_number(const std::string& out, const std::string& pattern) {
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex(pattern))) return -1;
+  return std::stol(m[1]);
+}
+
+}  // namespace
+
+TEST(FleetLargeBlob, ServedWithoutSilenceReconnectOrRequeue) {
+  const std::string dir = fresh_dir("large-blob");
+  const std::string ep = endpoint(free_port());
+  const std::string model = big_model(dir + "/big.onnx", 1024, 24576);  // 96 MiB of weights
+  ASSERT_GT(std::filesystem::file_size(model), size_t{96} << 20);
+  Proc coord({bin("torq-coordinator"), "--model", model, "--bind", ep, "--db", dir + "/db", "--export", dir + "/out",
+              "--heartbeat-ms", std::to_string(kHeartbeatMs), "--min-workers", "2"},
+             dir + "/coordinator.log");
+  // Workers join a listening coordinator (one still importing the model
+  // would be silent to them, rightly).
+  ASSERT_TRUE(coord.wait_for("listening on", 120000)) << coord.output();
+  std::vector<Proc> workers;
+  for (const std::string id : {"w1", "w2"})
+    workers.emplace_back(std::vector<std::string>{bin("torq-worker"), "--connect", ep, "--id", id, "--cache",
+                                                  dir + "/cache-" + id, "--capacity", "1", "--heartbeat-ms",
+                                                  std::to_string(kHeartbeatMs), "-v"},
+                         dir + "/" + id + ".log");
+  const auto code = coord.wait(240000);
+  ASSERT_TRUE(code) << coord.output();
+  EXPECT_EQ(*code, 0) << coord.output();
+  for (auto& w : workers) w.signal(SIGTERM);
+  std::string logs;
+  for (auto& w : workers) {
+    EXPECT_EQ(w.wait(20000), 0) << w.output();
+    logs += w.output();
+  }
+  const std::string out = coord.output();
+  // Both workers fetched the blob, and nobody went silent meanwhile.
+  EXPECT_EQ(summary_number(out, "(\\d+) model blobs served"), 2) << out;
+  EXPECT_EQ(summary_number(out, "(\\d+) worker registrations"), 2) << out;
+  EXPECT_EQ(summary_number(out, "(\\d+) expired"), 0) << out;
+  EXPECT_EQ(summary_number(out, "(\\d+) jobs requeued"), 0) << out;
+  EXPECT_EQ(out.find("silent"), std::string::npos) << out;
+  EXPECT_EQ(logs.find("silent"), std::string::npos) << logs;
+  // The only reconnect: after the coordinator said it was shutting down.
+  EXPECT_EQ(count(logs, "reconnecting"), count(logs, "(coordinator shutting down); reconnecting")) << logs;
+  for (const std::string id : {"w1", "w2"}) {
+    const std::string cached_note = "[worker " + id + "] cached model ";
+    EXPECT_NE(logs.find(cached_note), std::string::npos) << logs;
+  }
+
+  // Every job done, with its results stored: 2 layers x 3 executors.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("run ([0-9a-f]{16}):"))) << out;
+  auto store = pipeline::Store::open(dir + "/db");
+  std::string hash;
+  size_t jobs = 0;
+  for (auto& [id, st] : store->jobs(m[1])) {
+    EXPECT_EQ(st.first, 'D') << id;
+    hash = pipeline::decode_job(st.second.data(), st.second.size()).model_hash;
+    ++jobs;
+  }
+  EXPECT_GE(jobs, 6u);
+  const auto results = store->model_results(m[1], hash);
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& [layer, rs] : results) EXPECT_EQ(rs.size(), 3u) << "layer " << layer;
+  // The cached copies are the stored model, byte for byte.
+  const std::optional<std::string> stored = store->get_model(hash);
+  ASSERT_TRUE(stored);
+  EXPECT_GT(stored->size(), size_t{96} << 20);
+  for (const std::string id : {"w1", "w2"}) {
+    const std::string cached = slurp(dir + "/cache-" + id + "/" + hash + ".onnx");
+    EXPECT_TRUE(cached == *stored) << id << ": " << cached.size() << " bytes cached, stored " << stored->size();
+  }
+}
