@@ -113,6 +113,7 @@ void register_reverse_sequence_kernels(KernelRegistry& r);  // kernels/reverse_s
 void register_quant_kernels(KernelRegistry& r);        // kernels/quant*.cc
 void register_control_kernels(KernelRegistry& r);      // kernels/control.cc
 void register_roi_align_kernels(KernelRegistry& r);    // kernels/roi_align.cc
+void register_einsum_kernels(KernelRegistry& r);       // kernels/einsum.cc
 
 const KernelRegistry& KernelRegistry::global() {
   static const KernelRegistry registry = [] {
@@ -132,6 +133,7 @@ const KernelRegistry& KernelRegistry::global() {
     register_loss_kernels(r);
     register_unary_math_kernels(r);
     register_matrix_misc_kernels(r);
+    register_einsum_kernels(r);
     register_scatter_kernels(r);
     register_select_kernels(r);
     register_nms_kernels(r);
