@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -61,6 +62,21 @@ inline int free_port() {
 }
 
 inline std::string endpoint(int port) { return "tcp://127.0.0.1:" + std::to_string(port); }
+
+// Occurrences of `needle` in `text` (log lines of a kind).
+inline size_t count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
+// The number `pattern`'s first group matches in the coordinator's summary,
+// or -1 when it is not there.
+inline long summary_number(const std::string& out, const std::string& pattern) {
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex(pattern))) return -1;
+  return std::stol(m[1]);
+}
 
 // A child process whose stdout and stderr go to `log` (appended).
 class Proc {

@@ -67,18 +67,6 @@ std::string big_model(const std::string& path, int64_t k, int64_t n) {
   return path;
 }
 
-size_t count(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
-  return n;
-}
-
-long summary_number(const std::string& out, const std::string& pattern) {
-  std::smatch m;
-  if (!std::regex_search(out, m, std::regex(pattern))) return -1;
-  return std::stol(m[1]);
-}
-
 }  // namespace
 
 TEST(FleetLargeBlob, ServedWithoutSilenceReconnectOrRequeue) {

@@ -114,19 +114,6 @@ StoreView read_store(const std::string& db, const std::string& run) {
   return v;
 }
 
-size_t count(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
-  return n;
-}
-
-// A number printed after `label` in the coordinator's summary.
-long summary_number(const std::string& out, const std::string& pattern) {
-  std::smatch m;
-  if (!std::regex_search(out, m, std::regex(pattern))) return -1;
-  return std::stol(m[1]);
-}
-
 }  // namespace
 
 TEST(FleetProcesses, DemoOverThreeWorkersMatchesSingleMachineDiscover) {
