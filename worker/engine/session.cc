@@ -580,14 +580,12 @@ bool Session::is_constant(const std::string& name) const {
   return it != impl_->ids.end() && impl_->constants[static_cast<size_t>(it->second)].defined();
 }
 
-std::vector<Tensor> Session::run_impl(const std::vector<Tensor>& feeds, std::map<std::string, Tensor>* all,
-                                      std::string* error) {
+std::vector<Tensor> Session::bind_inputs(const std::vector<Tensor>& feeds) {
   Impl& m = *impl_;
   if (m.opts.threads > 0) omp_set_num_threads(m.opts.threads);
   if (feeds.size() != m.inputs.size())
     throw EngineError(ErrorKind::kInvalidInput, "model takes " + std::to_string(m.inputs.size()) +
                                                     " inputs, got " + std::to_string(feeds.size()));
-  const auto t0 = Clock::now();
   std::vector<Tensor> values = m.constants;
   for (size_t i = 0; i < feeds.size(); ++i) {
     const ValueInfo& vi = m.inputs[i];
@@ -609,6 +607,14 @@ std::vector<Tensor> Session::run_impl(const std::vector<Tensor>& feeds, std::map
     }
     values[static_cast<size_t>(m.input_ids[i])] = t;
   }
+  return values;
+}
+
+std::vector<Tensor> Session::run_impl(const std::vector<Tensor>& feeds, std::map<std::string, Tensor>* all,
+                                      std::string* error) {
+  Impl& m = *impl_;
+  const auto t0 = Clock::now();
+  std::vector<Tensor> values = bind_inputs(feeds);
   RunStats stats;
   std::map<int, NodeStat> fused_stats;  // followers of chains that ran fused
   for (size_t i = 0; i < m.nodes.size(); ++i) {
@@ -658,6 +664,42 @@ std::vector<Tensor> Session::run_impl(const std::vector<Tensor>& feeds, std::map
   if (all)
     for (size_t id = 0; id < values.size(); ++id)
       if (values[id].defined()) (*all)[m.names[id]] = to_plain(values[id], m.env);
+  return out;
+}
+
+Session::Steps::Steps(Session* s, std::vector<Tensor> values) : s_(s), values_(std::move(values)) {}
+Session::Steps::~Steps() = default;
+
+std::unique_ptr<Session::Steps> Session::start_steps(const std::vector<Tensor>& feeds) {
+  return std::unique_ptr<Steps>(new Steps(this, bind_inputs(feeds)));
+}
+
+bool Session::Steps::done() const { return failed_ || (started_ && next_ >= s_->impl_->nodes.size()); }
+
+// As run_impl with every value kept (no activation fused, nothing
+// released), one node per call.
+std::vector<std::pair<std::string, Tensor>> Session::Steps::step() {
+  Impl& m = *s_->impl_;
+  std::vector<std::pair<std::string, Tensor>> out;
+  if (!started_) {
+    started_ = true;
+    for (size_t id = 0; id < values_.size(); ++id)
+      if (values_[id].defined()) out.emplace_back(m.names[id], to_plain(values_[id], m.env));
+  }
+  while (next_ < m.nodes.size() && m.nodes[next_].folded) ++next_;
+  if (next_ >= m.nodes.size()) return out;
+  if (m.opts.threads > 0) omp_set_num_threads(m.opts.threads);
+  auto& n = m.nodes[next_++];
+  NodeStat st;
+  try {
+    m.execute(n, values_, false, n.role == QuantRole::kFused ? nullptr : &st);
+  } catch (...) {
+    failed_ = true;
+    throw;
+  }
+  for (int id : n.out)
+    if (id >= 0 && values_[static_cast<size_t>(id)].defined())
+      out.emplace_back(m.names[static_cast<size_t>(id)], to_plain(values_[static_cast<size_t>(id)], m.env));
   return out;
 }
 

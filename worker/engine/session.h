@@ -105,6 +105,29 @@ class Session {
   // With `error` non-null a failing node does not throw: the run stops
   // there, *error says why, and the values computed so far are returned.
   std::map<std::string, Tensor> run_all(const std::vector<Tensor>& inputs, std::string* error = nullptr);
+  // The run of run_all(inputs), a node at a time, for a caller that needs
+  // only the values up to some node (a worker's reference run: each layer
+  // job waits only for the nodes it reads). The session must outlive it and
+  // run nothing else meanwhile; one thread at a time.
+  class Steps {
+   public:
+    ~Steps();
+    bool done() const;
+    // Executes the next node and returns the values it defined, plain, by
+    // name (the first call also returns the graph inputs and constants).
+    // Throws EngineError as run() does; the values returned before stay
+    // valid, and done() is true afterwards.
+    std::vector<std::pair<std::string, Tensor>> step();
+
+   private:
+    friend class Session;
+    Steps(Session* s, std::vector<Tensor> values);
+    Session* s_;
+    std::vector<Tensor> values_;
+    size_t next_ = 0;
+    bool started_ = false, failed_ = false;
+  };
+  std::unique_ptr<Steps> start_steps(const std::vector<Tensor>& inputs);
   // True when the named value is fixed at load (initializer or folded).
   bool is_constant(const std::string& name) const;
 
@@ -116,6 +139,7 @@ class Session {
   struct Impl;
   std::vector<Tensor> run_impl(const std::vector<Tensor>& inputs, std::map<std::string, Tensor>* all,
                                std::string* error = nullptr);
+  std::vector<Tensor> bind_inputs(const std::vector<Tensor>& inputs);
   explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
