@@ -62,12 +62,16 @@ LocalWorkers::LocalWorkers(LocalWorkersOptions o) : opts_(std::move(o)) {
     check_backend(opts_.worker_binary, backend_args);
   }
   const pid_t parent = getpid();
-  for (int i = 0; i < std::max(1, opts_.workers); ++i) {
+  const int jobs = std::max(1, opts_.workers);
+  const int lanes = opts_.backend != "sim" ? 1 : opts_.lanes <= 0 ? jobs : std::min(opts_.lanes, jobs);
+  for (int i = 0, left = jobs; left > 0; ++i, left -= lanes) {
+    const int capacity = std::min(lanes, left);
     std::vector<std::string> args{opts_.worker_binary, "--connect", opts_.endpoint,
                                   "--target", opts_.target,
                                   "--executors", opts_.executors,
-                                  "--capacity", "1",
-                                  "--prefetch", std::to_string(std::max(0, opts_.prefetch)),
+                                  "--capacity", std::to_string(capacity),
+                                  "--lanes", std::to_string(capacity),
+                                  "--prefetch", std::to_string(std::max(0, opts_.prefetch) * capacity),
                                   "--cache", opts_.cache_dir,
                                   "--threads", std::to_string(std::max(1, opts_.threads_per_job)),
                                   "--heartbeat-ms", std::to_string(opts_.heartbeat_ms),
@@ -113,9 +117,17 @@ LocalWorkers::LocalWorkers(LocalWorkersOptions o) : opts_(std::move(o)) {
 }
 
 LocalWorkers::~LocalWorkers() {
-  stopping_.store(true);
-  if (watcher_.joinable()) watcher_.join();
+  end_watch();
   stop_all();
+}
+
+void LocalWorkers::end_watch() {
+  {
+    std::lock_guard<std::mutex> lk(watch_mu_);
+    stopping_ = true;
+  }
+  watch_cv_.notify_all();
+  if (watcher_.joinable()) watcher_.join();
 }
 
 void LocalWorkers::stop_all() {
@@ -142,9 +154,15 @@ void LocalWorkers::stop_all() {
   }
 }
 
+void LocalWorkers::stop_soon() {
+  end_watch();  // the flag it sets may not outlive this call
+  std::lock_guard<std::mutex> lock(g_reap_mutex);
+  for (pid_t p : pids_)
+    if (p > 0) kill(p, SIGTERM);
+}
+
 void LocalWorkers::stop() {
-  stopping_.store(true);
-  if (watcher_.joinable()) watcher_.join();
+  end_watch();
   stop_all();
 }
 
@@ -162,12 +180,13 @@ int LocalWorkers::alive() {
 
 void LocalWorkers::watch(std::atomic<bool>* flag) {
   watcher_ = std::thread([this, flag] {
-    while (!stopping_.load()) {
+    std::unique_lock<std::mutex> lk(watch_mu_);
+    while (!stopping_) {
       if (alive() == 0) {
         flag->store(true);
         return;
       }
-      usleep(100000);
+      watch_cv_.wait_for(lk, std::chrono::milliseconds(100));
     }
   });
 }
@@ -194,7 +213,7 @@ void cache_model_file(const std::string& cache_dir, const std::string& hash, con
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary);
-    f << bytes;
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     f.close();
     if (!f) throw pipeline::PipelineError(path + ": cannot write");
   }

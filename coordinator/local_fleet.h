@@ -1,7 +1,10 @@
 // Local workers for an embedded coordinator (torq-gen-config discover and
-// `torq-coordinator --local-workers N`): N `torq-worker --connect ENDPOINT`
-// processes on this machine, so single-machine runs take the same scheduling
-// path as the fleet (FleetBroker), only over a private ipc:// endpoint.
+// `torq-coordinator --local-workers N`): `torq-worker --connect ENDPOINT`
+// processes on this machine running N jobs at once, so single-machine runs
+// take the same scheduling path as the fleet (FleetBroker), only over a
+// private ipc:// endpoint. With the sim backend one worker runs all N, as
+// lanes of one job process: the jobs share each model's reference run and
+// oneDNN's compiled kernels instead of computing them once per process.
 //
 // Contracts:
 //  - Each worker runs with PR_SET_PDEATHSIG=SIGTERM: if this process dies
@@ -16,6 +19,8 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,13 +28,16 @@
 namespace torq::coordinator {
 
 struct LocalWorkersOptions {
-  int workers = 2;
+  int workers = 2;              // jobs run at once
+  // Of them per worker process: 0 = all in one (sim backend; the toolchain
+  // backend always runs one job per process).
+  int lanes = 0;
   std::string endpoint;        // ipc:// or tcp:// of the embedded broker
   std::string cache_dir;       // model cache (<hash>.onnx), shared by all
   int threads_per_job = 1;
-  // Jobs each worker queues beyond the one it runs: its next layer job is
-  // there when the current one ends (discover's jobs take milliseconds, the
-  // round trip through the coordinator is a good part of that).
+  // Jobs queued per running job beyond it: a lane's next layer job is there
+  // when the current one ends (discover's jobs take milliseconds, the round
+  // trip through the coordinator is a good part of that).
   int prefetch = 1;
   int heartbeat_ms = 1000;
   std::string target = "sim";
@@ -77,6 +85,10 @@ class LocalWorkers {
 
   // Workers still running.
   int alive();
+  // Ends watch() and asks the workers to stop (SIGTERM) without waiting:
+  // they wind down while the caller writes its report; stop() or the
+  // destructor reaps them.
+  void stop_soon();
   // Stops them now (as the destructor does); idempotent.
   void stop();
   // Starts a thread that sets *flag once no worker is alive.
@@ -90,9 +102,12 @@ class LocalWorkers {
 
  private:
   void stop_all();
+  void end_watch();
   LocalWorkersOptions opts_;
   std::vector<pid_t> pids_;
-  std::atomic<bool> stopping_{false};
+  std::mutex watch_mu_;
+  std::condition_variable watch_cv_;  // wakes the watcher at once to end it
+  bool stopping_ = false;
   std::thread watcher_;
 };
 

@@ -45,7 +45,8 @@ struct FleetWorkerOptions {
   std::string target = "sim";
   std::vector<pipeline::Executor> executors{pipeline::Executor::kNss, pipeline::Executor::kCss,
                                             pipeline::Executor::kHost};
-  int capacity = 1;                    // parallel jobs (child processes)
+  int capacity = 1;                    // parallel jobs
+  int lanes = 1;                       // of them per job process (threads; sim backend)
   int prefetch = 0;                    // jobs taken beyond capacity, queued in the pool
   std::string cache_dir = ".torq-cache/models";
   int threads_per_job = 1;

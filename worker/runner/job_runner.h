@@ -8,8 +8,9 @@
 #include <chrono>
 #include <functional>
 #include <map>
-#include <optional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,19 +45,30 @@ class JobRunner {
   // executor in priority order the backend accepts), fed the outputs the
   // layers before it produced there, and the graph outputs compared with
   // the fp32 host reference; an error names the layer that failed.
+  //
+  // Thread-safe with the sim backend: jobs running at once in one process
+  // share each model's reference run (worker --lanes).
   pipeline::ExecResult run(const pipeline::JobSpec& job);
 
  private:
   struct ModelState;
   struct SubModel;
-  ModelState& model(const pipeline::JobSpec& job);
+  struct Loading {  // a model being loaded once for every job that wants it
+    std::once_flag once;
+    std::shared_ptr<ModelState> state;
+    std::string error;
+  };
+  std::shared_ptr<ModelState> model(const pipeline::JobSpec& job);
+  std::shared_ptr<ModelState> load_model(const pipeline::JobSpec& job);
+  std::vector<engine::Tensor> full_run_outputs(ModelState& ms, const pipeline::JobSpec& job,
+                                               const std::vector<std::string>& outs);
   // The sub-model of layers [first, last] and its feeds: activations of the
   // reference run, or with `assigned` the values an assigned run computed
   // (constants are baked in either way). False with out->error when an
   // input has no value.
   bool materialise(ModelState& ms, const pipeline::JobSpec& job, uint32_t first, uint32_t last,
                    const std::map<std::string, engine::Tensor>* assigned, SubModel* out);
-  std::map<std::string, engine::Tensor> range_inputs(const ModelState& ms, uint32_t first, uint32_t last) const;
+  std::map<std::string, engine::Tensor> range_inputs(ModelState& ms, uint32_t first, uint32_t last) const;
   std::optional<engine::Tensor> input_value(ModelState& ms, const pipeline::JobSpec& job, const std::string& in,
                                            uint32_t layer, uint64_t input_no, std::string* error);
   // The backend's run of `sm` on executor e, for `job` (its target for e,
@@ -73,7 +85,8 @@ class JobRunner {
   std::string worker_id_;
   std::unique_ptr<Backend> backend_;
   int threads_;
-  std::map<std::string, std::unique_ptr<ModelState>> models_;  // by hash + activation key
+  std::mutex models_mu_;
+  std::map<std::string, std::shared_ptr<Loading>> models_;  // by hash + activation key
 };
 
 // The engine's identity ("torq-sim 0.1 (oneDNN X.Y.Z)"): the reference's,

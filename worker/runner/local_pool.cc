@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -20,17 +21,21 @@ extern char** environ;
 
 namespace torq::runner {
 
-using Clock = std::chrono::steady_clock;
 using pipeline::ExecResult;
 using pipeline::JobSpec;
+
+struct LocalPool::Running {
+  JobSpec job;
+  int attempts = 0;  // including this one
+  Clock::time_point deadline;
+};
 
 struct LocalPool::Slot {
   int index = 0;
   pid_t pid = -1;
   int to_child = -1, from_child = -1;
-  std::optional<JobSpec> job;
-  int attempts = 0;
-  Clock::time_point deadline;
+  std::vector<Running> running;
+  bool alone = false;  // runs a crash suspect: takes nothing else
 };
 
 std::string LocalPool::default_worker_binary() {
@@ -47,8 +52,9 @@ std::string LocalPool::default_worker_binary() {
 LocalPool::LocalPool(LocalPoolOptions opts) : opts_(std::move(opts)) {
   if (opts_.worker_binary.empty()) opts_.worker_binary = default_worker_binary();
   if (opts_.workers < 1) opts_.workers = 1;
+  opts_.lanes = std::clamp(opts_.lanes, 1, opts_.workers);
   signal(SIGPIPE, SIG_IGN);  // a dead worker must not kill us on write
-  slots_.resize(static_cast<size_t>(opts_.workers));
+  slots_.resize(static_cast<size_t>((opts_.workers + opts_.lanes - 1) / opts_.lanes));
   for (size_t i = 0; i < slots_.size(); ++i) {
     slots_[i].index = static_cast<int>(i);
     spawn(slots_[i]);
@@ -74,7 +80,7 @@ void LocalPool::spawn(Slot& s) {
   const std::string id = opts_.id_prefix + "-" + std::to_string(s.index);
   const std::string threads = std::to_string(opts_.threads_per_worker);
   std::vector<std::string> args = {opts_.worker_binary, "--stdio", "--cache", opts_.cache_dir,
-                                   "--id", id, "--threads", threads};
+                                   "--id", id, "--threads", threads, "--lanes", std::to_string(opts_.lanes)};
   args.insert(args.end(), opts_.backend_args.begin(), opts_.backend_args.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -112,28 +118,30 @@ void LocalPool::reap(Slot& s, bool kill_group) {
   s.pid = -1;
 }
 
-size_t LocalPool::slots() const { return slots_.size(); }
+size_t LocalPool::slots() const { return static_cast<size_t>(opts_.workers); }
 
-void LocalPool::submit(const JobSpec& job) { queue_.emplace_back(job, 0); }
+void LocalPool::submit(const JobSpec& job) { queue_.push_back({job, 0, false}); }
 
-size_t LocalPool::busy() const {
-  size_t n = queue_.size();
-  for (const auto& s : slots_) n += s.job.has_value();
+size_t LocalPool::running() const {
+  size_t n = 0;
+  for (const auto& s : slots_) n += s.running.size();
   return n;
 }
 
+size_t LocalPool::busy() const { return queue_.size() + running(); }
+
 std::vector<std::string> LocalPool::busy_ids() const {
   std::vector<std::string> ids;
-  for (const auto& [j, a] : queue_) ids.push_back(j.id);
+  for (const auto& q : queue_) ids.push_back(q.job.id);
   for (const auto& s : slots_)
-    if (s.job) ids.push_back(s.job->id);
+    for (const auto& r : s.running) ids.push_back(r.job.id);
   return ids;
 }
 
 std::vector<int> LocalPool::wait_fds() const {
   std::vector<int> fds;
   for (const auto& s : slots_)
-    if (s.job) fds.push_back(s.from_child);
+    if (!s.running.empty()) fds.push_back(s.from_child);
   return fds;
 }
 
@@ -141,51 +149,123 @@ int LocalPool::ms_to_deadline() const {
   long long best = -1;
   const auto now = Clock::now();
   for (const auto& s : slots_)
-    if (s.job) {
+    for (const auto& r : s.running) {
       const long long left =
-          std::max<long long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(s.deadline - now).count() + 1);
+          std::max<long long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(r.deadline - now).count() + 1);
       best = best < 0 ? left : std::min(best, left);
     }
   return static_cast<int>(std::min<long long>(best, 1 << 30));
 }
 
-void LocalPool::fail(Slot& s, const std::string& cls, const std::string& msg, std::vector<Finished>& out) {
+void LocalPool::fail(Slot& s, Running run, const std::string& cls, const std::string& msg,
+                     std::vector<Finished>& out) {
   ExecResult r;
-  r.job_id = s.job->id;
-  r.executor = s.job->executor;
+  r.job_id = run.job.id;
+  r.executor = run.job.executor;
   r.status = pipeline::Status::kError;
   r.error_class = cls;
   r.error_message = msg;
   r.worker_id = opts_.id_prefix + "-" + std::to_string(s.index);
-  r.attempts = static_cast<uint32_t>(s.attempts);
-  out.emplace_back(*s.job, std::move(r));
-  s.job.reset();
+  r.attempts = static_cast<uint32_t>(run.attempts);
+  out.emplace_back(std::move(run.job), std::move(r));
 }
 
-// The worker process died holding the job: retry it on a fresh process
-// (first in the queue) until max_attempts, then record error/crash.
+// The process died holding its jobs. Alone, the job is retried on a fresh
+// process (first in the queue, alone again) until max_attempts, then
+// recorded as error/crash. With others, any of them may have crashed it:
+// each goes back uncharged, to run alone.
 void LocalPool::crashed(Slot& s, const std::string& why, std::vector<Finished>& out) {
   reap(s, true);
-  if (s.attempts >= opts_.max_attempts) {
-    fail(s, "crash", why + " after " + std::to_string(s.attempts) + " attempts", out);
-  } else {
-    queue_.emplace_front(*s.job, s.attempts);
-    s.job.reset();
+  std::vector<Running> jobs = std::move(s.running);
+  s.running.clear();
+  s.alone = false;
+  if (jobs.size() == 1) {
+    if (jobs[0].attempts >= opts_.max_attempts)
+      fail(s, std::move(jobs[0]), "crash", why + " after " + std::to_string(jobs[0].attempts) + " attempts", out);
+    else
+      queue_.push_front({std::move(jobs[0].job), jobs[0].attempts, true});  // it crashes: keep it alone
+    return;
   }
+  for (auto it = jobs.rbegin(); it != jobs.rend(); ++it) queue_.push_front({std::move(it->job), it->attempts - 1, true});
+}
+
+// A job of `s` is past its deadline: the process is killed, that job (and
+// any other past its own) is error/timeout, the rest go back uncharged.
+void LocalPool::timed_out(Slot& s, Clock::time_point now, std::vector<Finished>& out) {
+  reap(s, true);
+  std::vector<Running> jobs = std::move(s.running);
+  s.running.clear();
+  s.alone = false;
+  for (auto it = jobs.rbegin(); it != jobs.rend(); ++it) {
+    if (now >= it->deadline) {
+      const std::string msg = "no result within " + std::to_string(it->job.timeout_ms) + " ms; worker killed";
+      fail(s, std::move(*it), "timeout", msg, out);
+    } else {
+      queue_.push_front({std::move(it->job), it->attempts - 1, false});
+    }
+  }
+}
+
+// Where queued job `q` may start now: a suspect only in a process running
+// nothing, others in the least busy process with a free lane that runs no
+// suspect; nullptr if there is none.
+LocalPool::Slot* LocalPool::slot_for(const Queued& q) {
+  Slot* best = nullptr;
+  for (auto& s : slots_) {
+    if (s.alone || s.running.size() >= static_cast<size_t>(opts_.lanes)) continue;
+    if (q.alone && !s.running.empty()) continue;
+    if (!best || s.running.size() < best->running.size()) best = &s;
+  }
+  return best;
 }
 
 void LocalPool::start_queued(std::vector<Finished>& out) {
-  for (auto& s : slots_) {
-    if (queue_.empty()) return;
-    if (s.job) continue;
-    auto [job, attempts] = queue_.front();
+  while (!queue_.empty() && running() < static_cast<size_t>(opts_.workers)) {
+    Slot* s = slot_for(queue_.front());
+    if (!s) return;  // first come, first started: the rest wait behind it
+    Queued q = std::move(queue_.front());
     queue_.pop_front();
-    if (s.pid < 0) spawn(s);
-    s.job = job;
-    s.attempts = attempts + 1;
-    s.deadline = Clock::now() + std::chrono::milliseconds(std::max<uint32_t>(1, job.timeout_ms));
-    if (!runner::write_frame(s.to_child, pipeline::encode_job(job))) crashed(s, "worker died before taking the job", out);
+    if (s->pid < 0) spawn(*s);
+    const auto deadline = Clock::now() + std::chrono::milliseconds(std::max<uint32_t>(1, q.job.timeout_ms));
+    s->running.push_back({q.job, q.attempts + 1, deadline});
+    s->alone = q.alone;
+    if (!runner::write_frame(s->to_child, pipeline::encode_job(q.job)))
+      crashed(*s, "worker died before taking the job", out);
   }
+}
+
+// One result frame from `s` (or its death).
+void LocalPool::read_result(Slot& s, std::vector<Finished>& out) {
+  std::optional<std::string> frame;
+  std::string why;
+  try {
+    frame = runner::read_frame(s.from_child, pipeline::kMaxMessageBytes);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  if (!frame) {
+    // EOF or broken frame: the worker died with its jobs.
+    crashed(s, "worker process died running the job" + (why.empty() ? "" : " (" + why + ")"), out);
+    return;
+  }
+  ExecResult r;
+  try {
+    r = pipeline::decode_result(frame->data(), frame->size());
+  } catch (const std::exception& e) {
+    if (s.running.size() != 1) return crashed(s, std::string("worker sent a bad result: ") + e.what(), out);
+    reap(s, true);
+    Running run = std::move(s.running[0]);
+    s.running.clear();
+    s.alone = false;
+    return fail(s, std::move(run), "crash", std::string("worker sent a bad result: ") + e.what(), out);
+  }
+  auto it = std::find_if(s.running.begin(), s.running.end(), [&](const Running& x) { return x.job.id == r.job_id; });
+  if (it == s.running.end() && s.running.size() == 1) it = s.running.begin();  // e.g. a job it could not decode
+  if (it == s.running.end()) return crashed(s, "worker sent a result for no job it runs ('" + r.job_id + "')", out);
+  r.attempts = static_cast<uint32_t>(it->attempts);
+  out.emplace_back(std::move(it->job), std::move(r));
+  s.running.erase(it);
+  if (s.running.empty()) s.alone = false;
 }
 
 std::vector<LocalPool::Finished> LocalPool::service() {
@@ -194,7 +274,7 @@ std::vector<LocalPool::Finished> LocalPool::service() {
   std::vector<pollfd> fds;
   std::vector<Slot*> owners;
   for (auto& s : slots_)
-    if (s.job) {
+    if (!s.running.empty()) {
       fds.push_back({s.from_child, POLLIN, 0});
       owners.push_back(&s);
     }
@@ -207,35 +287,16 @@ std::vector<LocalPool::Finished> LocalPool::service() {
   for (size_t i = 0; i < fds.size(); ++i) {
     Slot& s = *owners[i];
     if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) {
-      std::optional<std::string> frame;
-      std::string why;
-      try {
-        frame = runner::read_frame(s.from_child, pipeline::kMaxMessageBytes);
-      } catch (const std::exception& e) {
-        why = e.what();
-      }
-      if (!frame) {
-        // EOF or broken frame: the worker died with the job.
-        crashed(s, "worker process died running the job" + (why.empty() ? "" : " (" + why + ")"), out);
-        continue;
-      }
-      ExecResult r;
-      try {
-        r = pipeline::decode_result(frame->data(), frame->size());
-      } catch (const std::exception& e) {
-        reap(s, true);
-        fail(s, "crash", std::string("worker sent a bad result: ") + e.what(), out);
-        continue;
-      }
-      r.attempts = static_cast<uint32_t>(s.attempts);
-      out.emplace_back(*s.job, std::move(r));
-      s.job.reset();
-    } else if (now >= s.deadline) {
-      reap(s, true);
-      fail(s, "timeout", "no result within " + std::to_string(s.job->timeout_ms) + " ms; worker killed", out);
+      read_result(s, out);
+      continue;
     }
+    for (const auto& r : s.running)
+      if (now >= r.deadline) {
+        timed_out(s, now, out);
+        break;
+      }
   }
-  start_queued(out);  // crash retries and idle slots
+  start_queued(out);  // crash retries, jobs put back and idle lanes
   return out;
 }
 
@@ -246,7 +307,7 @@ void LocalPool::run(const std::function<std::optional<JobSpec>()>& next,
   for (;;) {
     // Fill idle slots (crash retries are already queued and go first).
     source_empty = false;
-    while (busy() < slots_.size()) {
+    while (busy() < slots()) {
       auto j = next();
       if (!j) {
         source_empty = true;
@@ -258,7 +319,7 @@ void LocalPool::run(const std::function<std::optional<JobSpec>()>& next,
     if (!finished.empty()) {
       // Refill freed slots before recording: the caller's store commit must
       // not leave a worker idle.
-      while (busy() < slots_.size()) {
+      while (busy() < slots()) {
         auto j = next();
         if (!j) break;
         submit(*j);

@@ -1,8 +1,13 @@
-// LocalPool: a pool of local `torq-worker --stdio` processes (one job at a time
-// each), fed over pipes. Each job runs in a child process with a timeout:
-// a hang is killed with its whole process group and costs one job; a crash
-// costs one attempt (the job is retried on a fresh worker up to
-// max_attempts, then recorded as error/crash). Knows jobs, not tensors.
+// LocalPool: a pool of local `torq-worker --stdio` processes, fed over pipes,
+// each running up to `lanes` jobs at once (threads sharing the process's
+// models and reference runs; stdio_serve.h). Each job has a timeout: a hang
+// is killed with its process group and costs that job (error/timeout); the
+// other jobs of the process go back to the queue uncharged. A crash with one
+// job in its process costs that job one attempt (it is retried on a fresh
+// process up to max_attempts, then recorded as error/crash); a crash with
+// several leaves it unknown which one crashed, so each goes back uncharged
+// and runs alone in a process next, where a crash is its own. Knows jobs,
+// not tensors.
 //
 // Two ways to drive a pool (do not mix them on one pool):
 //  - run(next, done): blocking, until `next` has nothing and nothing runs;
@@ -11,6 +16,7 @@
 // A pool is used from one thread.
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <optional>
@@ -23,7 +29,8 @@
 namespace torq::runner {
 
 struct LocalPoolOptions {
-  int workers = 2;
+  int workers = 2;             // jobs run at once
+  int lanes = 1;               // of them in one process (ceil(workers / lanes) processes)
   std::string worker_binary;   // torq-worker; default: next to this executable
   std::string cache_dir;       // where models are cached as <hash>.onnx
   int threads_per_worker = 1;
@@ -35,6 +42,8 @@ struct LocalPoolOptions {
 };
 
 class LocalPool {
+  using Clock = std::chrono::steady_clock;
+
  public:
   explicit LocalPool(LocalPoolOptions opts);
   ~LocalPool();  // terminates the workers
@@ -71,22 +80,32 @@ class LocalPool {
   size_t busy() const;
   // Ids of those jobs.
   std::vector<std::string> busy_ids() const;
-  // Number of worker processes (parallel slots).
+  // Jobs run at once (`workers`).
   size_t slots() const;
 
   // Default worker binary: torq-worker beside /proc/self/exe, or $TORQ_WORKER_BIN.
   static std::string default_worker_binary();
 
  private:
-  struct Slot;
+  struct Running;
+  struct Slot;  // one process
+  struct Queued {
+    pipeline::JobSpec job;
+    int attempts = 0;      // so far
+    bool alone = false;    // a crash suspect: runs alone in its process
+  };
   void spawn(Slot& s);
   void reap(Slot& s, bool kill_group);
   void start_queued(std::vector<Finished>& out);
+  Slot* slot_for(const Queued& q);
+  void read_result(Slot& s, std::vector<Finished>& out);
   void crashed(Slot& s, const std::string& why, std::vector<Finished>& out);
-  void fail(Slot& s, const std::string& cls, const std::string& msg, std::vector<Finished>& out);
+  void timed_out(Slot& s, Clock::time_point now, std::vector<Finished>& out);
+  void fail(Slot& s, Running r, const std::string& cls, const std::string& msg, std::vector<Finished>& out);
+  size_t running() const;
   LocalPoolOptions opts_;
   std::vector<Slot> slots_;
-  std::deque<std::pair<pipeline::JobSpec, int>> queue_;  // job, attempts so far (crash retries first)
+  std::deque<Queued> queue_;  // crash retries and jobs put back go first
 };
 
 }  // namespace torq::runner

@@ -29,11 +29,13 @@
 #include <CLI/CLI.hpp>
 
 #include "pipeline/codec.h"
+#include "pipeline/base/file_bytes.h"
 #include "worker/engine/omp_wait.h"
 #include "worker/board/address.h"
 #include "worker/runner/fleet_worker.h"
 #include "worker/runner/frame_io.h"
 #include "worker/runner/job_runner.h"
+#include "worker/runner/stdio_serve.h"
 #include "worker/sim/sim_backend.h"
 #include "worker/toolchain/toolchain_backend.h"
 
@@ -156,7 +158,7 @@ int main(int argc, char** argv) {
   bool stdio = false;
   std::string cache_dir = ".torq-cache/models";
   std::string id = "local";
-  int threads = 1;
+  int threads = 1, lanes = 1;
   runner::FleetWorkerOptions fo;
   std::string executors = "nss,css,host", key_prefix, server_key;
   auto* o_stdio = app.add_flag("--stdio", stdio, "Serve jobs on stdin/stdout (used by local pools)");
@@ -165,6 +167,11 @@ int main(int argc, char** argv) {
   app.add_option("--cache", cache_dir, "Directory of cached models (<sha256>.onnx)")->capture_default_str();
   app.add_option("--id", id, "Worker id reported in results (fleet default: <hostname>-<pid>)");
   app.add_option("--threads,-t", threads, "Threads per job")->capture_default_str();
+  app.add_option("--lanes", lanes,
+                 "Jobs one job process runs at once, on threads sharing its models, their reference runs and "
+                 "compiled kernels (sim backend; fleet: --capacity jobs in ceil(capacity/lanes) processes)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   app.add_option("--target", fo.target, "Fleet: target this worker serves (sim, astra, a board name)")
       ->capture_default_str();
   app.add_option("--executors", executors, "Fleet: executors offered, comma-separated")->capture_default_str();
@@ -224,8 +231,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "torq-worker: give --stdio or --connect tcp://HOST:PORT (see --help)\n");
     return 2;
   }
+  if (lanes > 1 && backend.kind != "sim") {
+    std::fprintf(stderr, "torq-worker: --lanes needs --backend sim (the toolchain's tools run one job at a time)\n");
+    return 2;
+  }
   if (!fo.connect.empty()) {
     fo.cache_dir = cache_dir;
+    fo.lanes = lanes;
     fo.threads_per_job = threads;
     if (app.count("--id")) fo.worker_id = id;
     fo.health_interval_s = static_cast<int>(health_interval_h * 3600);
@@ -255,59 +267,22 @@ int main(int argc, char** argv) {
   auto fetch = [&](const std::string& hash) {
     if (hash.find('/') != std::string::npos || hash.find("..") != std::string::npos)
       throw pipeline::PipelineError("bad model hash '" + hash + "'");
-    std::ifstream f(cache_dir + "/" + hash + ".onnx", std::ios::binary);
-    if (!f) throw pipeline::PipelineError("model " + hash + " not in cache " + cache_dir);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
+    std::optional<std::string> bytes = base::read_file_bytes(cache_dir + "/" + hash + ".onnx");
+    if (!bytes) throw pipeline::PipelineError("model " + hash + " not in cache " + cache_dir);
+    return std::move(*bytes);
   };
   // A job process dies with its pool's process (kill -9 of a worker
   // included): a hung job must not outlive the worker that was waiting
   // for it. Before the first job a dead parent shows as EOF on stdin.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   runner::JobRunner runner(fetch, id, make_backend(backend, threads), threads);
-  // Fault injection for tests of the supervision (DESIGN §6): a comma list
-  // of "hang:SUBSTR" / "crash:SUBSTR" matched against job ids
-  // ("<model>/<layer>/<executor>"). Off unless the variable is set.
-  std::vector<std::pair<std::string, std::string>> faults;
-  // Test aid: TORQ_WORKER_DELAY_MS=N makes every job take N ms longer
-  // (so tests can act while a run is in flight).
-  const char* delay_env = std::getenv("TORQ_WORKER_DELAY_MS");
-  const int delay_ms = delay_env ? std::atoi(delay_env) : 0;
-  if (const char* env = std::getenv("TORQ_WORKER_FAULT")) {
-    std::stringstream fs(env);
-    std::string item;
-    while (std::getline(fs, item, ',')) {
-      auto c = item.find(':');
-      if (c != std::string::npos) faults.emplace_back(item.substr(0, c), item.substr(c + 1));
-    }
-  }
-  for (;;) {
-    std::optional<std::string> frame;
-    try {
-      frame = runner::read_frame(STDIN_FILENO, pipeline::kMaxMessageBytes);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "torq-worker %s: %s; exiting\n", id.c_str(), e.what());
-      return 2;
-    }
-    if (!frame) return 0;  // parent closed the pipe
-    pipeline::ExecResult r;
-    try {
-      const pipeline::JobSpec job = pipeline::decode_job(frame->data(), frame->size());
-      for (const auto& [kind, needle] : faults)
-        if (job.id.find(needle) != std::string::npos) {
-          if (kind == "hang")
-            for (;;) pause();
-          if (kind == "crash") std::abort();
-        }
-      if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
-      r = runner.run(job);
-    } catch (const std::exception& e) {
-      r.status = pipeline::Status::kError;
-      r.error_class = "invalid_job";
-      r.error_message = e.what();
-      r.worker_id = id;
-    }
-    if (!runner::write_frame(STDOUT_FILENO, pipeline::encode_result(r))) return 0;
-  }
+  runner::StdioServeOptions so;
+  so.id = id;
+  so.lanes = lanes;
+  runner::faults_from_env(&so);
+  const int rc = runner::serve_stdio(runner, so);
+  // Every result is written (unbuffered) and nothing else is owed: leave
+  // without freeing the models (hundreds of MB of activations, tens of ms).
+  std::fflush(nullptr);
+  _exit(rc);
 }

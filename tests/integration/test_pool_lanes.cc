@@ -1,0 +1,136 @@
+// LocalPool with lanes (local_pool.h): jobs run as threads of one
+// `torq-worker --stdio` process, sharing the model and its lazy reference
+// run. Real processes on the demo CNN: two lanes give the results of one
+// job per process, byte for byte; a crash or a hang costs only the job that
+// caused it, and the jobs that shared its process run again uncharged.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <string>
+
+#include "pipeline/codec.h"
+#include "tests/integration/proc.h"
+#include "worker/runner/local_pool.h"
+
+using namespace torq;
+using namespace torq::test;
+
+namespace {
+
+// Layer jobs of the demo (14 layers) on `executors`, model "demo" in `cache`.
+std::deque<pipeline::JobSpec> demo_jobs(const std::vector<pipeline::Executor>& executors, int layers,
+                                        uint32_t timeout_ms) {
+  std::deque<pipeline::JobSpec> jobs;
+  for (int i = 0; i < layers; ++i)
+    for (auto e : executors) {
+      pipeline::JobSpec j;
+      j.id = "demo/" + std::to_string(i) + "/" + pipeline::executor_name(e);
+      j.model_hash = "demo";
+      j.first_node = j.last_node = static_cast<uint32_t>(i);
+      j.executor = e;
+      j.timeout_ms = timeout_ms;
+      jobs.push_back(j);
+    }
+  return jobs;
+}
+
+std::string cache_with_demo(const std::string& name) {
+  const std::string dir = fresh_dir(name);
+  EXPECT_EQ(run_cmd(bin("torq-sim") + " demo --save " + dir + "/demo.onnx").code, 0);
+  return dir;
+}
+
+// Runs `jobs` on a pool; results by job id.
+std::map<std::string, pipeline::ExecResult> run_pool(const std::string& cache, int workers, int lanes,
+                                                     std::deque<pipeline::JobSpec> jobs) {
+  runner::LocalPoolOptions o;
+  o.workers = workers;
+  o.lanes = lanes;
+  o.worker_binary = bin("torq-worker");
+  o.cache_dir = cache;
+  runner::LocalPool pool(o);
+  std::map<std::string, pipeline::ExecResult> out;
+  pool.run(
+      [&]() -> std::optional<pipeline::JobSpec> {
+        if (jobs.empty()) return std::nullopt;
+        auto j = jobs.front();
+        jobs.pop_front();
+        return j;
+      },
+      [&](const pipeline::JobSpec& j, pipeline::ExecResult r) { EXPECT_TRUE(out.emplace(j.id, r).second) << j.id; });
+  return out;
+}
+
+// A result without what depends on timing and placement.
+std::string comparable(pipeline::ExecResult r) {
+  r.host_ms = 0;
+  r.worker_id.clear();
+  return pipeline::encode_result(r);
+}
+
+struct Env {  // a variable for the pool's children, unset after
+  std::string name;
+  Env(const std::string& n, const std::string& v) : name(n) { setenv(n.c_str(), v.c_str(), 1); }
+  ~Env() { unsetenv(name.c_str()); }
+};
+
+}  // namespace
+
+TEST(PoolLanes, TwoLanesGiveTheResultsOfAProcessPerJob) {
+  const std::string cache = cache_with_demo("lanes-equal");
+  const auto jobs = demo_jobs({pipeline::Executor::kNss, pipeline::Executor::kCss, pipeline::Executor::kHost}, 14,
+                              60000);
+  const auto apart = run_pool(cache, 2, 1, jobs);
+  const auto lanes = run_pool(cache, 2, 2, jobs);
+  ASSERT_EQ(apart.size(), 42u);
+  ASSERT_EQ(lanes.size(), 42u);
+  size_t success = 0;
+  for (const auto& [id, r] : apart) {
+    ASSERT_TRUE(lanes.count(id)) << id;
+    EXPECT_EQ(comparable(lanes.at(id)), comparable(r)) << id;
+    EXPECT_EQ(lanes.at(id).attempts, 1u) << id;
+    success += r.status == pipeline::Status::kSuccess && !r.outputs.empty();
+  }
+  EXPECT_GE(success, 28u);  // css and host run every layer of the demo: real outputs compared
+}
+
+TEST(PoolLanes, ACrashWithTwoInFlightChargesOnlyTheJobThatCrashes) {
+  const std::string cache = cache_with_demo("lanes-crash");
+  // Every job takes 200 ms, so the other lane has a job in flight when the
+  // crash (at the start of /0/host) takes the process down.
+  Env fault("TORQ_WORKER_FAULT", "crash:demo/0/host");
+  Env delay("TORQ_WORKER_DELAY_MS", "200");
+  const auto r = run_pool(cache, 2, 2, demo_jobs({pipeline::Executor::kHost}, 5, 60000));
+  ASSERT_EQ(r.size(), 5u);
+  const auto& crashed = r.at("demo/0/host");
+  EXPECT_EQ(crashed.status, pipeline::Status::kError);
+  EXPECT_EQ(crashed.error_class, "crash");
+  EXPECT_EQ(crashed.attempts, 3u);  // max_attempts, each charged when it ran alone
+  EXPECT_NE(crashed.error_message.find("after 3 attempts"), std::string::npos) << crashed.error_message;
+  for (int i = 1; i < 5; ++i) {
+    const auto& ok = r.at("demo/" + std::to_string(i) + "/host");
+    EXPECT_EQ(ok.status, pipeline::Status::kSuccess) << i << ": " << ok.error_message;
+    EXPECT_EQ(ok.attempts, 1u) << i;  // run again after sharing the crash, uncharged
+  }
+}
+
+TEST(PoolLanes, AHangCostsItsJobAndTheOtherLanesJobRunsAgainUncharged) {
+  const std::string cache = cache_with_demo("lanes-hang");
+  // /0/host hangs; the other lane runs 400 ms jobs, so one is in flight
+  // when the hang's 1000 ms deadline kills the process.
+  Env fault("TORQ_WORKER_FAULT", "hang:demo/0/host");
+  Env delay("TORQ_WORKER_DELAY_MS", "400");
+  const auto r = run_pool(cache, 2, 2, demo_jobs({pipeline::Executor::kHost}, 5, 1000));
+  ASSERT_EQ(r.size(), 5u);
+  const auto& hung = r.at("demo/0/host");
+  EXPECT_EQ(hung.status, pipeline::Status::kError);
+  EXPECT_EQ(hung.error_class, "timeout");
+  EXPECT_EQ(hung.attempts, 1u);
+  for (int i = 1; i < 5; ++i) {
+    const auto& ok = r.at("demo/" + std::to_string(i) + "/host");
+    EXPECT_EQ(ok.status, pipeline::Status::kSuccess) << i << ": " << ok.error_message;
+    EXPECT_EQ(ok.attempts, 1u) << i;
+  }
+}
