@@ -1,4 +1,5 @@
 #include "pipeline/model_import.h"
+#include "pipeline/base/file_bytes.h"
 
 #include <openssl/evp.h>
 
@@ -138,12 +139,10 @@ std::string model_name_from_path(const std::string& path) {
 }
 
 std::unique_ptr<ImportedModel> ImportedModel::from_file(const std::string& path, const ImportOptions& opts) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw PipelineError(path + ": cannot open model");
-  std::stringstream ss;
-  ss << f.rdbuf();
+  const std::optional<std::string> bytes = base::read_file_bytes(path);
+  if (!bytes) throw PipelineError(path + ": cannot open model");
   try {
-    return from_bytes(ss.str(), model_name_from_path(path), opts);
+    return from_bytes(*bytes, model_name_from_path(path), opts);
   } catch (const PipelineError& e) {
     throw PipelineError(path + ": " + e.what());
   }
