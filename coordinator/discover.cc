@@ -348,7 +348,6 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
   try {
     totals = serve_on_local_workers(units, *store, run, *workers, endpoint, store_dir + "/workers.log", serve_log,
                                     [&log](const std::string& s) { log->file_line("[coordinator] " + s); });
-    workers.reset();
   } catch (const std::exception& e) {
     log->progress_clear();
     err << "torq-gen-config: error: " << e.what() << "\n";

@@ -15,8 +15,10 @@ ServeTotals serve_on_local_workers(std::vector<RunUnit>& units, pipeline::Store&
   bo.stop_flag = &workers_gone;
   bo.log = broker_log;
   workers.watch(&workers_gone);
+  // Done: the workers are asked to leave and wind down (freeing their
+  // models) while the caller writes its report; it reaps them after.
   ServeTotals t = serve_units(units, store, run, bo, log, [&] {
-    if (!workers_gone.load()) workers.stop();
+    if (!workers_gone.load()) workers.stop_soon();
   });
   if (!t.complete)
     throw pipeline::PipelineError("every local worker exited before the run completed (" +

@@ -1,6 +1,7 @@
 // The fleet worker's poll loop (see fleet_worker.h): one DEALER socket and
 // the LocalPool's child pipes, polled together.
 #include "worker/runner/fleet_worker.h"
+#include "pipeline/base/file_bytes.h"
 
 #include <unistd.h>
 
@@ -46,13 +47,7 @@ std::string default_worker_id() {
   return std::string(host) + "-" + std::to_string(getpid());
 }
 
-std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return std::nullopt;
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+std::optional<std::string> read_file(const std::string& path) { return base::read_file_bytes(path); }
 
 // "noop" -> 0, "sleep:MS" -> MS (0..3600000); anything else is an error.
 int parse_bench_executor(const std::string& spec) {
@@ -97,6 +92,7 @@ struct FleetWorker::Impl {
   static LocalPoolOptions pool_options(const FleetWorkerOptions& o) {
     LocalPoolOptions lo;
     lo.workers = o.capacity;
+    lo.lanes = o.lanes;
     lo.worker_binary = o.worker_binary;
     lo.cache_dir = o.cache_dir;
     lo.threads_per_worker = o.threads_per_job;
@@ -217,6 +213,13 @@ struct FleetWorker::Impl {
     // reconnect); what is queued is bounded by the capacity anyway.
     sock->set(zmq::sockopt::sndhwm, 100000);
     sock->set(zmq::sockopt::rcvhwm, 100000);
+    // A coordinator not listening yet is tried again after 10 ms, not
+    // ZeroMQ's default 100 ms: local workers start while the coordinator
+    // imports the model and must not find it a moment too early and then
+    // wait. Over tcp:// the interval backs off to 1 s while it stays away;
+    // an ipc:// socket file is local and cheap to look for.
+    sock->set(zmq::sockopt::reconnect_ivl, 10);
+    sock->set(zmq::sockopt::reconnect_ivl_max, opt.connect.rfind("ipc://", 0) == 0 ? 0 : 1000);
     if (!opt.server_public_key.empty()) {
       sock->set(zmq::sockopt::curve_serverkey, opt.server_public_key);
       sock->set(zmq::sockopt::curve_publickey, opt.public_key);
@@ -422,7 +425,10 @@ int FleetWorker::run() {
       if (!idle_since) idle_since = now;
       if (m.unacked.empty() || now - *idle_since >= broker_timeout) {
         m.send(encode_disconnect("worker stopping"));
-        m.sock->set(zmq::sockopt::linger, 1000);
+        // A remote coordinator gets a second to take the goodbye; a local
+        // one (ipc://, our parent) has usually closed its socket already,
+        // and lingering would only hold its exit up.
+        m.sock->set(zmq::sockopt::linger, m.opt.connect.rfind("ipc://", 0) == 0 ? 0 : 1000);
         m.log("stopped");
         return 0;
       }
