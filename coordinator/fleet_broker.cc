@@ -162,6 +162,17 @@ struct FleetBroker::Impl {
   // store, and acknowledgements that must wait for that commit (flush()).
   std::vector<std::pair<std::string, ExecResult>> committing;  // job id, result
   std::vector<std::pair<std::string, std::string>> acks;       // identity, job id
+  // The commit spans poll rounds: results wait until 256 are pending, the
+  // oldest has waited 5 ms, or no job is out (a synced write per result,
+  // as millisecond jobs trickle in, was half the coordinator's time in a
+  // local discover). Their acknowledgements wait with them.
+  static constexpr size_t kCommitBatch = 256;
+  static constexpr milliseconds kCommitDelay{5};
+  std::optional<Clock::time_point> committing_since;
+  bool commit_due(Clock::time_point now) const {
+    if (committing.empty()) return !acks.empty();
+    return committing.size() >= kCommitBatch || leased == 0 || now - *committing_since >= kCommitDelay;
+  }
   std::optional<Clock::time_point> release_at;
   std::optional<Clock::time_point> first_sent;  // for stats.dispatch_window_s
   bool min_workers_met = false;
@@ -305,6 +316,7 @@ struct FleetBroker::Impl {
     r.job_id = j.spec.id;
     j.state = Job::State::kDone;
     j.worker.clear();
+    if (committing.empty()) committing_since = Clock::now();
     committing.emplace_back(j.spec.id, std::move(r));
   }
   // Group commit of one poll round: every result completed since the last
@@ -326,6 +338,7 @@ struct FleetBroker::Impl {
       if (first_sent) stats.dispatch_window_s = std::chrono::duration<double>(Clock::now() - *first_sent).count();
       std::vector<std::pair<std::string, ExecResult>> batch;
       batch.swap(committing);
+      committing_since.reset();
       for (const auto& [id, r] : batch) {
         ++stats.completed;
         Job& j = jobs.at(id);
@@ -727,7 +740,10 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
       m.log("stop requested: dispatching stopped, waiting up to " + std::to_string(m.opt.grace_ms) + " ms for " +
             std::to_string(m.leased) + " leased jobs");
     }
-    if (stop_by && (m.leased == 0 || now >= *stop_by)) return false;
+    if (stop_by && (m.leased == 0 || now >= *stop_by)) {
+      m.flush();
+      return false;
+    }
     if (!stop_by && m.missing_tags(now)) {
       stop_by = now;  // opt.fail_on_missing_tags: nothing can serve them
       continue;
@@ -744,7 +760,10 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
         }
         m.want(*j);
       }
-      if (source_empty && m.queued == 0 && m.leased == 0 && m.wanted_open == 0 && m.held.empty()) return true;
+      if (source_empty && m.queued == 0 && m.leased == 0 && m.wanted_open == 0 && m.held.empty()) {
+        m.flush();
+        return true;
+      }
       std::vector<Job*> round;
       if (!m.min_workers_met) m.min_workers_met = m.workers.size() >= static_cast<size_t>(std::max(0, m.opt.min_workers));
       for (bool progress = m.min_workers_met; progress && m.queued > 0;) {
@@ -765,6 +784,7 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
     if (!m.held.empty()) wake = std::min(wake, *m.release_at);
     for (auto& [id, w] : m.workers) wake = std::min({wake, w.expiry, w.last_sent + hb});
     if (m.blobs.loading()) wake = std::min(wake, now + milliseconds(5));  // a blob being read: look again soon
+    if (m.committing_since) wake = std::min(wake, *m.committing_since + Impl::kCommitDelay);
     const long wait_ms = std::max<long>(0, std::chrono::duration_cast<milliseconds>(wake - now).count());
     zmq_pollitem_t items[2] = {{m.router.handle(), 0, ZMQ_POLLIN, 0}, {m.zap ? m.zap->handle() : nullptr, 0, ZMQ_POLLIN, 0}};
     if (zmq_poll(items, m.zap ? 2 : 1, wait_ms) < 0 && zmq_errno() != EINTR)
@@ -773,7 +793,7 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
     // Handle what arrived (bounded, so a flood cannot starve the purge).
     for (int n = 0; n < 10000 && m.receive_one(); ++n) {
     }
-    m.flush();  // one commit for the round's results, then their acknowledgements
+    if (m.commit_due(Clock::now())) m.flush();  // one commit for the results so far, then their acknowledgements
     m.serve_blobs();
 
     // Purge: silent workers and overdue leases; then heartbeats.
@@ -803,7 +823,7 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
       m.log(m.name(id) + " expired (" + why + "); " + std::to_string(held) + " leased jobs back to the queue");
       m.forget(id, "expired: " + why, true, true);
     }
-    m.flush();  // jobs the purge ended as error/crash
+    if (!dead.empty() || m.commit_due(now)) m.flush();  // jobs the purge ended as error/crash
     for (auto& [id, w] : m.workers)
       if (now - w.last_sent >= hb) m.send(id, encode_heartbeat());
   }
