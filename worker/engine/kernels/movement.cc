@@ -306,22 +306,26 @@ class SliceKernel : public Kernel {
       out_shape[a] = len;
     }
     const auto strides = strides_of(x.shape());
+    Tensor out(x.dtype(), out_shape);
     // Axes after the last one sliced are copied whole: with a step of 1
-    // there, they merge into it (one contiguous run per outer index, e.g.
-    // a channel split copies whole planes instead of rows).
+    // there, they merge into it, and the copy is one contiguous run per
+    // index of the axes before (a channel split copies whole planes).
     size_t kept = static_cast<size_t>(rank);
     while (kept > 1 && out_shape[kept - 1] == x.shape()[kept - 1] && step[kept - 1] == 1 && first[kept - 1] == 0)
       --kept;
-    if (kept > 0 && step[kept - 1] != 1) kept = static_cast<size_t>(rank);
-    std::vector<std::vector<int64_t>> off(kept);
-    for (size_t a = 0; a < kept; ++a) {
-      const int64_t inner = a + 1 == kept ? strides[a] : 1;  // elements merged into each index
-      off[a].resize(static_cast<size_t>(out_shape[a] * inner));
-      for (int64_t i = 0; i < out_shape[a]; ++i)
-        for (int64_t j = 0; j < inner; ++j)
-          off[a][static_cast<size_t>(i * inner + j)] = (first[a] + i * step[a]) * strides[a] + j;
+    if (kept > 0 && step[kept - 1] == 1) {
+      std::vector<std::vector<int64_t>> outer(kept);
+      for (size_t a = 0; a + 1 < kept; ++a)
+        for (int64_t i = 0; i < out_shape[a]; ++i) outer[a].push_back((first[a] + i * step[a]) * strides[a]);
+      outer[kept - 1] = {first[kept - 1] * strides[kept - 1]};
+      copy_offset_runs(x.raw(), out.raw(), dtype_size(x.dtype()), outer, out_shape[kept - 1] * strides[kept - 1]);
+      ctx.output(0) = out;
+      return;
     }
-    Tensor out(x.dtype(), out_shape);
+    // A step other than 1 on the innermost axis kept: element by element.
+    std::vector<std::vector<int64_t>> off(static_cast<size_t>(rank));
+    for (size_t a = 0; a < off.size(); ++a)
+      for (int64_t i = 0; i < out_shape[a]; ++i) off[a].push_back((first[a] + i * step[a]) * strides[a]);
     gather_axis_offsets(x.raw(), out.raw(), dtype_size(x.dtype()), off);
     ctx.output(0) = out;
   }
@@ -358,7 +362,21 @@ class TransposeKernel : public Kernel {
       out_shape[k] = x.dim(perm[k]);
     }
     Tensor out(x.dtype(), out_shape);
-    gather_axis_offsets(x.raw(), out.raw(), dtype_size(x.dtype()), permuted_offsets(x.shape(), perm));
+    // Trailing axes the perm leaves in place (the H, W of a channel shuffle)
+    // are one contiguous run per index of the permuted ones.
+    size_t fixed = perm.size();
+    while (fixed > 0 && perm[fixed - 1] == static_cast<int64_t>(fixed) - 1) --fixed;
+    if (fixed < perm.size()) {
+      int64_t run = 1;
+      for (size_t k = fixed; k < perm.size(); ++k) run *= out_shape[k];
+      const auto strides = strides_of(x.shape());
+      std::vector<std::vector<int64_t>> outer(fixed);
+      for (size_t k = 0; k < fixed; ++k)
+        for (int64_t i = 0; i < out_shape[k]; ++i) outer[k].push_back(i * strides[static_cast<size_t>(perm[k])]);
+      copy_offset_runs(x.raw(), out.raw(), dtype_size(x.dtype()), outer, run);
+    } else {
+      gather_axis_offsets(x.raw(), out.raw(), dtype_size(x.dtype()), permuted_offsets(x.shape(), perm));
+    }
     ctx.output(0) = out;
   }
 
