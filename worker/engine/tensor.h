@@ -85,6 +85,10 @@ class Tensor {
 
   // Same buffer, new shape (element count must match; plain only).
   Tensor reshaped(Shape shape) const;
+  // The same bytes seen with another shape and layout (null: plain), for a
+  // layout that describes this buffer without copying (a oneDNN view such
+  // as a permuted or reshaped strided descriptor).
+  Tensor viewed(Shape shape, std::shared_ptr<const Layout> layout) const;
   // Deep copy (plain result).
   Tensor clone() const;
   // Number of Tensor objects sharing the buffer.

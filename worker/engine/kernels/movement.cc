@@ -1,5 +1,5 @@
 // Data-movement kernels: Concat (oneDNN for blocked float inputs), Split,
-// Slice, Transpose; registers the whole movement family (the rest lives in
+// Slice, Transpose (strided-layout inputs: movement_strided.h); registers the whole movement family (the rest lives in
 // movement_gather.cc and movement_pad.cc). All of them move raw elements, so
 // every dtype (bf16 included) passes through unchanged.
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "worker/engine/dnnl_util.h"
+#include "worker/engine/kernels/movement_strided.h"
 #include "worker/engine/kernels/movement_util.h"
 
 namespace torq::engine {
@@ -256,9 +257,10 @@ class SliceKernel : public Kernel {
     }
   }
   bool handles_bf16() const override { return true; }
+  bool accepts_blocked_inputs() const override { return true; }
 
   void compute(KernelContext& ctx) override {
-    const Tensor& x = ctx.in(0);
+    Tensor x = ctx.in(0);
     const int64_t rank = x.rank();
     std::vector<int64_t> starts = starts_, ends = ends_, axes = axes_, steps;
     if (opset_ >= 10) {
@@ -305,6 +307,13 @@ class SliceKernel : public Kernel {
       step[a] = st;
       out_shape[a] = len;
     }
+    if (!x.is_plain()) {
+      if (auto v = strided_slice(x, first, step, out_shape, ctx.dnnl())) {
+        ctx.output(0) = *v;
+        return;
+      }
+      x = to_plain(x, ctx.dnnl());
+    }
     const auto strides = strides_of(x.shape());
     Tensor out(x.dtype(), out_shape);
     // Axes after the last one sliced are copied whole: with a step of 1
@@ -344,9 +353,10 @@ class TransposeKernel : public Kernel {
     perm_ = n.attr_ints("perm");
   }
   bool handles_bf16() const override { return true; }
+  bool accepts_blocked_inputs() const override { return true; }
 
   void compute(KernelContext& ctx) override {
-    const Tensor& x = ctx.in(0);
+    Tensor x = ctx.in(0);
     const int64_t rank = x.rank();
     std::vector<int64_t> perm = perm_;
     if (perm.empty())
@@ -360,6 +370,13 @@ class TransposeKernel : public Kernel {
       TORQ_CHECK(!seen[static_cast<size_t>(perm[k])], "Transpose: perm is not a permutation");
       seen[static_cast<size_t>(perm[k])] = true;
       out_shape[k] = x.dim(perm[k]);
+    }
+    if (!x.is_plain()) {
+      if (auto v = strided_transpose(x, perm)) {
+        ctx.output(0) = *v;
+        return;
+      }
+      x = to_plain(x, ctx.dnnl());
     }
     Tensor out(x.dtype(), out_shape);
     // Trailing axes the perm leaves in place (the H, W of a channel shuffle)
