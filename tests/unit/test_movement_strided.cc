@@ -2,7 +2,7 @@
 // (movement_strided.h): shufflenet's channel shuffle and split on an nhwc
 // input stay nhwc, views that come out row-major are plain, and the cases
 // not covered (inner blocks, steps, axes split and merged at once) take the
-// plain path; every result holds the plain path's values.
+// plain path; every result holds the plain path's values. Split likewise.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
@@ -90,6 +90,39 @@ TEST(StridedLayout, ChannelShuffleAndSplitOfNhwcStayNhwcWithPlainValues) {
   const Tensor x = iota_tensor({1, 6, 1, 2});
   const auto v = plain_values(shuffle_and_split(r, in_layout(x, tag::acdb, r.env)).shuffled, r.env);
   EXPECT_EQ(v, (std::vector<float>{0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11}));
+}
+
+// Split of an nhwc tensor: nhwc outputs (uneven parts, one omitted output);
+// of nChw16c: the plain path. Values as the plain path's, which is checked
+// against indexing on a split large enough for the threaded copy.
+TEST(StridedLayout, SplitOfNhwcStaysNhwcWithPlainValues) {
+  KernelRunner r;
+  const Tensor x = iota_tensor({2, 20, 3, 2});
+  onnx::NodeProto n = make_node("Split", {"in0", "in1"}, 3);
+  n.set_output(1, "");
+  add_int(n, "axis", 1);
+  const auto want = r.run_all(n, 13, {x, ints({5, 7, 8})});
+  const auto nhwc = r.run_all(n, 13, {in_layout(x, tag::acdb, r.env), ints({5, 7, 8})});
+  const auto blocked = r.run_all(n, 13, {in_layout(x, tag::nChw16c, r.env), ints({5, 7, 8})});
+  EXPECT_FALSE(nhwc[1].defined());
+  for (size_t i : {size_t{0}, size_t{2}}) {
+    EXPECT_TRUE(has_tag(nhwc[i], tag::acdb)) << i;
+    EXPECT_TRUE(blocked[i].is_plain()) << i;
+    EXPECT_EQ(nhwc[i].shape(), want[i].shape());
+    EXPECT_EQ(plain_values(nhwc[i], r.env), values<float>(want[i])) << i;
+    EXPECT_EQ(values<float>(blocked[i]), values<float>(want[i])) << i;
+  }
+  EXPECT_EQ(values<float>(want[0])[1], 1.0f);  // item 0, channel 0, pixel 1
+  EXPECT_EQ(values<float>(want[2])[0], 72.0f);  // item 0, channel 12
+  // [1, 116, 28, 28] split in halves: runs of 182 KB in 64 KiB pieces.
+  const Tensor big = iota_tensor({1, 116, 28, 28});
+  onnx::NodeProto halve = make_node("Split", 1, 2);
+  add_int(halve, "axis", 1);
+  const auto halves = r.run_all(halve, 13, {big});
+  ASSERT_EQ(halves[1].shape(), (Shape{1, 58, 28, 28}));
+  const auto v = values<float>(halves[1]);
+  for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(v[i], static_cast<float>(58 * 784 + i)) << i;
+  EXPECT_EQ(values<float>(halves[0]).back(), static_cast<float>(58 * 784 - 1));
 }
 
 // Flattening an nhwc image and swapping the last two axes (a ViT patch

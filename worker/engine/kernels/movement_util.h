@@ -47,5 +47,6 @@ std::vector<int64_t> optional_ints(const KernelContext& ctx, size_t i);
 // register_movement_kernels().
 void register_movement_gather_kernels(KernelRegistry& r);
 void register_movement_pad_kernels(KernelRegistry& r);
+void register_movement_transpose_kernels(KernelRegistry& r);
 
 }  // namespace torq::engine
