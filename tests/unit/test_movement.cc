@@ -152,6 +152,31 @@ TEST(Slice, WholeTrailingAxesAreCopiedAsRuns) {
   }
 }
 
+// Channel slices big enough for the threaded copy, whose runs span several
+// 64 KiB pieces (one image) or repeat per batch item, against indexing.
+TEST(Slice, LargeChannelSlicesMatchIndexing) {
+  Runner r;
+  struct Case {
+    Shape xs;
+    int64_t start, end;
+  };
+  const std::vector<Case> cases{{{1, 116, 28, 28}, 0, 58},   // shufflenet's split, first half
+                                {{1, 116, 28, 28}, 58, 116},  // second half
+                                {{2, 8, 96, 96}, 2, 7},       // runs of 180 KiB, per batch item
+                                {{3, 4, 64, 64}, 1, 3}};
+  for (const auto& c : cases) {
+    Tensor x = Tensor::from_vector<float>(iota(shape_numel(c.xs)), c.xs);
+    Tensor out = r.run(make_node("Slice", 4), 13, {x, ints({c.start}), ints({c.end}), ints({1})});
+    const int64_t plane = c.xs[2] * c.xs[3];
+    ASSERT_EQ(out.shape(), (Shape{c.xs[0], c.end - c.start, c.xs[2], c.xs[3]}));
+    std::vector<float> want;
+    for (int64_t n = 0; n < c.xs[0]; ++n)
+      for (int64_t ch = c.start; ch < c.end; ++ch)
+        for (int64_t i = 0; i < plane; ++i) want.push_back(static_cast<float>((n * c.xs[1] + ch) * plane + i));
+    EXPECT_EQ(values<float>(out), want) << shape_str(c.xs);
+  }
+}
+
 TEST(Gather, NegativeIndicesAndAxis) {
   Runner r;
   auto n = make_node("Gather", 2);
@@ -178,6 +203,63 @@ TEST(Transpose, DefaultPermReverses) {
   Tensor out = r.run(make_node("Transpose", 1), 13, {x});
   EXPECT_EQ(out.shape(), (Shape{3, 2}));
   EXPECT_EQ(values<float>(out), (std::vector<float>{0, 3, 1, 4, 2, 5}));
+}
+
+// The flat input index of each output element of Transpose(perm) over an
+// input of `in_shape`, in output order: the reference the kernel must match.
+std::vector<float> transposed_iota(const Shape& in_shape, const std::vector<int64_t>& perm) {
+  const auto strides = strides_of(in_shape);
+  Shape os;
+  for (int64_t p : perm) os.push_back(in_shape[static_cast<size_t>(p)]);
+  std::vector<float> want;
+  std::vector<int64_t> idx(os.size(), 0);
+  for (int64_t e = 0; e < shape_numel(os); ++e) {
+    int64_t flat = 0;
+    for (size_t k = 0; k < os.size(); ++k) flat += idx[k] * strides[static_cast<size_t>(perm[k])];
+    want.push_back(static_cast<float>(flat));
+    for (size_t k = os.size(); k-- > 0;) {
+      if (++idx[k] < os[k]) break;
+      idx[k] = 0;
+    }
+  }
+  return want;
+}
+
+// Perms that leave trailing axes in place copy them as runs (the channel
+// shuffle's [0,2,1,3,4]; identity; one fixed axis); perms that move the last
+// axis go element by element. Large shapes take the threaded, chunked copy.
+TEST(Transpose, TrailingFixedAxesAndMovedLastAxisMatchIndexing) {
+  Runner r;
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> perm;
+  };
+  const std::vector<Case> cases{{{2, 2, 3, 4, 5}, {0, 2, 1, 3, 4}},  // channel shuffle, runs of 20
+                                {{1, 2, 58, 28, 28}, {0, 2, 1, 3, 4}},  // shufflenet's, threaded
+                                {{2, 3, 4}, {1, 0, 2}},
+                                {{2, 3, 4}, {0, 1, 2}},                 // identity: one run
+                                {{2, 3, 4}, {0, 2, 1}},                 // last axis moves
+                                {{4, 3, 2}, {2, 1, 0}},
+                                {{1, 300, 300}, {1, 0, 2}}};           // one run of 360 KB
+  for (const auto& c : cases) {
+    auto n = make_node("Transpose", 1);
+    add_ints(n, "perm", c.perm);
+    Tensor x = Tensor::from_vector<float>(iota(shape_numel(c.shape)), c.shape);
+    Tensor out = r.run(n, 13, {x});
+    Shape os;
+    for (int64_t p : c.perm) os.push_back(c.shape[static_cast<size_t>(p)]);
+    ASSERT_EQ(out.shape(), os) << shape_str(c.shape);
+    EXPECT_EQ(values<float>(out), transposed_iota(c.shape, c.perm)) << shape_str(c.shape);
+  }
+  // 1-byte elements through the run copy.
+  auto n = make_node("Transpose", 1);
+  add_ints(n, "perm", {1, 0, 2});
+  std::vector<uint8_t> b(24);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint8_t>(i);
+  Tensor out = r.run(n, 13, {Tensor::from_vector<uint8_t>(b, {2, 3, 4})});
+  const auto want = transposed_iota({2, 3, 4}, {1, 0, 2});
+  ASSERT_EQ(out.numel(), 24);
+  for (int64_t i = 0; i < 24; ++i) EXPECT_EQ(out.data<uint8_t>()[i], static_cast<uint8_t>(want[static_cast<size_t>(i)]));
 }
 
 TEST(Expand, BroadcastsBothWays) {

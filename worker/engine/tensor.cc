@@ -76,6 +76,15 @@ Tensor Tensor::reshaped(Shape shape) const {
   return t;
 }
 
+Tensor Tensor::viewed(Shape shape, std::shared_ptr<const Layout> layout) const {
+  if (shape_numel(shape) != numel_)
+    throw EngineError(ErrorKind::kRuntime, "cannot view " + shape_str(shape_) + " as " + shape_str(shape));
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  t.layout_ = std::move(layout);
+  return t;
+}
+
 Tensor Tensor::clone() const {
   if (layout_) throw EngineError(ErrorKind::kRuntime, "clone of a blocked tensor");
   Tensor t(dtype_, shape_);

@@ -3,7 +3,8 @@
 // Copies of a Tensor share the buffer (like a shared_ptr); clone() copies
 // the data. A tensor is "plain" (row-major, ONNX order) unless it carries a
 // Layout: then its bytes are in a oneDNN memory format chosen by a oneDNN
-// primitive (for example nChw16c). Only kernels that declare
+// primitive (for example nChw16c), or a strided view of such bytes that
+// Reshape or Transpose made without copying (movement_strided.h). Only kernels that declare
 // accepts_blocked_inputs() ever see non-plain tensors; the session reorders
 // to plain for all others. data<T>() requires a plain tensor.
 #pragma once
@@ -85,6 +86,10 @@ class Tensor {
 
   // Same buffer, new shape (element count must match; plain only).
   Tensor reshaped(Shape shape) const;
+  // The same bytes seen with another shape and layout (null: plain), for a
+  // layout that describes this buffer without copying (a oneDNN view such
+  // as a permuted or reshaped strided descriptor).
+  Tensor viewed(Shape shape, std::shared_ptr<const Layout> layout) const;
   // Deep copy (plain result).
   Tensor clone() const;
   // Number of Tensor objects sharing the buffer.

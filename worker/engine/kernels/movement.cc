@@ -1,12 +1,14 @@
-// Data-movement kernels: Concat (oneDNN for blocked float inputs), Split,
-// Slice, Transpose; registers the whole movement family (the rest lives in
-// movement_gather.cc and movement_pad.cc). All of them move raw elements, so
-// every dtype (bf16 included) passes through unchanged.
+// Data-movement kernels: Concat (oneDNN for blocked float inputs), Split and
+// Slice (strided-layout inputs: movement_strided.h); registers the whole
+// movement family (the rest lives in movement_gather.cc, movement_pad.cc and
+// movement_transpose.cc). All of them move raw elements, so every dtype
+// (bf16 included) passes through unchanged.
 #include <algorithm>
 #include <cstring>
 #include <optional>
 
 #include "worker/engine/dnnl_util.h"
+#include "worker/engine/kernels/movement_strided.h"
 #include "worker/engine/kernels/movement_util.h"
 
 namespace torq::engine {
@@ -184,9 +186,10 @@ class SplitKernel : public Kernel {
     for (size_t i = 0; i < n.num_outputs(); ++i) wanted_.push_back(n.has_output(i));
   }
   bool handles_bf16() const override { return true; }
+  bool accepts_blocked_inputs() const override { return true; }
 
   void compute(KernelContext& ctx) override {
-    const Tensor& x = ctx.in(0);
+    Tensor x = ctx.in(0);
     TORQ_CHECK(x.rank() >= 1, "Split input must have rank >= 1");
     const int64_t axis = normalize_axis(axis_, x.rank());
     const int64_t dim = x.dim(axis);
@@ -209,32 +212,49 @@ class SplitKernel : public Kernel {
     }
     TORQ_CHECK(total == dim, "Split: split sizes do not sum to the axis size");
 
-    const int64_t es = static_cast<int64_t>(dtype_size(x.dtype()));
-    int64_t outer = 1, inner = es;
+    if (!x.is_plain() && split_strided(ctx, x, axis, split)) return;
+    if (!x.is_plain()) x = to_plain(x, ctx.dnnl());
+    // Each output: one run of split[i] * inner elements per outer index.
+    int64_t outer = 1, inner = 1;
     for (int64_t k = 0; k < axis; ++k) outer *= x.dim(k);
     for (int64_t k = axis + 1; k < x.rank(); ++k) inner *= x.dim(k);
-    const uint8_t* src = static_cast<const uint8_t*>(x.raw());
-    const int64_t in_row = dim * inner;
+    std::vector<std::vector<int64_t>> rows(2);
+    for (int64_t o = 0; o < outer; ++o) rows[0].push_back(o * dim * inner);
     int64_t col = 0;
     for (size_t i = 0; i < n_out; ++i) {
-      const int64_t chunk = split[i] * inner;
       if (i < wanted_.size() && wanted_[i]) {
         Shape s = x.shape();
         s[static_cast<size_t>(axis)] = split[i];
         Tensor out(x.dtype(), s);
-        uint8_t* dst = static_cast<uint8_t*>(out.raw());
-        if (chunk > 0) {
-#pragma omp parallel for schedule(static) if (outer * chunk > (1 << 20))
-          for (int64_t o = 0; o < outer; ++o)
-            std::memcpy(dst + o * chunk, src + o * in_row + col, static_cast<size_t>(chunk));
-        }
+        rows[1] = {col * inner};
+        copy_offset_runs(x.raw(), out.raw(), dtype_size(x.dtype()), rows, split[i] * inner);
         ctx.output(i) = out;
       }
-      col += chunk;
+      col += split[i];
     }
   }
 
  private:
+  // Every wanted output as a slice of a strided-layout x (movement_strided.h);
+  // false, with no output set, when that layout is not covered.
+  bool split_strided(KernelContext& ctx, const Tensor& x, int64_t axis, const std::vector<int64_t>& split) {
+    std::vector<Tensor> outs(split.size());
+    std::vector<int64_t> first(static_cast<size_t>(x.rank()), 0), step(first.size(), 1);
+    for (size_t i = 0; i < split.size(); ++i) {
+      if (i < wanted_.size() && wanted_[i]) {
+        Shape s = x.shape();
+        s[static_cast<size_t>(axis)] = split[i];
+        auto v = strided_slice(x, first, step, s, ctx.dnnl());
+        if (!v) return false;
+        outs[i] = *v;
+      }
+      first[static_cast<size_t>(axis)] += split[i];
+    }
+    for (size_t i = 0; i < outs.size(); ++i)
+      if (outs[i].defined()) ctx.output(i) = outs[i];
+    return true;
+  }
+
   int64_t axis_;
   std::vector<int64_t> split_attr_;
   std::vector<bool> wanted_;
@@ -256,9 +276,10 @@ class SliceKernel : public Kernel {
     }
   }
   bool handles_bf16() const override { return true; }
+  bool accepts_blocked_inputs() const override { return true; }
 
   void compute(KernelContext& ctx) override {
-    const Tensor& x = ctx.in(0);
+    Tensor x = ctx.in(0);
     const int64_t rank = x.rank();
     std::vector<int64_t> starts = starts_, ends = ends_, axes = axes_, steps;
     if (opset_ >= 10) {
@@ -305,23 +326,34 @@ class SliceKernel : public Kernel {
       step[a] = st;
       out_shape[a] = len;
     }
+    if (!x.is_plain()) {
+      if (auto v = strided_slice(x, first, step, out_shape, ctx.dnnl())) {
+        ctx.output(0) = *v;
+        return;
+      }
+      x = to_plain(x, ctx.dnnl());
+    }
     const auto strides = strides_of(x.shape());
+    Tensor out(x.dtype(), out_shape);
     // Axes after the last one sliced are copied whole: with a step of 1
-    // there, they merge into it (one contiguous run per outer index, e.g.
-    // a channel split copies whole planes instead of rows).
+    // there, they merge into it, and the copy is one contiguous run per
+    // index of the axes before (a channel split copies whole planes).
     size_t kept = static_cast<size_t>(rank);
     while (kept > 1 && out_shape[kept - 1] == x.shape()[kept - 1] && step[kept - 1] == 1 && first[kept - 1] == 0)
       --kept;
-    if (kept > 0 && step[kept - 1] != 1) kept = static_cast<size_t>(rank);
-    std::vector<std::vector<int64_t>> off(kept);
-    for (size_t a = 0; a < kept; ++a) {
-      const int64_t inner = a + 1 == kept ? strides[a] : 1;  // elements merged into each index
-      off[a].resize(static_cast<size_t>(out_shape[a] * inner));
-      for (int64_t i = 0; i < out_shape[a]; ++i)
-        for (int64_t j = 0; j < inner; ++j)
-          off[a][static_cast<size_t>(i * inner + j)] = (first[a] + i * step[a]) * strides[a] + j;
+    if (kept > 0 && step[kept - 1] == 1) {
+      std::vector<std::vector<int64_t>> outer(kept);
+      for (size_t a = 0; a + 1 < kept; ++a)
+        for (int64_t i = 0; i < out_shape[a]; ++i) outer[a].push_back((first[a] + i * step[a]) * strides[a]);
+      outer[kept - 1] = {first[kept - 1] * strides[kept - 1]};
+      copy_offset_runs(x.raw(), out.raw(), dtype_size(x.dtype()), outer, out_shape[kept - 1] * strides[kept - 1]);
+      ctx.output(0) = out;
+      return;
     }
-    Tensor out(x.dtype(), out_shape);
+    // A step other than 1 on the innermost axis kept: element by element.
+    std::vector<std::vector<int64_t>> off(static_cast<size_t>(rank));
+    for (size_t a = 0; a < off.size(); ++a)
+      for (int64_t i = 0; i < out_shape[a]; ++i) off[a].push_back((first[a] + i * step[a]) * strides[a]);
     gather_axis_offsets(x.raw(), out.raw(), dtype_size(x.dtype()), off);
     ctx.output(0) = out;
   }
@@ -331,49 +363,14 @@ class SliceKernel : public Kernel {
   std::vector<int64_t> starts_, ends_, axes_;
 };
 
-// ---------------------------------------------------------------- Transpose
-
-class TransposeKernel : public Kernel {
- public:
-  explicit TransposeKernel(const NodeInfo& n) {
-    n.expect_attrs({"perm"});
-    perm_ = n.attr_ints("perm");
-  }
-  bool handles_bf16() const override { return true; }
-
-  void compute(KernelContext& ctx) override {
-    const Tensor& x = ctx.in(0);
-    const int64_t rank = x.rank();
-    std::vector<int64_t> perm = perm_;
-    if (perm.empty())
-      for (int64_t k = rank; k-- > 0;) perm.push_back(k);
-    TORQ_CHECK(static_cast<int64_t>(perm.size()) == rank,
-               "Transpose: perm length does not match the input rank");
-    std::vector<bool> seen(static_cast<size_t>(rank), false);
-    Shape out_shape(static_cast<size_t>(rank));
-    for (size_t k = 0; k < perm.size(); ++k) {
-      perm[k] = normalize_axis(perm[k], rank);
-      TORQ_CHECK(!seen[static_cast<size_t>(perm[k])], "Transpose: perm is not a permutation");
-      seen[static_cast<size_t>(perm[k])] = true;
-      out_shape[k] = x.dim(perm[k]);
-    }
-    Tensor out(x.dtype(), out_shape);
-    gather_axis_offsets(x.raw(), out.raw(), dtype_size(x.dtype()), permuted_offsets(x.shape(), perm));
-    ctx.output(0) = out;
-  }
-
- private:
-  std::vector<int64_t> perm_;
-};
-
 }  // namespace
 
 void register_movement_kernels(KernelRegistry& r) {
   r.add("Concat", 1, 17, make_kernel<ConcatKernel>());
   r.add("Split", 2, 17, make_kernel<SplitKernel>());
   r.add("Slice", 1, 17, make_kernel<SliceKernel>());
-  r.add("Transpose", 1, 17, make_kernel<TransposeKernel>());
   register_movement_gather_kernels(r);
+  register_movement_transpose_kernels(r);
   register_movement_pad_kernels(r);
 }
 

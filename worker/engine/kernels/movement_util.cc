@@ -1,6 +1,7 @@
 // Byte-level gather used by the data-movement kernels (see movement_util.h).
 #include "worker/engine/kernels/movement_util.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace torq::engine {
@@ -79,6 +80,32 @@ void gather_axis_offsets(const void* src_v, void* dst_v, size_t esize,
     if (filled) fill_row(d, n_inner, esize, fill);
     else if (contiguous) std::memcpy(d, src + (base + inner[0]) * es, static_cast<size_t>(row_bytes));
     else copy_row_bytes(src, base, inner.data(), n_inner, d, esize, fill);
+  }
+}
+
+void copy_offset_runs(const void* src_v, void* dst_v, size_t esize,
+                      const std::vector<std::vector<int64_t>>& outer, int64_t run) {
+  const uint8_t* src = static_cast<const uint8_t*>(src_v);
+  uint8_t* dst = static_cast<uint8_t*>(dst_v);
+  int64_t rows = 1;
+  for (const auto& o : outer) rows *= static_cast<int64_t>(o.size());
+  const int64_t es = static_cast<int64_t>(esize), run_bytes = run * es;
+  if (rows == 0 || run_bytes == 0) return;
+  // Pieces of at most 64 KiB, so that one long run (a channel slice of one
+  // image) is still shared by the threads; small copies stay serial.
+  constexpr int64_t kPiece = 1 << 16;
+  const int64_t pieces = (run_bytes + kPiece - 1) / kPiece;
+#pragma omp parallel for schedule(static) if (rows * run_bytes > (1 << 17))
+  for (int64_t t = 0; t < rows * pieces; ++t) {
+    const int64_t row = t / pieces, piece = t % pieces;
+    int64_t base = 0;
+    for (size_t k = outer.size(), r = static_cast<size_t>(row); k-- > 0;) {
+      const size_t size = outer[k].size();
+      base += outer[k][r % size];
+      r /= size;
+    }
+    const int64_t from = piece * kPiece, len = std::min(kPiece, run_bytes - from);
+    std::memcpy(dst + row * run_bytes + from, src + base * es + from, static_cast<size_t>(len));
   }
 }
 

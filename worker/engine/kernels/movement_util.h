@@ -26,6 +26,15 @@ void gather_axis_offsets(const void* src, void* dst, size_t esize,
                          const std::vector<std::vector<int64_t>>& offsets,
                          const void* fill = nullptr);
 
+// Copies rows of `run` contiguous elements: output row r (row-major over
+// the index space of `outer`, whose axis k has outer[k].size() positions)
+// is the run starting at src + sum_k outer[k][i_k] (offsets in elements).
+// No per-element table: the data-movement kernels use it when the trailing
+// axes are copied whole (Slice of leading axes, Transpose of leading axes).
+// OpenMP-parallel over rows, and over chunks of a run when rows are few.
+void copy_offset_runs(const void* src, void* dst, size_t esize,
+                      const std::vector<std::vector<int64_t>>& outer, int64_t run);
+
 // Offsets of a permuted view: output axis k walks input axis perm[k] of a
 // row-major tensor of `in_shape`. Used by Transpose and DepthToSpace.
 std::vector<std::vector<int64_t>> permuted_offsets(const Shape& in_shape,
@@ -38,5 +47,6 @@ std::vector<int64_t> optional_ints(const KernelContext& ctx, size_t i);
 // register_movement_kernels().
 void register_movement_gather_kernels(KernelRegistry& r);
 void register_movement_pad_kernels(KernelRegistry& r);
+void register_movement_transpose_kernels(KernelRegistry& r);
 
 }  // namespace torq::engine

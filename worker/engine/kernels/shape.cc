@@ -1,10 +1,11 @@
 // Shape kernels: Reshape, Flatten, Squeeze, Unsqueeze (zero-copy views of a
-// plain input), Shape, Size, Identity and inference-mode Dropout; registers
+// plain input; Reshape also of a strided oneDNN layout, movement_strided.h), Shape, Size, Identity and inference-mode Dropout; registers
 // the whole shape family (Constant, ConstantOfShape, Range, Cast and
 // CastLike live in shape_const.cc).
 #include <algorithm>
 #include <cstring>
 
+#include "worker/engine/kernels/movement_strided.h"
 #include "worker/engine/kernels/movement_util.h"
 
 namespace torq::engine {
@@ -24,6 +25,7 @@ class ReshapeKernel : public Kernel {
     allow_zero_ = n.attr_int("allowzero", 0) != 0;
   }
   bool handles_bf16() const override { return true; }
+  bool accepts_blocked_inputs() const override { return true; }
 
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.in(0);
@@ -50,7 +52,15 @@ class ReshapeKernel : public Kernel {
                      shape_str(s.to_int_vector()));
       shape[static_cast<size_t>(infer)] = x.numel() / known;
     }
-    ctx.output(0) = x.reshaped(shape);
+    TORQ_CHECK(shape_numel(shape) == x.numel(),
+               "cannot reshape " + shape_str(x.shape()) + " to " + shape_str(shape));
+    if (x.is_plain()) {
+      ctx.output(0) = x.reshaped(shape);
+    } else if (auto v = strided_reshape(x, shape, ctx.dnnl())) {
+      ctx.output(0) = *v;  // a view, or one reorder (movement_strided.h)
+    } else {
+      ctx.output(0) = to_plain(x, ctx.dnnl()).reshaped(shape);
+    }
   }
 
  private:
