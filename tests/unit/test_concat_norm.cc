@@ -105,7 +105,7 @@ TEST(ConcatNorm, NhwcInputsGiveNhwcOutputEqualToReference) {
   EXPECT_LT(zeros, ref.numel());
 }
 
-TEST(ConcatNorm, PlainMixedAndBlockedInputsGivePlainOutputEqualToReference) {
+TEST(ConcatNorm, PlainAndBlockedInputsGivePlainOutputEqualToReference) {
   DnnlEnv env;
   const std::vector<Tensor> plain{random_tensor({1, 16, 4, 6}, 4, -2, 2), random_tensor({1, 32, 4, 6}, 5, -2, 2)};
   const Params p = random_params(48);
@@ -113,10 +113,7 @@ TEST(ConcatNorm, PlainMixedAndBlockedInputsGivePlainOutputEqualToReference) {
   ConcatNormRelu k;
   // Both plain.
   expect_identical(k.run({&plain[0], &plain[1]}, {1, 48, 4, 6}, p.norm(), env), ref);
-  // One nhwc, one plain: not all nhwc, so plain.
-  const Tensor a_nhwc = in_layout(plain[0], dnnl::memory::format_tag::acdb, env);
-  expect_identical(k.run({&a_nhwc, &plain[1]}, {1, 48, 4, 6}, p.norm(), env), ref);
-  // Channel-blocked (nChw16c).
+  // Channel-blocked (nChw16c): no input is nhwc, so plain.
   const Tensor a16 = in_layout(plain[0], dnnl::memory::format_tag::nChw16c, env);
   const Tensor b16 = in_layout(plain[1], dnnl::memory::format_tag::nChw16c, env);
   expect_identical(k.run({&a16, &b16}, {1, 48, 4, 6}, p.norm(), env), ref);
@@ -124,6 +121,23 @@ TEST(ConcatNorm, PlainMixedAndBlockedInputsGivePlainOutputEqualToReference) {
   const std::vector<Tensor> r3{random_tensor({2, 3, 10}, 6, -2, 2), random_tensor({2, 4, 10}, 7, -2, 2)};
   const Params p7 = random_params(7);
   expect_identical(k.run({&r3[0], &r3[1]}, {2, 7, 10}, p7.norm(), env), reference(r3, p7));
+}
+
+TEST(ConcatNorm, OtherLayoutsBesideNhwcAreReorderedToIt) {
+  DnnlEnv env;
+  // A pooling's plain or channel-blocked output before conv outputs in nhwc.
+  const std::vector<Tensor> plain{random_tensor({1, 16, 5, 3}, 9, -2, 2), random_tensor({1, 32, 5, 3}, 10, -2, 2),
+                                  random_tensor({1, 16, 5, 3}, 15, -2, 2)};
+  const Params p = random_params(64);
+  const Tensor ref = reference(plain, p);
+  const Tensor b_nhwc = in_layout(plain[1], dnnl::memory::format_tag::acdb, env);
+  const Tensor c16 = in_layout(plain[2], dnnl::memory::format_tag::nChw16c, env);
+  ConcatNormRelu k;
+  const Tensor y = k.run({&plain[0], &b_nhwc, &c16}, {1, 64, 5, 3}, p.norm(), env);
+  ASSERT_FALSE(y.is_plain());
+  EXPECT_TRUE(md_of(y) == dnnl::memory::desc({1, 64, 5, 3}, dnnl::memory::data_type::f32,
+                                             dnnl::memory::format_tag::acdb));
+  expect_identical(to_plain(y, env), ref);
 }
 
 TEST(ConcatNorm, NewParametersAreReloaded) {

@@ -69,9 +69,24 @@ Tensor ConcatNormRelu::run(const std::vector<const Tensor*>& ins, const Shape& o
   TORQ_CHECK(out_shape.size() >= 2, "BatchNormalization input must have rank >= 2");
   const int64_t c = out_shape[1];
   load(norm, c, env);
-  bool nhwc = true;
-  for (const Tensor* t : ins) nhwc = nhwc && is_nhwc(*t);
+  // nhwc out when some input is nhwc (the others, a pooling's output
+  // before a dense block, are reordered to it).
+  bool nhwc = false;
+  for (const Tensor* t : ins) nhwc = nhwc || is_nhwc(*t);
   if (nhwc) {
+    std::vector<Tensor> moved;
+    moved.reserve(ins.size());
+    std::vector<const Tensor*> src;
+    for (const Tensor* t : ins) {
+      if (!is_nhwc(*t)) {
+        TORQ_CHECK(t->rank() == 4 && t->dtype() == DType::kF32, "Concat inputs must share rank and type");
+        moved.push_back(reorder_to(*t, dnnl::memory::desc(to_dims(t->shape()), dnnl::memory::data_type::f32,
+                                                          dnnl::memory::format_tag::acdb),
+                                   DType::kF32, env));
+        t = &moved.back();
+      }
+      src.push_back(t);
+    }
     const dnnl::memory::desc md(to_dims(out_shape), dnnl::memory::data_type::f32, dnnl::memory::format_tag::acdb);
     Tensor out = alloc_for_md(md, DType::kF32, out_shape);
     const int64_t pixels = out_shape[0] * out_shape[2] * out_shape[3];
@@ -82,7 +97,7 @@ Tensor ConcatNormRelu::run(const std::vector<const Tensor*>& ins, const Shape& o
       const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
       const int64_t p0 = pixels * t / nt, p1 = pixels * (t + 1) / nt;
       int64_t off = 0;
-      for (const Tensor* x : ins) {
+      for (const Tensor* x : src) {
         const int64_t ci = x->dim(1);
         norm_relu_pixels(static_cast<const float*>(x->raw()) + p0 * ci, dst + p0 * c + off, &mean_[off], &mul_[off],
                          &shift_[off], ci, c, p1 - p0);

@@ -3,9 +3,10 @@
 // written normalised and rectified into its channels of the output, instead
 // of a concat copy, a normalisation pass and a Relu pass over the result.
 //
-// fp32 only. Inputs all in nhwc (oneDNN's acdb, what oneDNN convolutions
-// write on AVX-512) give an nhwc output; anything else is made plain and
-// gives a plain output. Per channel c the numbers are those of the oneDNN
+// fp32 only. When some input is in nhwc (oneDNN's acdb, what oneDNN
+// convolutions write on AVX-512) the output is nhwc, and inputs in other
+// layouts (the pooling before a dense block) are reordered to nhwc first;
+// otherwise the inputs are made plain and the output is plain. Per channel c the numbers are those of the oneDNN
 // BatchNormalization the unfused node runs: m = scale / sqrt(var + eps)
 // in fp32, y = (x - mean) * m + shift with one rounding (fused
 // multiply-add), then Relu (x < 0 ? 0 : x, NaN stays NaN).
