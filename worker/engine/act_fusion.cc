@@ -1,6 +1,8 @@
 #include "worker/engine/act_fusion.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <limits>
 
 namespace torq::engine {
@@ -49,6 +51,37 @@ bool single_act(const ActNode& n, const std::vector<Tensor>& constants, ActChain
   return true;
 }
 
+// Concat (axis 1) -> BatchNormalization (constant parameters) -> Relu,
+// each value read only by the next node; `private_to` as in plan_act_fusion.
+template <class PrivateTo>
+std::optional<ActChain> concat_norm_chain(const std::vector<ActNode>& nodes, int h, const std::vector<Tensor>& constants,
+                                          const std::vector<std::vector<int>>& readers, const PrivateTo& private_to) {
+  const ActNode& head = nodes[static_cast<size_t>(h)];
+  if (head.out.size() != 1 || head.out[0] < 0 || head.info->attr_int("axis", 1) != 1) return std::nullopt;
+  const int v = head.out[0];
+  if (readers[static_cast<size_t>(v)].size() != 1) return std::nullopt;
+  const int b = readers[static_cast<size_t>(v)].front();
+  const ActNode& bn = nodes[static_cast<size_t>(b)];
+  if (!bn.runs || bn.info->op_type() != "BatchNormalization" || bn.in.size() != 5 || bn.in[0] != v ||
+      bn.out.size() != 1 || bn.out[0] < 0 || !private_to(v, {b}))
+    return std::nullopt;
+  for (size_t k = 1; k < 5; ++k)
+    if (bn.in[k] < 0 || !constants[static_cast<size_t>(bn.in[k])].defined()) return std::nullopt;
+  const int w = bn.out[0];
+  if (readers[static_cast<size_t>(w)].size() != 1) return std::nullopt;
+  const int r = readers[static_cast<size_t>(w)].front();
+  const ActNode& relu = nodes[static_cast<size_t>(r)];
+  if (!relu.runs || relu.info->op_type() != "Relu" || relu.in.size() != 1 || relu.in[0] != w ||
+      relu.out.size() != 1 || relu.out[0] < 0 || !private_to(w, {r}))
+    return std::nullopt;
+  ActChain c;
+  c.head = h;
+  c.followers = {b, r};
+  c.act = {ActKind::kRelu, 0, 0};
+  c.norm = b;
+  return c;
+}
+
 }  // namespace
 
 std::vector<ActChain> plan_act_fusion(const std::vector<ActNode>& nodes, const std::vector<Tensor>& constants,
@@ -69,6 +102,10 @@ std::vector<ActChain> plan_act_fusion(const std::vector<ActNode>& nodes, const s
   std::vector<ActChain> chains;
   for (size_t h = 0; h < nodes.size(); ++h) {
     const ActNode& head = nodes[h];
+    if (head.runs && head.fuses && head.info->op_type() == "Concat") {
+      if (auto c = concat_norm_chain(nodes, static_cast<int>(h), constants, readers, private_to)) chains.push_back(*c);
+      continue;
+    }
     if (!head.runs || !head.fuses || head.info->op_type() != "Conv" || head.out.size() != 1) continue;
     const int v = head.out[0];
     if (v < 0 || readers[static_cast<size_t>(v)].empty()) continue;

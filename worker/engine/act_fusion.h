@@ -11,6 +11,11 @@
 //  - HardSwish, and Sigmoid followed by Mul by the Conv's output (swish):
 //    fp32 only (in bf16 numerics the unfused path rounds in between); the
 //    post-op runs the same jit code as the unfused eltwise primitive.
+// A Concat on axis 1 whose only reader is a BatchNormalization with constant
+// parameters, whose only reader is a Relu, runs the three as one pass
+// (kernels/concat_norm.h): fp32 only (the session runs the nodes one by
+// one when an input is not fp32); its numbers are those of the oneDNN
+// BatchNormalization the unfused node runs, followed by Relu.
 // Never across a value that is a graph output or read by any other node, nor
 // when the caller asks for every value (Session::run_all runs unfused).
 // Every node of a chain keeps its profile judgement and its NodeStat (a
@@ -25,10 +30,11 @@
 namespace torq::engine {
 
 struct ActChain {
-  int head = -1;               // the Conv (node index)
+  int head = -1;               // the Conv or Concat (node index)
   std::vector<int> followers;  // the activation's nodes, in order
   FusedActivation act;
   bool exact_in_bf16 = false;  // may fuse when the Conv computes in bf16
+  int norm = -1;               // a Concat head's BatchNormalization follower, else -1
 };
 
 // What the planner needs of a node.

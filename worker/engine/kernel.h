@@ -94,6 +94,17 @@ struct FusedActivation {
   bool operator==(const FusedActivation&) const = default;
 };
 
+// A BatchNormalization (inference) the session fuses, with the Relu after
+// it, into the Concat before it (act_fusion.h): its per-channel parameters
+// (constants) and epsilon. The Concat applies relu(BN(concat)) in one pass.
+struct FusedNorm {
+  const Tensor* scale = nullptr;
+  const Tensor* bias = nullptr;
+  const Tensor* mean = nullptr;
+  const Tensor* var = nullptr;
+  float epsilon = 1e-5f;
+};
+
 class KernelContext {
  public:
   KernelContext(std::vector<const Tensor*> inputs, std::vector<bool> input_constant,
@@ -123,6 +134,10 @@ class KernelContext {
   // only on a kernel whose fuses_activation() is true.
   const FusedActivation* fused() const { return fused_; }
   void set_fused(const FusedActivation* a) { fused_ = a; }
+  // The BatchNormalization fused before that activation (null: none); set
+  // only on a Concat, together with a Relu in fused().
+  const FusedNorm* norm() const { return norm_; }
+  void set_norm(const FusedNorm* n) { norm_ = n; }
 
  private:
   std::vector<const Tensor*> inputs_;
@@ -132,6 +147,7 @@ class KernelContext {
   Rounding rounding_;
   int threads_;
   const FusedActivation* fused_ = nullptr;
+  const FusedNorm* norm_ = nullptr;
 };
 
 class Kernel {

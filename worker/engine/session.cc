@@ -64,6 +64,13 @@ void add_cost(LayerCost& c, const LayerCost& nested, const CostModel& m) {
   c.time_ms = static_cast<double>(c.cycles) / (m.clock_mhz * 1e3);
 }
 
+// True when every present input is fp32.
+bool all_f32(const std::vector<const Tensor*>& in) {
+  for (const Tensor* t : in)
+    if (t && t->dtype() != DType::kF32) return false;
+  return true;
+}
+
 std::string onnx_type_name(int32_t t) {
   DType d = dtype_from_onnx(t);
   return d == DType::kUndefined ? "onnx type " + std::to_string(t) : dtype_name(d);
@@ -419,8 +426,15 @@ void Session::Impl::execute(Node& n, std::vector<Tensor>& values, bool folding, 
     convert_inputs(n, raw_in, conv, in, any_bf16);
     std::vector<Tensor> outs(n.out.size());
     KernelContext ctx(in, is_const, &outs, &env, rounding, opts.threads);
-    const bool fuse = chain && (!any_bf16 || chain->exact_in_bf16);
+    const bool fuse = chain && (!any_bf16 || chain->exact_in_bf16) && (chain->norm < 0 || all_f32(raw_in));
     if (fuse) ctx.set_fused(&chain->act);
+    FusedNorm norm;
+    if (fuse && chain->norm >= 0) {
+      const Node& bn = nodes[static_cast<size_t>(chain->norm)];
+      const auto param = [&](size_t k) { return &values[static_cast<size_t>(bn.in[k])]; };
+      norm = {param(1), param(2), param(3), param(4), bn.info->attr_float("epsilon", 1e-5f)};
+      ctx.set_norm(&norm);
+    }
     const auto t0 = Clock::now();
     n.kernel->compute(ctx);
     if (stat) stat->wall_ms = ms_since(t0);

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "worker/engine/dnnl_util.h"
+#include "worker/engine/kernels/concat_norm.h"
 #include "worker/engine/kernels/movement_strided.h"
 #include "worker/engine/kernels/movement_util.h"
 
@@ -26,10 +27,13 @@ class ConcatKernel : public Kernel {
   }
   bool handles_bf16() const override { return true; }
   bool accepts_blocked_inputs() const override { return true; }
+  // Only as the head of Concat -> BatchNormalization -> Relu (concat_norm.h).
+  bool fuses_activation() const override { return true; }
 
   void compute(KernelContext& ctx) override {
     const size_t n = ctx.num_inputs();
     TORQ_CHECK(n >= 1, "Concat needs at least one input");
+    TORQ_CHECK(!ctx.fused() || ctx.norm(), "Concat fuses an activation only after a BatchNormalization");
     const Tensor& first = ctx.in(0);
     const int64_t rank = first.rank();
     TORQ_CHECK(rank >= 1, "Concat inputs must have rank >= 1");
@@ -48,6 +52,12 @@ class ConcatKernel : public Kernel {
       out_shape[static_cast<size_t>(axis)] += t.dim(axis);
       any_blocked = any_blocked || !t.is_plain();
       all_nonempty = all_nonempty && t.numel() > 0;
+    }
+    if (ctx.norm()) {
+      std::vector<const Tensor*> ins;
+      for (size_t i = 0; i < n; ++i) ins.push_back(&ctx.in(i));
+      ctx.output(0) = norm_relu_.run(ins, out_shape, *ctx.norm(), ctx.dnnl());
+      return;
     }
     const bool dnnl_type = first.dtype() == DType::kF32 || first.dtype() == DType::kBF16;
     if (any_blocked && dnnl_type && all_nonempty) {
@@ -166,6 +176,7 @@ class ConcatKernel : public Kernel {
   }
 
   int64_t axis_;
+  ConcatNormRelu norm_relu_;
   std::vector<dnnl::memory::desc> cached_mds_;
   dnnl::memory::desc dst_md_;
   std::optional<dnnl::concat> prim_;
