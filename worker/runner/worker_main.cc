@@ -30,7 +30,6 @@
 
 #include "pipeline/codec.h"
 #include "pipeline/base/file_bytes.h"
-#include "worker/engine/omp_wait.h"
 #include "worker/board/address.h"
 #include "worker/runner/fleet_worker.h"
 #include "worker/runner/frame_io.h"
@@ -40,9 +39,6 @@
 #include "worker/toolchain/toolchain_backend.h"
 
 using namespace torq;
-
-// Jobs run sessions (the sim backend): see omp_wait.h.
-TORQ_ENGINE_OMP_PASSIVE_WAIT();
 
 namespace {
 

@@ -14,7 +14,6 @@
 #include <CLI/CLI.hpp>
 
 #include "worker/engine/compare.h"
-#include "worker/engine/omp_wait.h"
 #include "pipeline/base/error.h"
 #include "worker/engine/session.h"
 #include "worker/engine/tensor_io.h"
@@ -23,8 +22,6 @@
 #include "worker/sim/personas.h"
 
 using namespace torq::engine;
-
-TORQ_ENGINE_OMP_PASSIVE_WAIT();
 
 namespace {
 
