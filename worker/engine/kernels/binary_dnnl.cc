@@ -1,6 +1,8 @@
 // oneDNN binary fast path for blocked float operands (see binary_dnnl.h).
 #include "worker/engine/kernels/binary_dnnl.h"
 
+#include "worker/engine/kernels/binary_chan.h"
+
 #include <cstring>
 #include <string>
 
@@ -69,6 +71,11 @@ bool DnnlBinary::run(dnnl::algorithm alg, bool commutative, const Tensor& a, con
   if (s1->rank() > s0->rank()) return false;
 
   DnnlEnv& env = ctx.dnnl();
+  // x * scale[C] on channels-last f32 (squeeze-excite): a plain loop beats
+  // the primitive (binary_chan.h).
+  if (s0->rank() >= 3 && s1->shape() != s0->shape() && s1->numel() == s0->dim(1) &&
+      channel_broadcast(alg, *s0, md_of(*s0), s1->is_plain() ? *s1 : to_plain(*s1, env), out))
+    return true;
   const bool both_bf16 = a.dtype() == DType::kBF16 && b.dtype() == DType::kBF16;
   const DType cdt = both_bf16 ? dnnl_compute_dtype(DType::kBF16, ctx.rounding()) : DType::kF32;
   const auto ddt = dnnl_dtype(cdt);
