@@ -1,6 +1,8 @@
 #include "pipeline/model_import.h"
 #include "pipeline/base/file_bytes.h"
 
+#include <limits>
+
 #include <openssl/evp.h>
 
 #include <cmath>
@@ -20,10 +22,12 @@ namespace torq::pipeline {
 
 namespace fs = std::filesystem;
 
-std::string sha256_hex(const std::string& data) {
+std::string sha256_hex(const std::string& data) { return sha256_hex(data.data(), data.size()); }
+
+std::string sha256_hex(const void* data, size_t size) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  if (!EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr))
+  if (!EVP_Digest(data, size, md, &len, EVP_sha256(), nullptr))
     throw PipelineError("SHA-256 failed");
   static const char* hex = "0123456789abcdef";
   std::string out;
@@ -139,10 +143,17 @@ std::string model_name_from_path(const std::string& path) {
 }
 
 std::unique_ptr<ImportedModel> ImportedModel::from_file(const std::string& path, const ImportOptions& opts) {
-  const std::optional<std::string> bytes = base::read_file_bytes(path);
-  if (!bytes) throw PipelineError(path + ": cannot open model");
+  // Parsed straight from the mapped file: no copy of a 30 MB model (and its
+  // page faults) on the way into protobuf.
+  const base::MappedFile map(path);
+  std::optional<std::string> bytes;
+  if (!map.data()) {  // empty, not a regular file, or not mappable: read it
+    bytes = base::read_file_bytes(path);
+    if (!bytes) throw PipelineError(path + ": cannot open model");
+  }
   try {
-    return from_bytes(*bytes, model_name_from_path(path), opts);
+    if (bytes) return from_bytes(*bytes, model_name_from_path(path), opts);
+    return from_data(map.data(), map.size(), model_name_from_path(path), opts);
   } catch (const PipelineError& e) {
     throw PipelineError(path + ": " + e.what());
   }
@@ -150,12 +161,18 @@ std::unique_ptr<ImportedModel> ImportedModel::from_file(const std::string& path,
 
 std::unique_ptr<ImportedModel> ImportedModel::from_bytes(const std::string& bytes, const std::string& name,
                                                          const ImportOptions& opts) {
+  return from_data(bytes.data(), bytes.size(), name, opts);
+}
+
+std::unique_ptr<ImportedModel> ImportedModel::from_data(const void* data, size_t size, const std::string& name,
+                                                        const ImportOptions& opts) {
   std::unique_ptr<ImportedModel> m(new ImportedModel());
   m->name_ = name;
   m->proto_ = std::make_unique<onnx::ModelProto>();
   onnx::ModelProto& model = *m->proto_;
-  if (bytes.empty()) throw PipelineError("empty file, not an ONNX model");
-  if (!model.ParseFromString(bytes) || !model.has_graph())
+  if (size == 0) throw PipelineError("empty file, not an ONNX model");
+  if (size > static_cast<size_t>(std::numeric_limits<int>::max()) || !model.ParseFromArray(data, static_cast<int>(size)) ||
+      !model.has_graph())
     throw PipelineError("not an ONNX model (protobuf parse failed; truncated or another format?)");
   if (model.graph().node_size() == 0) throw PipelineError("the model graph has no nodes");
   try {

@@ -45,6 +45,12 @@ class ImportedModel {
                                                    const ImportOptions& opts = {});
   ~ImportedModel();
 
+ private:
+  static std::unique_ptr<ImportedModel> from_data(const void* data, size_t size, const std::string& name,
+                                                  const ImportOptions& opts);
+
+ public:
+
   // Model name: the file name without directory and extension ("model" files
   // take their directory's name).
   const std::string& name() const { return name_; }
@@ -73,6 +79,7 @@ class ImportedModel {
 };
 
 std::string sha256_hex(const std::string& data);
+std::string sha256_hex(const void* data, size_t size);
 
 // A model's name from its path: the file name without directory and
 // extension; "model.onnx" takes its directory's name.

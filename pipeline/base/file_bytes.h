@@ -11,4 +11,20 @@ namespace torq::base {
 // The file's bytes; nullopt when it cannot be opened or read.
 std::optional<std::string> read_file_bytes(const std::string& path);
 
+// A regular, non-empty file mapped read-only for as long as this lives;
+// data() is null when it cannot be opened or mapped (read it instead).
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 }  // namespace torq::base
