@@ -126,7 +126,9 @@ TEST(FleetProcesses, DemoOverThreeWorkersMatchesSingleMachineDiscover) {
   ASSERT_EQ(local.wait(120000), 0) << local.output();
 
   Proc coord = f.coordinator(model, "coordinator.log");
-  for (int i = 0; i < 3; ++i) f.add_worker();
+  // 30 ms a job: the demo's 42 jobs last long enough that every worker is
+  // ready (its health check passed) before two faster ones finish them all.
+  for (int i = 0; i < 3; ++i) f.add_worker({"TORQ_WORKER_DELAY_MS=30"});
   auto code = coord.wait(120000);
   ASSERT_TRUE(code) << coord.output();
   EXPECT_EQ(*code, 0) << coord.output();
