@@ -130,10 +130,14 @@ void LocalWorkers::end_watch() {
   if (watcher_.joinable()) watcher_.join();
 }
 
-void LocalWorkers::stop_all() {
-  std::lock_guard<std::mutex> lock(g_reap_mutex);
+void LocalWorkers::term_all() {
   for (pid_t p : pids_)
     if (p > 0) kill(p, SIGTERM);
+}
+
+void LocalWorkers::stop_all() {
+  std::lock_guard<std::mutex> lock(g_reap_mutex);
+  term_all();
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   for (pid_t& p : pids_) {
     while (p > 0) {
@@ -157,8 +161,7 @@ void LocalWorkers::stop_all() {
 void LocalWorkers::stop_soon() {
   end_watch();  // the flag it sets may not outlive this call
   std::lock_guard<std::mutex> lock(g_reap_mutex);
-  for (pid_t p : pids_)
-    if (p > 0) kill(p, SIGTERM);
+  term_all();
 }
 
 void LocalWorkers::stop() {

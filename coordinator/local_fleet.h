@@ -102,6 +102,7 @@ class LocalWorkers {
 
  private:
   void stop_all();
+  void term_all();  // SIGTERM to every live worker (g_reap_mutex held)
   void end_watch();
   LocalWorkersOptions opts_;
   std::vector<pid_t> pids_;
