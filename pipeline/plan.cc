@@ -127,17 +127,22 @@ Planner::Planner(const std::string& model_hash, const std::vector<LayerInfo>& la
     }
     estimate_ += opts_.skip_mode ? std::min<size_t>(1, st.pending.size()) : st.pending.size();
     if (st.pending.empty()) st.done = true;
+    if (ready(st)) ++ready_;
   }
 }
 
 void Planner::skip_layer(int layer) {
   auto& st = state_[static_cast<size_t>(layer)];
+  if (ready(st)) --ready_;
   if (!st.done) estimate_ -= opts_.skip_mode ? std::min<size_t>(1, st.pending.size()) : st.pending.size();
   st.pending.clear();
   st.done = true;
 }
 
 std::optional<JobSpec> Planner::next() {
+  // The broker asks whenever it has room; at the end of a run every layer
+  // is in flight or done, and a scan per ask would make the run quadratic.
+  if (ready_ == 0) return std::nullopt;
   for (size_t n = 0; n < state_.size(); ++n) {
     const size_t i = (cursor_ + n) % state_.size();
     auto& st = state_[i];
@@ -145,6 +150,7 @@ std::optional<JobSpec> Planner::next() {
     const Executor e = st.pending.front();
     st.pending.erase(st.pending.begin());
     st.in_flight = true;
+    if (!ready(st)) --ready_;
     cursor_ = opts_.skip_mode ? i + 1 : i;
     JobSpec j = opts_.job_template;
     j.model_hash = hash_;
@@ -170,6 +176,7 @@ bool Planner::all_done() const {
 void Planner::finished(const JobSpec& job, const ExecResult& r) {
   ++finished_;
   auto& st = state_[job.first_node];
+  const bool was_ready = ready(st);
   st.in_flight = false;
   if (opts_.skip_mode) {
     if (r.status == Status::kSuccess || st.pending.empty()) {
@@ -181,6 +188,9 @@ void Planner::finished(const JobSpec& job, const ExecResult& r) {
   } else if (st.pending.empty()) {
     st.done = true;
   }
+  const bool now_ready = ready(st);
+  if (now_ready && !was_ready) ++ready_;
+  if (was_ready && !now_ready) --ready_;
 }
 
 JobSpec range_job(const JobSpec& job_template, const std::string& model_hash, uint32_t first, uint32_t last,

@@ -73,6 +73,10 @@ class Planner {
     bool in_flight = false;
     bool done = false;
   };
+  // Whether next() could issue a job of this layer now.
+  bool ready(const LayerState& st) const {
+    return !st.done && !st.pending.empty() && !(opts_.skip_mode && st.in_flight);
+  }
   std::string hash_;
   std::vector<LayerInfo> layers_;
   PlanOptions opts_;
@@ -80,6 +84,7 @@ class Planner {
   std::vector<LayerState> state_;
   std::map<int, int> dedup_of_;
   size_t cursor_ = 0;
+  size_t ready_ = 0;  // layers for which ready() holds: next() scans only when some are
   size_t estimate_ = 0, saved_ = 0;
   size_t issued_ = 0, finished_ = 0;  // jobs handed out by next() / reported to finished()
 };
