@@ -160,25 +160,42 @@ std::vector<int> range_nodes(const std::vector<LayerNodes>& layers, uint32_t fir
   return {s.begin(), s.end()};
 }
 
-std::vector<std::string> range_outputs(const onnx::GraphProto& g, const std::vector<LayerNodes>& layers,
-                                       uint32_t first, uint32_t last) {
-  std::set<std::string> read_elsewhere;
-  for (size_t i = 0; i < layers.size(); ++i) {
-    if (i >= first && i <= last) continue;
+RangeOutputs::RangeOutputs(const onnx::GraphProto& g, const std::vector<LayerNodes>& layers)
+    : g_(g), layers_(layers) {
+  auto read = [&](const std::string& name, uint32_t layer) {
+    auto [it, fresh] = readers_.try_emplace(name, layer, layer);
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, layer);
+      it->second.second = std::max(it->second.second, layer);
+    }
+  };
+  for (size_t i = 0; i < layers.size(); ++i)
     for (int p : layers[i].nodes)
-      for (const auto& in : base::node_reads(g.node(p))) read_elsewhere.insert(in);
-  }
-  for (const auto& o : g.output()) read_elsewhere.insert(o.name());
+      for (const auto& in : base::node_reads(g.node(p))) read(in, static_cast<uint32_t>(i));
+  for (const auto& o : g.output()) read(o.name(), UINT32_MAX);
+}
+
+std::vector<std::string> RangeOutputs::operator()(uint32_t first, uint32_t last) const {
+  // Read elsewhere: some reader layer lies before first or after last.
+  auto read_elsewhere = [&](const std::string& name) {
+    auto it = readers_.find(name);
+    return it != readers_.end() && (it->second.first < first || it->second.second > last);
+  };
   std::vector<int> owned;
-  for (uint32_t i = first; i <= last && i < layers.size(); ++i)
-    owned.insert(owned.end(), layers[i].owned.begin(), layers[i].owned.end());
+  for (uint32_t i = first; i <= last && i < layers_.size(); ++i)
+    owned.insert(owned.end(), layers_[i].owned.begin(), layers_[i].owned.end());
   std::sort(owned.begin(), owned.end());
   std::vector<std::string> outs;
   for (int p : owned)
-    for (const auto& o : g.node(p).output())
-      if (!o.empty() && read_elsewhere.count(o)) outs.push_back(o);
-  if (outs.empty() && !owned.empty()) outs.push_back(g.node(owned.back()).output(0));
+    for (const auto& o : g_.node(p).output())
+      if (!o.empty() && read_elsewhere(o)) outs.push_back(o);
+  if (outs.empty() && !owned.empty()) outs.push_back(g_.node(owned.back()).output(0));
   return outs;
+}
+
+std::vector<std::string> range_outputs(const onnx::GraphProto& g, const std::vector<LayerNodes>& layers,
+                                       uint32_t first, uint32_t last) {
+  return RangeOutputs(g, layers)(first, last);
 }
 
 }  // namespace torq::pipeline

@@ -16,6 +16,8 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace onnx {
@@ -49,5 +51,21 @@ std::vector<int> range_nodes(const std::vector<LayerNodes>& layers, uint32_t fir
 // none, the first output of the last layer's last owned node.
 std::vector<std::string> range_outputs(const onnx::GraphProto& g, const std::vector<LayerNodes>& layers,
                                        uint32_t first, uint32_t last);
+
+// range_outputs() for many ranges of one graph (a worker's layer jobs): the
+// layers reading each value are indexed once, so a range costs its own
+// nodes, not a walk of the whole graph. Keeps references to g and layers.
+class RangeOutputs {
+ public:
+  RangeOutputs(const onnx::GraphProto& g, const std::vector<LayerNodes>& layers);
+  std::vector<std::string> operator()(uint32_t first, uint32_t last) const;
+
+ private:
+  const onnx::GraphProto& g_;
+  const std::vector<LayerNodes>& layers_;
+  // The first and last layer reading each value; a graph output is read
+  // by "layer" UINT32_MAX, past any range.
+  std::unordered_map<std::string, std::pair<uint32_t, uint32_t>> readers_;
+};
 
 }  // namespace torq::pipeline

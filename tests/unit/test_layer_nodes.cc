@@ -2,6 +2,8 @@
 // Q/DQ neighbours, on hand-built graphs and on the quantized demo CNN.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <onnx/onnx_pb.h>
 
 #include "pipeline/layer_nodes.h"
@@ -183,6 +185,45 @@ TEST_F(QuantizedDemo, ASubgraphKeepsWholeLayers) {
     EXPECT_EQ(in.type().tensor_type().elem_type(), onnx::TensorProto::INT8) << in.name();
   for (const auto& out : sub.graph().output())
     EXPECT_EQ(out.type().tensor_type().elem_type(), onnx::TensorProto::INT8) << out.name();
+}
+
+// The outputs of every range of layers, as the definition says, walking
+// the whole graph for each range: values the range's owned nodes produce
+// that a node of a layer outside the range reads, or graph outputs.
+std::vector<std::string> outputs_by_definition(const onnx::GraphProto& g, const std::vector<LayerNodes>& l,
+                                               uint32_t first, uint32_t last) {
+  std::set<std::string> read_outside;
+  for (size_t i = 0; i < l.size(); ++i)
+    if (i < first || i > last)
+      for (int p : l[i].nodes)
+        for (const auto& in : g.node(p).input()) read_outside.insert(in);
+  for (const auto& o : g.output()) read_outside.insert(o.name());
+  std::set<int> owned;
+  for (uint32_t i = first; i <= last; ++i) owned.insert(l[i].owned.begin(), l[i].owned.end());
+  std::vector<std::string> outs;
+  for (int p : owned)
+    for (const auto& o : g.node(p).output())
+      if (!o.empty() && read_outside.count(o)) outs.push_back(o);
+  if (outs.empty() && !owned.empty()) outs.push_back(g.node(*owned.rbegin()).output(0));
+  return outs;
+}
+
+TEST_F(QuantizedDemo, IndexedRangeOutputsAreThoseOfTheDefinitionForEveryRange) {
+  for (const ImportedModel* m : {fp32.get(), int8.get()}) {
+    const auto& g = m->proto().graph();
+    const auto& l = m->layer_nodes();
+    const RangeOutputs outputs_of(g, l);
+    size_t ranges = 0, multi = 0;
+    for (uint32_t first = 0; first < l.size(); ++first)
+      for (uint32_t last = first; last < l.size(); ++last) {
+        const auto want = outputs_by_definition(g, l, first, last);
+        ASSERT_EQ(outputs_of(first, last), want) << m->name() << " layers " << first << ".." << last;
+        ++ranges;
+        multi += want.size() > 1;
+      }
+    EXPECT_EQ(ranges, l.size() * (l.size() + 1) / 2);
+    EXPECT_GT(multi, 0u) << m->name() << ": some range has several outputs (a branch leaves it)";
+  }
 }
 
 TEST(LayerNodes, AnIfLayerReadsTheOuterScopeValuesOfItsBranches) {

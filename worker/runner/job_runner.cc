@@ -99,6 +99,7 @@ struct JobRunner::ModelState {
   std::vector<pipeline::LayerNodes> layers;
   std::map<std::string, const onnx::ValueInfoProto*> value_info;
   std::set<std::string> constants;
+  std::optional<pipeline::RangeOutputs> outputs_of;  // of a range of layers
 
   // The value `name` takes in the reference run (advancing the run until
   // it is defined or the run ends); nullopt if the run never defines it.
@@ -241,6 +242,7 @@ std::shared_ptr<JobRunner::ModelState> JobRunner::load_model(const JobSpec& job)
   if (!st->proto.ParseFromString(bytes)) throw pipeline::PipelineError("model " + job.model_hash + " is not ONNX");
   const auto& g = st->proto.graph();
   st->layers = pipeline::layer_nodes(g);
+  st->outputs_of.emplace(g, st->layers);
   for (const auto& v : g.value_info()) st->value_info[v.name()] = &v;
   for (const auto& v : g.input()) st->value_info[v.name()] = &v;
   for (const auto& v : g.output()) st->value_info[v.name()] = &v;
@@ -351,7 +353,7 @@ bool JobRunner::materialise(ModelState& ms, const JobSpec& job, uint32_t first, 
     for (const auto& o : node.output())
       if (!o.empty()) produced.insert(o);
   }
-  out->outs = pipeline::range_outputs(ms.proto.graph(), ms.layers, first, last);
+  out->outs = (*ms.outputs_of)(first, last);
   for (const auto& o : out->outs) {
     const std::optional<Tensor> v = ms.value(o);
     auto vi = ms.value_info.find(o);
@@ -437,7 +439,7 @@ ExecResult JobRunner::run_assigned(const JobSpec& job, ModelState& ms, ExecResul
     for (size_t o = 0; o < lr.outputs.size() && o < sm.outs.size(); ++o)
       assigned.insert_or_assign(sm.outs[o], in_model_type(ms.value(sm.outs[o]), lr.outputs[o], job.bf16_rne));
   }
-  for (const auto& name : pipeline::range_outputs(ms.proto.graph(), ms.layers, job.first_node, job.last_node)) {
+  for (const auto& name : (*ms.outputs_of)(job.first_node, job.last_node)) {
     auto a = assigned.find(name);
     const std::optional<Tensor> x = ms.value(name);
     if (a == assigned.end() || !x) return fail("runtime", "output '" + name + "' was not computed by the assigned run");
