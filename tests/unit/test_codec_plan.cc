@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "pipeline/model_import.h"
 #include "pipeline/codec.h"
 #include "pipeline/plan.h"
 
@@ -175,6 +176,36 @@ TEST(Planner, DedupCopiesBySignatureAndCountsSavedJobs) {
     }
   }
   EXPECT_EQ(n, 6);
+}
+
+// The key's text is part of every store's content-addressed cache: the
+// same job must keep its key across versions (written out here as the
+// ostream of earlier versions formatted it).
+TEST(Planner, CacheKeyTextIsStable) {
+  JobSpec j;
+  j.model_hash = "abc";
+  j.first_node = 3;
+  j.last_node = 7;
+  j.executor = Executor::kCss;
+  j.target = "sim";
+  j.tolerance.fp_avg_tol = 0.0125;
+  j.tolerance.fp_max_tol = 1e-7;
+  j.tolerance.allowed_wrong = 0.5;
+  j.timing_runs = 4;
+  j.seed = 12345678901ull;
+  j.input_lo = -1.5f;
+  j.input_hi = 1234567.f;
+  j.bf16_rne = true;
+  EXPECT_EQ(cache_key(j, "pd", "eng 1"),
+            sha256_hex("abc|3-7|css|sim|pd|0.0125,1e-07,0.5|4|activations,12345678901,-1.5,1.23457e+06|rne|eng 1"));
+  j.collect_profile = true;
+  j.random_inputs = true;
+  j.assignment = {Executor::kNss, Executor::kHost};
+  j.executor_targets = {"a", "", "c"};
+  j.decide = {0, 1};
+  EXPECT_EQ(cache_key(j, "pd", "eng 1"),
+            sha256_hex("abc|3-7|css|sim|pd|0.0125,1e-07,0.5|4|random,12345678901,-1.5,1.23457e+06|rne|eng 1|profile"
+                       "|assigned:02|a||c|decide:01"));
 }
 
 TEST(Planner, CacheKeyChangesWithEveryInput) {
