@@ -1,6 +1,10 @@
 // Units → plan → fleet → store (see unit_run.h).
 #include "coordinator/unit_run.h"
 
+#include <unordered_map>
+
+#include "coordinator/cache_writer.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -153,6 +157,8 @@ ServeTotals serve_units(std::vector<RunUnit>& units, Store& store, const std::st
   };
   // A job whose result is already known: resumed from the store (this run)
   // or served by the content-addressed cache. Records it and returns true.
+  CacheWriter cache_writer(store);  // this run's cache entries, written off the broker's thread
+  std::unordered_map<std::string, std::string> key_of;  // job id -> cache key, computed in known()
   auto known = [&](RunUnit& u, const JobSpec& j) {
     if (!u.use_store) return false;
     const int layer = j.assignment.empty() ? static_cast<int>(j.first_node) : 0;
@@ -162,7 +168,8 @@ ServeTotals serve_units(std::vector<RunUnit>& units, Store& store, const std::st
         record(u, j, r);
         return true;
       }
-    if (auto c = store.get_cache(cache_key(j, profile_digest(j, digests), kEngineIdentity))) {
+    std::string key = cache_key(j, profile_digest(j, digests), kEngineIdentity);
+    if (auto c = cache_writer.get(key)) {
       c->cached = true;
       c->job_id = j.id;
       cached_commits[result_key_of(j)].push_back(Store::Commit{layer, *c, j.id, encode_job(j)});
@@ -170,6 +177,7 @@ ServeTotals serve_units(std::vector<RunUnit>& units, Store& store, const std::st
       record(u, j, *c);
       return true;
     }
+    key_of.emplace(j.id, std::move(key));  // for its result, when it comes
     return false;
   };
   size_t rr = 0;
@@ -197,10 +205,12 @@ ServeTotals serve_units(std::vector<RunUnit>& units, Store& store, const std::st
     commit_cached();
     return std::nullopt;
   };
-  std::vector<std::pair<std::string, ExecResult>> to_cache;  // written once per group commit
+  CacheWriter::Entries to_cache;  // handed to the writer once per group commit
   auto done = [&](const JobSpec& j, const ExecResult& r) {
+    auto k = key_of.find(j.id);
     if (r.status != Status::kError || r.error_class == "unsupported" || r.error_class == "compile")
-      to_cache.emplace_back(cache_key(j, profile_digest(j, digests), kEngineIdentity), r);
+      to_cache.emplace_back(k != key_of.end() ? std::move(k->second) : cache_key(j, profile_digest(j, digests), kEngineIdentity), r);
+    if (k != key_of.end()) key_of.erase(k);
     ++t.fleet_jobs;
     record(units[by_key.at(result_key_of(j))], j, r);
   };
@@ -209,11 +219,9 @@ ServeTotals serve_units(std::vector<RunUnit>& units, Store& store, const std::st
   t.endpoint = broker.endpoint();
   log("run " + run + ": " + std::to_string(units.size()) + " units, " + std::to_string(t.total_layers) +
       " layers, ~" + std::to_string(t.estimate) + " jobs; listening on " + t.endpoint);
-  t.complete = broker.run(next, done, [&] {
-    store.put_caches(to_cache);
-    to_cache.clear();
-  });
-  store.put_caches(to_cache);  // any reported outside a group commit
+  t.complete = broker.run(next, done, [&] { cache_writer.put(to_cache); });
+  cache_writer.put(to_cache);  // any reported outside a group commit
+  cache_writer.finish();
   t.fleet = broker.stats();
   t.pending = broker.pending();
   if (after_run) after_run();
