@@ -9,6 +9,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <stdexcept>
@@ -138,6 +139,31 @@ TEST(ActFusion, ConvActivationsAreBitIdenticalToUnfused) {
     EXPECT_GT(f.cost.cycles, 0u);  // still priced by the profile
     EXPECT_EQ(r.stats.nodes.size(), c.op == "Swish" ? 3u : 2u);
   }
+}
+
+TEST(ActFusion, FusedSwishIsTheConvOutputTimesItsSigmoid) {
+  const auto m = conv_model([](onnx::GraphProto* g) -> std::vector<std::string> {
+    add_node(g, "Sigmoid", {"c"}, {"s"});
+    add_node(g, "Mul", {"s", "c"}, {"y"});
+    return {"y"};
+  });
+  SessionOptions so;
+  so.profile = std::make_shared<const ExecutorProfile>(ExecutorProfile::resolve("host"));
+  auto s = Session::from_proto(m, so);
+  const auto in = s->random_inputs(9, -3.f, 3.f);
+  const Tensor y = s->run(in)[0];
+  EXPECT_EQ(stat_of(s->last_stats(), "Mul").wall_ms, 0);  // ran fused
+  const Tensor c = s->run_all(in).at("c");
+  ASSERT_EQ(y.shape(), c.shape());
+  const float* yp = y.data<float>();
+  const float* cp = c.data<float>();
+  int negative = 0;
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    const double x = cp[i], want = x / (1.0 + std::exp(-x));
+    ASSERT_NEAR(yp[i], want, 4e-7 * std::fabs(want) + 1e-30) << i;
+    negative += x < 0;
+  }
+  EXPECT_GT(negative, 100);  // both branches of the sigmoid were taken
 }
 
 TEST(ActFusion, NotAcrossAGraphOutputOrASecondReader) {

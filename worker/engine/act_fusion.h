@@ -9,8 +9,15 @@
 //    NaN output of the Conv (NaN/Inf inputs or overflow) reads 0 after a
 //    fused Relu (documented deviation, seen only with non-finite values);
 //  - HardSwish, and Sigmoid followed by Mul by the Conv's output (swish):
-//    fp32 only (in bf16 numerics the unfused path rounds in between); the
-//    post-op runs the same jit code as the unfused eltwise primitive.
+//    fp32 only (in bf16 numerics the unfused path rounds in between). The
+//    HardSwish post-op runs the same jit code as the unfused eltwise
+//    primitive. The Swish runs, on AVX-512, as the engine's vector pass
+//    over the Conv's output (kernels/vec_sigmoid.h: the Sigmoid kernel's
+//    very numbers, times x): ~14 cycles a vector where oneDNN 2.6's swish
+//    took ~30, even as a post-op (2.3 of efficientnet_b1's 12.5 ms); where
+//    the output is padded (a blocked layout) or the CPU has no AVX-512, as
+//    oneDNN's post-op, whose numbers are those of its logistic (the
+//    unfused Sigmoid's there) times x.
 // A Concat on axis 1 whose only reader is a BatchNormalization with constant
 // parameters, whose only reader is a Relu, runs the three as one pass
 // (kernels/concat_norm.h): fp32 only (the session runs the nodes one by

@@ -9,6 +9,7 @@
 
 #include "worker/engine/dnnl_util.h"
 #include "worker/engine/kernels/conv_common.h"
+#include "worker/engine/kernels/vec_sigmoid.h"
 
 namespace torq::engine {
 
@@ -61,6 +62,7 @@ class ConvBase : public Kernel {
     if (b) args.emplace(DNNL_ARG_BIAS, as_memory(*b, plain_md(b->shape(), b->dtype()), env));
     prim_->execute(env.stream, args);
     env.stream.wait();
+    if (own_swish_) vm::swish_f32(static_cast<float*>(dst.raw()), shape_numel(out_shape_));
     ctx.output(0) = dst;
   }
 
@@ -119,28 +121,43 @@ class ConvBase : public Kernel {
     for (int64_t d : a.dilations) dil.push_back(d - 1);
     auto& env = ctx.dnnl();
     if (!transpose_) {
-      auto d = b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                                   src_any, w_any, bias_md, dst_any, strides, dil, padl, padr)
-                 : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                                   src_any, w_any, dst_any, strides, dil, padl, padr);
-      dnnl::convolution_forward::primitive_desc pd(d, post_ops(ctx.fused()), env.engine);
-      // An input already blocked by the op before: keep its layout (in and
-      // out) when the implementation oneDNN picks for its own layouts takes
-      // it, so consecutive convolutions do not reorder between each other.
-      if (const auto tag = same_layout_tag(x)) {
-        const dnnl::memory::desc dst_same(dst_dims, dst_t, *tag);
-        const dnnl::memory::desc src_same = nn_src_md(x, data_t);
-        auto ds = b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                      dnnl::algorithm::convolution_direct, src_same, w_any, bias_md,
-                                                      dst_same, strides, dil, padl, padr)
-                    : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                      dnnl::algorithm::convolution_direct, src_same, w_any, dst_same,
-                                                      strides, dil, padl, padr);
-        try {
-          dnnl::convolution_forward::primitive_desc same(ds, post_ops(ctx.fused()), env.engine);
-          if (same.impl_info_str() == pd.impl_info_str()) pd = same;
-        } catch (const dnnl::error&) {
+      const auto make_pd = [&](const FusedActivation* act) {
+        auto d = b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                     dnnl::algorithm::convolution_direct, src_any, w_any, bias_md,
+                                                     dst_any, strides, dil, padl, padr)
+                   : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                     dnnl::algorithm::convolution_direct, src_any, w_any, dst_any,
+                                                     strides, dil, padl, padr);
+        dnnl::convolution_forward::primitive_desc pd(d, post_ops(act), env.engine);
+        // An input already blocked by the op before: keep its layout (in and
+        // out) when the implementation oneDNN picks for its own layouts takes
+        // it, so consecutive convolutions do not reorder between each other.
+        if (const auto tag = same_layout_tag(x)) {
+          const dnnl::memory::desc dst_same(dst_dims, dst_t, *tag);
+          const dnnl::memory::desc src_same = nn_src_md(x, data_t);
+          auto ds = b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                        dnnl::algorithm::convolution_direct, src_same, w_any, bias_md,
+                                                        dst_same, strides, dil, padl, padr)
+                      : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                        dnnl::algorithm::convolution_direct, src_same, w_any, dst_same,
+                                                        strides, dil, padl, padr);
+          try {
+            dnnl::convolution_forward::primitive_desc same(ds, post_ops(act), env.engine);
+            if (same.impl_info_str() == pd.impl_info_str()) pd = same;
+          } catch (const dnnl::error&) {
+          }
         }
+        return pd;
+      };
+      // A fused Swish in fp32 runs as the engine's own vector pass over the
+      // output (vec_sigmoid.h, the numbers of its Sigmoid kernel and a Mul)
+      // when the output has no padding; else as oneDNN's post-op.
+      const FusedActivation* act = ctx.fused();
+      own_swish_ = act && act->kind == ActKind::kSwish && dst_t == dt::f32 && vm::fast_sigmoid();
+      auto pd = make_pd(own_swish_ ? nullptr : act);
+      if (own_swish_ && pd.dst_desc().get_size() != static_cast<size_t>(shape_numel(out_shape_)) * sizeof(float)) {
+        own_swish_ = false;
+        pd = make_pd(act);
       }
       pd_src_ = pd.src_desc();
       pd_dst_ = pd.dst_desc();
@@ -152,6 +169,7 @@ class ConvBase : public Kernel {
                  : dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
                                                      src_any, w_any, dst_any, strides, dil, padl, padr);
       dnnl::deconvolution_forward::primitive_desc pd(d, env.engine);
+      own_swish_ = false;
       pd_src_ = pd.src_desc();
       pd_dst_ = pd.dst_desc();
       w_desc_ = pd.weights_desc();
@@ -262,6 +280,7 @@ class ConvBase : public Kernel {
   DType in_dtype_ = DType::kUndefined, out_dtype_ = DType::kF32;
   Rounding rounding_ = Rounding::kNearestEven;
   bool has_bias_ = false;
+  bool own_swish_ = false;  // the fused Swish runs as vm::swish_f32 after the primitive
   std::optional<FusedActivation> act_;
 };
 

@@ -7,7 +7,9 @@
 // propagates). f32/bf16 inputs of the ops whose oneDNN eltwise algorithm was
 // checked against it (within rtol 1e-3 / atol 1e-7 over a wide range) run on
 // oneDNN in any memory layout; oneDNN's log and soft_relu are not accurate
-// enough near 1 / for negative inputs, so Log and Softplus stay in C++. The
+// enough near 1 / for negative inputs, so Log and Softplus stay in C++.
+// An f32 Sigmoid on a buffer without padding runs on the engine's vector
+// sigmoid (vec_sigmoid.h; the numbers of a Conv's fused Swish). The
 // C++ path works directly on a blocked buffer when f(0) == 0 (padding stays
 // zero), otherwise on a plain copy.
 #include <cmath>
@@ -17,6 +19,7 @@
 #include "worker/engine/kernels/binary_bcast.h"
 #include "worker/engine/kernels/binary_dnnl.h"
 #include "worker/engine/kernels/vec_math.h"
+#include "worker/engine/kernels/vec_sigmoid.h"
 
 namespace torq::engine {
 namespace {
@@ -167,6 +170,13 @@ class UnaryKernel final : public Kernel {
   void compute(KernelContext& ctx) override {
     const Tensor& x = ctx.in(0);
     const DType dt = x.dtype();
+    if (op_ == U::kSigmoid && dt == DType::kF32 && vm::fast_sigmoid() && dense(x)) {
+      // Vectorized (vec_sigmoid.h): the same numbers as a fused Swish's.
+      Tensor out = x.is_plain() ? Tensor(dt, x.shape()) : alloc_for_md(md_of(x), dt, x.shape());
+      vm::sigmoid_f32(static_cast<const float*>(x.raw()), static_cast<float*>(out.raw()), x.numel());
+      ctx.output(0) = out;
+      return;
+    }
     if (dt == DType::kF32 || dt == DType::kBF16) {
       if (!recipe_.steps.empty() && x.numel() > 0) {
         ctx.output(0) = run_dnnl(x, ctx);
@@ -203,6 +213,13 @@ class UnaryKernel final : public Kernel {
   }
 
  private:
+  // Every byte of the buffer is an element (plain, or a layout without
+  // padding), so an element-wise pass over it needs no care for padding.
+  static bool dense(const Tensor& x) {
+    const size_t bytes = static_cast<size_t>(x.numel()) * dtype_size(x.dtype());
+    return x.nbytes() == bytes && (x.is_plain() || (md_of(x).get_size() == bytes && md_of(x).data.offset0 == 0));
+  }
+
   // C++ over the whole buffer (any layout: the caller ensured padding is
   // safe). f32 in -> f32 out; bf16 in -> bf16 (nearest even) or f32.
   Tensor run_buffer(const Tensor& x, Rounding r) const {
