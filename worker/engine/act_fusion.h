@@ -8,9 +8,21 @@
 //    bound where the engine's Relu/Clip keep it, and a -0 into +0, so a
 //    NaN output of the Conv (NaN/Inf inputs or overflow) reads 0 after a
 //    fused Relu (documented deviation, seen only with non-finite values);
-//  - HardSwish, and Sigmoid followed by Mul by the Conv's output (swish):
-//    fp32 only (in bf16 numerics the unfused path rounds in between); the
-//    post-op runs the same jit code as the unfused eltwise primitive.
+//  - HardSwish, HardSigmoid (oneDNN's linear then clip, as the unfused
+//    kernel runs it; MobileNetV3's squeeze-excite gates), and Sigmoid
+//    followed by Mul by the Conv's output (swish): fp32 only (in bf16
+//    numerics the unfused path rounds in between); the post-op runs the
+//    same jit code as the unfused eltwise primitive (a NaN output of the
+//    Conv reads 0 after a fused HardSigmoid, as after a fused Relu).
+// A Conv whose only reader is an Add with a value computed before the Conv
+// (a residual connection), optionally followed by a Relu that is the Add's
+// only reader, runs the Add and the Relu in one pass over the Conv's output
+// (the same IEEE sum and the same Relu as the unfused kernels, NaN and -0
+// included): fp32 only, and only where the other value has the output's
+// shape (no broadcast); otherwise the Conv declines and the Add and Relu
+// run by themselves. Not as oneDNN's sum post-op: its jit convolutions add
+// the destination into a partial sum over input channels, a different
+// order of the same additions (not bit-identical on grouped 3x3 Convs).
 // A Concat on axis 1 whose only reader is a BatchNormalization with constant
 // parameters, whose only reader is a Relu, runs the three as one pass
 // (kernels/concat_norm.h): fp32 only (the session runs the nodes one by
@@ -35,6 +47,12 @@ struct ActChain {
   FusedActivation act;
   bool exact_in_bf16 = false;  // may fuse when the Conv computes in bf16
   int norm = -1;               // a Concat head's BatchNormalization follower, else -1
+  // A Conv head whose follower is an Add (then `act` is unused): the Add's
+  // other input (value id), whether it is the Add's first operand, and
+  // whether a Relu follows the Add (the chain's last follower).
+  int residual = -1;
+  bool residual_first = false;
+  bool residual_relu = false;
 };
 
 // What the planner needs of a node.

@@ -4,8 +4,11 @@
 // consecutive convolutions stay in a blocked layout (nChw16c on AVX-512)
 // without reorders. Constant weights are reordered into the primitive's
 // format once, on the first run, and kept. A Conv applies the activation the
-// session fused into it (KernelContext::fused()) as a oneDNN post-op.
+// session fused into it (KernelContext::fused()) as a oneDNN post-op, and
+// a fused Add (+ Relu) (KernelContext::residual()) in one pass over its output.
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include <type_traits>
 
 #include "worker/engine/dnnl_util.h"
 #include "worker/engine/kernels/conv_common.h"
@@ -50,6 +53,11 @@ class ConvBase : public Kernel {
                          (b != nullptr) != has_bias_ || x.dtype() != in_dtype_ || ctx.rounding() != rounding_ ||
                          !same_act(ctx.fused());
     if (rebuild) build(ctx, x, w, b);
+    const FusedResidual* res = ctx.residual();
+    if (res && !residual_fits(*res, x)) {
+      ctx.decline_fusion();
+      res = nullptr;
+    }
     // Weights: packed once when constant.
     if (!w_packed_.defined() || !ctx.input_is_constant(1)) w_packed_ = w_reorder_(w, w_desc_, w.dtype(), ctx.dnnl());
     Tensor src = src_reorder_(x, pd_src_, x.dtype(), ctx.dnnl());
@@ -61,6 +69,7 @@ class ConvBase : public Kernel {
     if (b) args.emplace(DNNL_ARG_BIAS, as_memory(*b, plain_md(b->shape(), b->dtype()), env));
     prim_->execute(env.stream, args);
     env.stream.wait();
+    if (res) add_residual(*res, dst, env);
     ctx.output(0) = dst;
   }
 
@@ -185,6 +194,33 @@ class ConvBase : public Kernel {
     return md;
   }
 
+  // A fused Add applies to an fp32 value of the fp32 output's shape (the
+  // Add broadcasts otherwise, or computes in another type).
+  bool residual_fits(const FusedResidual& r, const Tensor& x) const {
+    return !transpose_ && x.dtype() == DType::kF32 && out_dtype_ == DType::kF32 && r.value && r.value->defined() &&
+           r.value->dtype() == DType::kF32 && r.value->shape() == out_shape_;
+  }
+
+  // dst = dst + r (or r + dst, the Add's operand order), then Relu, element
+  // by element in dst's layout: the numbers of the Add and Relu kernels.
+  void add_residual(const FusedResidual& res, Tensor& dst, DnnlEnv& env) {
+    const Tensor r = res_reorder_(*res.value, pd_dst_, DType::kF32, env);
+    const float* rp = static_cast<const float*>(r.raw());
+    float* d = static_cast<float*>(dst.raw());
+    const int64_t n = static_cast<int64_t>(pd_dst_.get_size() / sizeof(float));
+    const auto run = [&](auto first, auto relu) {
+#pragma omp parallel for if (n > 32768) schedule(static)
+      for (int64_t i = 0; i < n; ++i) {
+        const float s = first ? rp[i] + d[i] : d[i] + rp[i];
+        d[i] = relu && s < 0.f ? 0.f : s;
+      }
+    };
+    using T = std::true_type;
+    using F = std::false_type;
+    if (res.value_first) res.relu ? run(T{}, T{}) : run(T{}, F{});
+    else res.relu ? run(F{}, T{}) : run(F{}, F{});
+  }
+
   bool same_act(const FusedActivation* a) const { return a ? act_ && *act_ == *a : !act_; }
 
   // The fused activation as a oneDNN eltwise post-op (the same jit code as
@@ -198,6 +234,10 @@ class ConvBase : public Kernel {
       case ActKind::kClip: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip_v2, a->lo, a->hi); break;
       case ActKind::kHardSwish: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_hardswish, 0.f, 0.f); break;
       case ActKind::kSwish: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); break;
+      case ActKind::kHardSigmoid:  // the two steps of the unfused kernel (unary.cc)
+        ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, a->alpha, a->beta);
+        ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, 0.f, 1.f);
+        break;
     }
     attr.set_post_ops(ops);
     return attr;
@@ -256,7 +296,7 @@ class ConvBase : public Kernel {
   std::optional<dnnl::primitive> prim_;
   dnnl::memory::desc pd_src_, pd_dst_, w_desc_, w_plain_md_, in_md_;
   WeightReorder w_reorder_;
-  CachedReorder src_reorder_;
+  CachedReorder src_reorder_, res_reorder_;
   Tensor w_packed_;
   Shape in_shape_, w_shape_, out_shape_;
   DType in_dtype_ = DType::kUndefined, out_dtype_ = DType::kF32;
