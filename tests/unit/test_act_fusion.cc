@@ -204,6 +204,42 @@ TEST(ActFusion, HardSigmoidAfterASqueezeExciteConv) {
   EXPECT_TRUE(std::any_of(y.begin(), y.end(), [](float v) { return v > 0.f && v < 1.f; }));
 }
 
+TEST(ActFusion, FusedHardSigmoidGateReadsTheSameForEveryReader) {
+  // The gate of a squeeze-excite block is read by a Mul; a sum over all its
+  // elements and a pooling read it too, fused as unfused. (oneDNN keeps a
+  // blocked output's padded channels 0 under the linear + clip post-ops,
+  // where HardSigmoid(0) is 0.5: checked by hand on nChw16c, 20 channels;
+  // this CPU's Convs pick nhwc here.)
+  for (const std::string reader : {"Mul", "ReduceSum", "GlobalAveragePool"}) {
+    SCOPED_TRACE(reader);
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(17);
+    auto* g = m.mutable_graph();
+    add_value(g->mutable_input(), "x", {1, 8, 9, 9});
+    std::vector<float> w(20 * 8 * 9);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = 0.03f * static_cast<float>(i % 37) - 0.5f;
+    add_init(g, "w", {20, 8, 3, 3}, w);
+    auto* conv = add_node(g, "Conv", {"x", "w"}, {"c"});
+    auto* a = conv->add_attribute();
+    a->set_name("pads");
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int i = 0; i < 4; ++i) a->add_ints(1);
+    add_node(g, "HardSigmoid", {"c"}, {"h"});
+    if (reader == "Mul") {
+      add_value(g->mutable_input(), "z", {1, 20, 9, 9});
+      add_node(g, "Mul", {"h", "z"}, {"y"});
+      add_value(g->mutable_output(), "y", {1, 20, 9, 9});
+    } else {
+      add_node(g, reader, {"h"}, {"y"});
+      add_value(g->mutable_output(), "y", {1, reader == "ReduceSum" ? 1 : 20, 1, 1});
+    }
+    const Fused r = run_both(m);
+    expect_identical(r.fused[0], r.unfused[0]);
+    EXPECT_EQ(stat_of(r.stats, "HardSigmoid").wall_ms, 0);
+  }
+}
+
 // conv_model's c plus a value `r` of c's shape (a second Conv of x, or a
 // graph input), in operand order `r_first`, then Relu when `relu`.
 onnx::ModelProto residual_model(bool from_conv, bool r_first, bool relu, int64_t hw = 10) {
