@@ -1,10 +1,11 @@
 // Activation fusion (act_fusion.h): a Conv's only reader Relu / Clip /
-// HardSwish / Sigmoid*x runs as the Conv's post-op. run() fuses, run_all()
-// never does, so the two give the fused and the unfused result of the same
-// session: they must be bit-identical, in fp32 and (Relu, Clip) in bf16
-// numerics; the follower keeps its NodeStat with wall time 0 and its
+// HardSwish / HardSigmoid / Sigmoid*x runs as the Conv's post-op, and a
+// residual Add (+ Relu) in the Conv's pass over its output. run() fuses,
+// run_all() never does, so the two give the fused and the unfused result of
+// the same session: they must be bit-identical, in fp32 and (Relu, Clip) in
+// bf16 numerics; the follower keeps its NodeStat with wall time 0 and its
 // profile cost. A Conv output that is a graph output or has another reader
-// is not fused.
+// is not fused; an Add that broadcasts runs by itself.
 #include <gtest/gtest.h>
 
 #include <onnx/onnx_pb.h>
