@@ -36,6 +36,12 @@ bool single_act(const ActNode& n, const std::vector<Tensor>& constants, ActChain
     c->act = {ActKind::kHardSwish, 0, 0};
     return true;
   }
+  if (op == "HardSigmoid") {
+    const float alpha = n.info->attr_float("alpha", 0.2f), beta = n.info->attr_float("beta", 0.5f);
+    if (!std::isfinite(alpha) || !std::isfinite(beta)) return false;
+    c->act = {ActKind::kHardSigmoid, 0, 0, alpha, beta};
+    return true;
+  }
   if (op != "Clip") return false;
   const float inf = std::numeric_limits<float>::infinity();
   float lo = -inf, hi = inf;
@@ -82,6 +88,41 @@ std::optional<ActChain> concat_norm_chain(const std::vector<ActNode>& nodes, int
   return c;
 }
 
+// Conv (head h) -> Add (node f, the Conv's output plus a value computed
+// before the Conv) -> optionally Relu; `private_to` as in plan_act_fusion.
+template <class PrivateTo>
+std::optional<ActChain> residual_chain(const std::vector<ActNode>& nodes, int h, int f,
+                                       const std::vector<std::vector<int>>& readers, const std::vector<int>& producer,
+                                       const PrivateTo& private_to) {
+  const int v = nodes[static_cast<size_t>(h)].out[0];
+  const ActNode& add = nodes[static_cast<size_t>(f)];
+  // Opset 7 on: numpy broadcasting, no legacy broadcast/axis attributes.
+  if (!add.runs || add.info->op_type() != "Add" || add.info->opset() < 7 || add.in.size() != 2 ||
+      add.out.size() != 1 || add.out[0] < 0 || !private_to(v, {f}))
+    return std::nullopt;
+  const bool value_first = add.in[1] == v;
+  const int r = value_first ? add.in[0] : add.in[1];
+  if (r < 0 || r == v || (!value_first && add.in[0] != v)) return std::nullopt;
+  // The Conv runs where it stands: the value must exist by then.
+  if (producer[static_cast<size_t>(r)] >= h) return std::nullopt;
+  ActChain c;
+  c.head = h;
+  c.followers = {f};
+  c.residual = r;
+  c.residual_first = value_first;
+  const int a = add.out[0];
+  if (readers[static_cast<size_t>(a)].size() == 1) {
+    const int k = readers[static_cast<size_t>(a)].front();
+    const ActNode& relu = nodes[static_cast<size_t>(k)];
+    if (relu.runs && relu.info->op_type() == "Relu" && relu.in.size() == 1 && relu.in[0] == a &&
+        relu.out.size() == 1 && relu.out[0] >= 0 && private_to(a, {k})) {
+      c.followers.push_back(k);
+      c.residual_relu = true;
+    }
+  }
+  return c;
+}
+
 }  // namespace
 
 std::vector<ActChain> plan_act_fusion(const std::vector<ActNode>& nodes, const std::vector<Tensor>& constants,
@@ -99,6 +140,11 @@ std::vector<ActChain> plan_act_fusion(const std::vector<ActNode>& nodes, const s
     std::sort(want.begin(), want.end());
     return r == want;
   };
+  // The node that writes each value (-1: a graph input or a constant).
+  std::vector<int> producer(constants.size(), -1);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (int v : nodes[i].out)
+      if (v >= 0) producer[static_cast<size_t>(v)] = static_cast<int>(i);
   std::vector<ActChain> chains;
   for (size_t h = 0; h < nodes.size(); ++h) {
     const ActNode& head = nodes[h];
@@ -111,6 +157,10 @@ std::vector<ActChain> plan_act_fusion(const std::vector<ActNode>& nodes, const s
     if (v < 0 || readers[static_cast<size_t>(v)].empty()) continue;
     const int f = readers[static_cast<size_t>(v)].front();
     const ActNode& fn = nodes[static_cast<size_t>(f)];
+    if (auto c = residual_chain(nodes, static_cast<int>(h), f, readers, producer, private_to)) {
+      chains.push_back(*c);
+      continue;
+    }
     if (!fn.runs || fn.in.empty() || fn.in[0] != v || fn.out.size() != 1 || fn.out[0] < 0) continue;
     ActChain c;
     c.head = static_cast<int>(h);

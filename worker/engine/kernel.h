@@ -87,10 +87,11 @@ struct DnnlEnv;  // oneDNN engine + stream (dnnl_util.h)
 
 // An activation the session fuses into the node before it (act_fusion.h):
 // the kernel applies it to its output as a oneDNN post-op.
-enum class ActKind { kRelu, kClip, kHardSwish, kSwish };
+enum class ActKind { kRelu, kClip, kHardSwish, kSwish, kHardSigmoid };
 struct FusedActivation {
   ActKind kind = ActKind::kRelu;
-  float lo = 0, hi = 0;  // kClip's bounds
+  float lo = 0, hi = 0;        // kClip's bounds
+  float alpha = 0, beta = 0;  // kHardSigmoid's: clip(alpha * x + beta, 0, 1)
   bool operator==(const FusedActivation&) const = default;
 };
 
@@ -103,6 +104,17 @@ struct FusedNorm {
   const Tensor* mean = nullptr;
   const Tensor* var = nullptr;
   float epsilon = 1e-5f;
+};
+
+// An Add the session fuses, with the Relu after it if any, into the Conv
+// before it (act_fusion.h): the Conv's output plus `value` (the Add's other
+// input, `value_first` when it is the Add's first operand), then Relu when
+// `relu`. The Conv applies it only to an fp32 `value` of its output's shape,
+// and otherwise calls KernelContext::decline_fusion().
+struct FusedResidual {
+  const Tensor* value = nullptr;
+  bool value_first = false;
+  bool relu = false;
 };
 
 class KernelContext {
@@ -138,6 +150,14 @@ class KernelContext {
   // only on a Concat, together with a Relu in fused().
   const FusedNorm* norm() const { return norm_; }
   void set_norm(const FusedNorm* n) { norm_ = n; }
+  // The Add (+ Relu) fused after the Conv (null: none); set only on a Conv,
+  // never together with fused().
+  const FusedResidual* residual() const { return residual_; }
+  void set_residual(const FusedResidual* r) { residual_ = r; }
+  // Called by a kernel that did not apply residual(): its output is the
+  // head's own, and the session runs the chain's followers one by one.
+  void decline_fusion() { declined_ = true; }
+  bool fusion_declined() const { return declined_; }
 
  private:
   std::vector<const Tensor*> inputs_;
@@ -148,6 +168,8 @@ class KernelContext {
   int threads_;
   const FusedActivation* fused_ = nullptr;
   const FusedNorm* norm_ = nullptr;
+  const FusedResidual* residual_ = nullptr;
+  bool declined_ = false;
 };
 
 class Kernel {

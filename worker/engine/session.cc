@@ -427,7 +427,13 @@ void Session::Impl::execute(Node& n, std::vector<Tensor>& values, bool folding, 
     std::vector<Tensor> outs(n.out.size());
     KernelContext ctx(in, is_const, &outs, &env, rounding, opts.threads);
     const bool fuse = chain && (!any_bf16 || chain->exact_in_bf16) && (chain->norm < 0 || all_f32(raw_in));
-    if (fuse) ctx.set_fused(&chain->act);
+    FusedResidual residual;
+    if (fuse && chain->residual >= 0) {
+      residual = {&values[static_cast<size_t>(chain->residual)], chain->residual_first, chain->residual_relu};
+      ctx.set_residual(&residual);
+    } else if (fuse) {
+      ctx.set_fused(&chain->act);
+    }
     FusedNorm norm;
     if (fuse && chain->norm >= 0) {
       const Node& bn = nodes[static_cast<size_t>(chain->norm)];
@@ -445,7 +451,7 @@ void Session::Impl::execute(Node& n, std::vector<Tensor>& values, bool folding, 
       stat->cost = opts.profile->cost_of(info, kernel_in, outs, quant);
       add_cost(stat->cost, n.kernel->nested_cost(), opts.profile->cost());
     }
-    if (fuse) return finish_chain(*chain, outs, values, fused_stats);
+    if (fuse && !ctx.fusion_declined()) return finish_chain(*chain, outs, values, fused_stats);
     for (size_t i = 0; i < n.out.size(); ++i)
       if (n.out[i] >= 0) values[static_cast<size_t>(n.out[i])] = std::move(outs[i]);
   } catch (const EngineError& e) {

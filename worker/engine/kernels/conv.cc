@@ -4,8 +4,11 @@
 // consecutive convolutions stay in a blocked layout (nChw16c on AVX-512)
 // without reorders. Constant weights are reordered into the primitive's
 // format once, on the first run, and kept. A Conv applies the activation the
-// session fused into it (KernelContext::fused()) as a oneDNN post-op.
+// session fused into it (KernelContext::fused()) as a oneDNN post-op, and
+// a fused Add (+ Relu) (KernelContext::residual()) in one pass over its output.
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include <type_traits>
 
 #include "worker/engine/dnnl_util.h"
 #include "worker/engine/kernels/conv_common.h"
@@ -51,18 +54,27 @@ class ConvBase : public Kernel {
                          (b != nullptr) != has_bias_ || x.dtype() != in_dtype_ || ctx.rounding() != rounding_ ||
                          !same_act(ctx.fused());
     if (rebuild) build(ctx, x, w, b);
+    const FusedResidual* res = ctx.residual();
+    if (res && !residual_fits(*res, x)) {
+      ctx.decline_fusion();
+      res = nullptr;
+    }
     // Weights: packed once when constant.
     if (!w_packed_.defined() || !ctx.input_is_constant(1)) w_packed_ = w_reorder_(w, w_desc_, w.dtype(), ctx.dnnl());
     Tensor src = src_reorder_(x, pd_src_, x.dtype(), ctx.dnnl());
     Tensor dst = alloc_for_md(pd_dst_, out_dtype_, out_shape_);
     auto& env = ctx.dnnl();
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, as_memory(src, pd_src_, env)},
-                                               {DNNL_ARG_WEIGHTS, as_memory(w_packed_, w_desc_, env)},
-                                               {DNNL_ARG_DST, as_memory(dst, pd_dst_, env)}};
-    if (b) args.emplace(DNNL_ARG_BIAS, as_memory(*b, plain_md(b->shape(), b->dtype()), env));
-    prim_->execute(env.stream, args);
+    // The memory objects of the first run, pointed at this run's buffers
+    // (creating them cost ~0.3 us each; both zero a blocked layout's padding).
+    const auto point = [&](int arg, const Tensor& t) { args_.at(arg).set_data_handle(const_cast<void*>(t.raw())); };
+    point(DNNL_ARG_SRC, src);
+    point(DNNL_ARG_WEIGHTS, w_packed_);
+    point(DNNL_ARG_DST, dst);
+    if (b) point(DNNL_ARG_BIAS, *b);
+    prim_->execute(env.stream, args_);
     env.stream.wait();
     if (own_swish_) vm::swish_f32(static_cast<float*>(dst.raw()), shape_numel(out_shape_));
+    if (res) add_residual(*res, dst, env);
     ctx.output(0) = dst;
   }
 
@@ -175,6 +187,10 @@ class ConvBase : public Kernel {
       w_desc_ = pd.weights_desc();
       prim_.emplace(dnnl::primitive(pd));
     }
+    args_.clear();
+    for (const auto& [arg, md] : {std::pair{DNNL_ARG_SRC, pd_src_}, {DNNL_ARG_WEIGHTS, w_desc_}, {DNNL_ARG_DST, pd_dst_}})
+      args_.emplace(arg, dnnl::memory(md, env.engine, DNNL_MEMORY_NONE));
+    if (b) args_.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md, env.engine, DNNL_MEMORY_NONE));
     // The weight tensor is reinterpreted with the grouped/ordered md.
     w_reorder_ = WeightReorder{w_plain_md_};
     w_packed_ = Tensor();
@@ -203,6 +219,33 @@ class ConvBase : public Kernel {
     return md;
   }
 
+  // A fused Add applies to an fp32 value of the fp32 output's shape (the
+  // Add broadcasts otherwise, or computes in another type).
+  bool residual_fits(const FusedResidual& r, const Tensor& x) const {
+    return !transpose_ && x.dtype() == DType::kF32 && out_dtype_ == DType::kF32 && r.value && r.value->defined() &&
+           r.value->dtype() == DType::kF32 && r.value->shape() == out_shape_;
+  }
+
+  // dst = dst + r (or r + dst, the Add's operand order), then Relu, element
+  // by element in dst's layout: the numbers of the Add and Relu kernels.
+  void add_residual(const FusedResidual& res, Tensor& dst, DnnlEnv& env) {
+    const Tensor r = res_reorder_(*res.value, pd_dst_, DType::kF32, env);
+    const float* rp = static_cast<const float*>(r.raw());
+    float* d = static_cast<float*>(dst.raw());
+    const int64_t n = static_cast<int64_t>(pd_dst_.get_size() / sizeof(float));
+    const auto run = [&](auto first, auto relu) {
+#pragma omp parallel for if (n > 32768) schedule(static)
+      for (int64_t i = 0; i < n; ++i) {
+        const float s = first ? rp[i] + d[i] : d[i] + rp[i];
+        d[i] = relu && s < 0.f ? 0.f : s;
+      }
+    };
+    using T = std::true_type;
+    using F = std::false_type;
+    if (res.value_first) res.relu ? run(T{}, T{}) : run(T{}, F{});
+    else res.relu ? run(F{}, T{}) : run(F{}, F{});
+  }
+
   bool same_act(const FusedActivation* a) const { return a ? act_ && *act_ == *a : !act_; }
 
   // The fused activation as a oneDNN eltwise post-op (the same jit code as
@@ -216,6 +259,10 @@ class ConvBase : public Kernel {
       case ActKind::kClip: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip_v2, a->lo, a->hi); break;
       case ActKind::kHardSwish: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_hardswish, 0.f, 0.f); break;
       case ActKind::kSwish: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); break;
+      case ActKind::kHardSigmoid:  // the two steps of the unfused kernel (unary.cc)
+        ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, a->alpha, a->beta);
+        ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, 0.f, 1.f);
+        break;
     }
     attr.set_post_ops(ops);
     return attr;
@@ -272,9 +319,10 @@ class ConvBase : public Kernel {
   bool transpose_;
   ConvAttrs attrs_;
   std::optional<dnnl::primitive> prim_;
+  std::unordered_map<int, dnnl::memory> args_;  // prim_'s arguments, pointed at each run's buffers
   dnnl::memory::desc pd_src_, pd_dst_, w_desc_, w_plain_md_, in_md_;
   WeightReorder w_reorder_;
-  CachedReorder src_reorder_;
+  CachedReorder src_reorder_, res_reorder_;
   Tensor w_packed_;
   Shape in_shape_, w_shape_, out_shape_;
   DType in_dtype_ = DType::kUndefined, out_dtype_ = DType::kF32;

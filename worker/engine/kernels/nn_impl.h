@@ -83,6 +83,17 @@ PoolGeom pool_geometry(const PoolSpec& spec, const Shape& x);
 void pool_reference(const PoolSpec& spec, const PoolGeom& g, const Tensor& x, Tensor& y,
                     Tensor* indices);
 
+// GlobalAveragePool of an f32 channels-last tensor (`x_md`) of at most 2^17
+// elements, at least 32 channels and at most 1024 pixels, in one thread
+// without oneDNN (whose dispatch cost more than the sums on MobileNetV3's
+// squeeze-excite inputs): each channel summed over the pixels in order, then
+// divided by their count, which is what oneDNN's jit average pooling
+// computes, bit for bit. `y_md` (plain or channels-last) is the layout the
+// caller's oneDNN primitive would write. Returns false, touching nothing,
+// for any other case.
+bool global_avg_small(const Tensor& x, const dnnl::memory::desc& x_md, const dnnl::memory::desc& y_md,
+                      const Shape& y_shape, Tensor* y);
+
 // ---- Registration helpers for kernels outside a family's main file.
 void register_norm_plain_kernels(KernelRegistry& r);   // norm_impl.cc
 void register_arg_kernels(KernelRegistry& r);          // reduce_impl.cc

@@ -2,7 +2,8 @@
 // over 1-D, 2-D and 3-D spatial dims. Float pooling runs on oneDNN
 // (pooling_v2, which handles dilations) directly on the producer's memory
 // layout (blocked nChw16c-like or plain) and natively in bf16; the plain
-// reference in pool_impl.cc covers what oneDNN cannot do exactly.
+// reference in pool_impl.cc covers what oneDNN cannot do exactly. A small
+// f32 GlobalAveragePool runs the same sums in a loop (pool_global.cc).
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -152,7 +153,13 @@ class PoolKernel final : public Kernel {
   void run_dnnl(const Tensor& x, KernelContext& ctx) {
     DnnlEnv& env = ctx.dnnl();
     const Tensor src = nn::convert_keep_layout(x, plan_->compute, to_compute_, env);
-    Tensor y = alloc_for_md(plan_->dst_md, plan_->compute, plan_->geom.out_shape);
+    Tensor y;
+    if (spec_.global && spec_.kind == PoolKind::kAvg && plan_->compute == DType::kF32 &&
+        nn::global_avg_small(src, plan_->src_md, plan_->dst_md, plan_->geom.out_shape, &y)) {
+      ctx.output(0) = std::move(y);
+      return;
+    }
+    y = alloc_for_md(plan_->dst_md, plan_->compute, plan_->geom.out_shape);
     plan_->prim.execute(env.stream, {{DNNL_ARG_SRC, as_memory(src, plan_->src_md, env)},
                                      {DNNL_ARG_DST, as_memory(y, plan_->dst_md, env)}});
     env.stream.wait();
