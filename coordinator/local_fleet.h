@@ -35,10 +35,12 @@ struct LocalWorkersOptions {
   std::string endpoint;        // ipc:// or tcp:// of the embedded broker
   std::string cache_dir;       // model cache (<hash>.onnx), shared by all
   int threads_per_job = 1;
-  // Jobs queued per running job beyond it: a lane's next layer job is there
-  // when the current one ends (discover's jobs take milliseconds, the round
-  // trip through the coordinator is a good part of that).
-  int prefetch = 1;
+  // Jobs queued per running job beyond it, waiting in the job process: a
+  // lane's next layer job is there when the current one ends (discover's
+  // jobs take milliseconds; with both cores busy, the coordinator and the
+  // worker often wait a few for a core, and with one job queued per lane
+  // the lanes waited for them a fifth of the time).
+  int prefetch = 4;
   int heartbeat_ms = 1000;
   std::string target = "sim";
   std::string executors = "nss,css,host";
@@ -47,6 +49,8 @@ struct LocalWorkersOptions {
   std::string id_prefix = "local";
   std::string backend = "sim";   // sim | toolchain (torq-worker --backend)
   std::string toolchain_file;    // --toolchain, for backend toolchain
+  // More torq-worker arguments, e.g. a model to preload (runner/preload.h).
+  std::vector<std::string> extra_args;
 };
 
 // The target name of jobs run with a toolchain file (matrix `{toolchain:

@@ -44,10 +44,11 @@ std::string cache_with_demo(const std::string& name) {
 
 // Runs `jobs` on a pool; results by job id.
 std::map<std::string, pipeline::ExecResult> run_pool(const std::string& cache, int workers, int lanes,
-                                                     std::deque<pipeline::JobSpec> jobs) {
+                                                     std::deque<pipeline::JobSpec> jobs, int queue_ahead = 0) {
   runner::LocalPoolOptions o;
   o.workers = workers;
   o.lanes = lanes;
+  o.queue_ahead = queue_ahead;
   o.worker_binary = bin("torq-worker");
   o.cache_dir = cache;
   runner::LocalPool pool(o);
@@ -94,13 +95,18 @@ TEST(PoolLanes, TwoLanesGiveTheResultsOfAProcessPerJob) {
                               60000);
   const auto apart = run_pool(cache, 2, 1, jobs);
   const auto lanes = run_pool(cache, 2, 2, jobs);
+  const auto queued = run_pool(cache, 2, 2, jobs, 3);  // and 3 waiting in the process
   ASSERT_EQ(apart.size(), 42u);
   ASSERT_EQ(lanes.size(), 42u);
+  ASSERT_EQ(queued.size(), 42u);
   size_t success = 0;
   for (const auto& [id, r] : apart) {
     ASSERT_TRUE(lanes.count(id)) << id;
     EXPECT_EQ(comparable(lanes.at(id)), comparable(r)) << id;
     EXPECT_EQ(lanes.at(id).attempts, 1u) << id;
+    ASSERT_TRUE(queued.count(id)) << id;
+    EXPECT_EQ(comparable(queued.at(id)), comparable(r)) << id;
+    EXPECT_EQ(queued.at(id).attempts, 1u) << id;
     success += r.status == pipeline::Status::kSuccess && !r.outputs.empty();
   }
   EXPECT_GE(success, 28u);  // css and host run every layer of the demo: real outputs compared
@@ -129,6 +135,52 @@ TEST(PoolLanes, AHangCostsItsJobAndTheOtherLanesJobRunsAgainUncharged) {
   Env fault("TORQ_WORKER_FAULT", "hang:demo/0/host");
   Env delay("TORQ_WORKER_DELAY_MS", "400");
   const auto r = run_pool(cache, 2, 2, demo_jobs({pipeline::Executor::kHost}, 5, 1000));
+  ASSERT_EQ(r.size(), 5u);
+  const auto& hung = r.at("demo/0/host");
+  EXPECT_EQ(hung.status, pipeline::Status::kError);
+  EXPECT_EQ(hung.error_class, "timeout");
+  EXPECT_EQ(hung.attempts, 1u);
+  expect_others_succeeded_uncharged(r);
+}
+
+// Jobs waiting in a process (queue_ahead) are timed from when a lane takes
+// them: one lane, 300 ms jobs, a 700 ms timeout, 4 jobs written at once.
+// Timed from their writing, the third and fourth would time out (they
+// start at 600 and 900 ms).
+TEST(PoolLanes, AJobWaitingInTheProcessIsTimedFromItsStart) {
+  const std::string cache = cache_with_demo("lanes-ahead-timeout");
+  Env delay("TORQ_WORKER_DELAY_MS", "300");
+  const auto r = run_pool(cache, 1, 1, demo_jobs({pipeline::Executor::kHost}, 4, 700), 3);
+  ASSERT_EQ(r.size(), 4u);
+  for (const auto& [id, res] : r) {
+    EXPECT_EQ(res.status, pipeline::Status::kSuccess) << id << ": " << res.error_message;
+    EXPECT_EQ(res.attempts, 1u) << id;
+  }
+}
+
+// A crash with jobs waiting behind the one that crashed: only the started
+// job is charged (it is the only one that can have crashed the process);
+// the waiting ones go back uncharged and run with others, not alone.
+TEST(PoolLanes, ACrashChargesTheStartedJobNotThoseWaitingBehindIt) {
+  const std::string cache = cache_with_demo("lanes-ahead-crash");
+  Env fault("TORQ_WORKER_FAULT", "crash:demo/0/host");
+  Env delay("TORQ_WORKER_DELAY_MS", "100");
+  const auto r = run_pool(cache, 1, 1, demo_jobs({pipeline::Executor::kHost}, 5, 60000), 3);
+  ASSERT_EQ(r.size(), 5u);
+  const auto& crashed = r.at("demo/0/host");
+  EXPECT_EQ(crashed.status, pipeline::Status::kError);
+  EXPECT_EQ(crashed.error_class, "crash");
+  EXPECT_EQ(crashed.attempts, 3u);
+  EXPECT_NE(crashed.error_message.find("after 3 attempts"), std::string::npos) << crashed.error_message;
+  expect_others_succeeded_uncharged(r);
+}
+
+// A hang with jobs waiting behind it: the hung job is a timeout, the
+// waiting ones were never started and run again uncharged.
+TEST(PoolLanes, AHangCostsOnlyItsJobWithJobsWaitingBehindIt) {
+  const std::string cache = cache_with_demo("lanes-ahead-hang");
+  Env fault("TORQ_WORKER_FAULT", "hang:demo/0/host");
+  const auto r = run_pool(cache, 1, 1, demo_jobs({pipeline::Executor::kHost}, 5, 1000), 3);
   ASSERT_EQ(r.size(), 5u);
   const auto& hung = r.at("demo/0/host");
   EXPECT_EQ(hung.status, pipeline::Status::kError);

@@ -91,6 +91,12 @@ struct FleetWorker::Impl {
     LocalPoolOptions lo;
     lo.workers = o.capacity;
     lo.lanes = o.lanes;
+    // The jobs prefetched beyond capacity wait in the job processes, where
+    // a lane that finishes takes the next without a round trip through
+    // this process.
+    const int cap = std::max(1, o.capacity), lanes = std::clamp(o.lanes, 1, cap);
+    const int procs = (cap + lanes - 1) / lanes;
+    lo.queue_ahead = (std::max(0, o.prefetch) + procs - 1) / procs;
     lo.worker_binary = o.worker_binary;
     lo.cache_dir = o.cache_dir;
     lo.threads_per_worker = o.threads_per_job;

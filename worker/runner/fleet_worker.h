@@ -47,7 +47,7 @@ struct FleetWorkerOptions {
                                             pipeline::Executor::kHost};
   int capacity = 1;                    // parallel jobs
   int lanes = 1;                       // of them per job process (threads; sim backend)
-  int prefetch = 0;                    // jobs taken beyond capacity, queued in the pool
+  int prefetch = 0;                    // jobs taken beyond capacity, waiting in the job processes
   std::string cache_dir = ".torq-cache/models";
   int threads_per_job = 1;
   int heartbeat_ms = 1000;
@@ -70,8 +70,9 @@ struct FleetWorkerOptions {
   // Benchmarking only: "" (run jobs for real), "noop" or "sleep:MS" (see above).
   std::string bench_executor;
   std::function<void(const std::string&)> log;  // default: stderr
-  // The backend the job processes use (LocalPoolOptions::backend_args) and
-  // its identity for READY; empty: the sim backend.
+  // The job processes' extra arguments (LocalPoolOptions::backend_args:
+  // the backend, a preload) and the backend's identity for READY; empty:
+  // the sim backend.
   std::vector<std::string> backend_args;
   std::string toolchain;
 };

@@ -27,7 +27,12 @@ using pipeline::JobSpec;
 struct LocalPool::Running {
   JobSpec job;
   int attempts = 0;  // including this one
-  Clock::time_point deadline;
+  bool started = false;  // a lane has it (else it waits in the process's inbox)
+  Clock::time_point deadline = Clock::time_point::max();  // once started
+  void start(Clock::time_point now) {
+    started = true;
+    deadline = now + std::chrono::milliseconds(std::max<uint32_t>(1, job.timeout_ms));
+  }
 };
 
 struct LocalPool::Slot {
@@ -53,6 +58,7 @@ LocalPool::LocalPool(LocalPoolOptions opts) : opts_(std::move(opts)) {
   if (opts_.worker_binary.empty()) opts_.worker_binary = default_worker_binary();
   if (opts_.workers < 1) opts_.workers = 1;
   opts_.lanes = std::clamp(opts_.lanes, 1, opts_.workers);
+  opts_.queue_ahead = std::max(0, opts_.queue_ahead);
   signal(SIGPIPE, SIG_IGN);  // a dead worker must not kill us on write
   slots_.resize(static_cast<size_t>((opts_.workers + opts_.lanes - 1) / opts_.lanes));
   for (size_t i = 0; i < slots_.size(); ++i) {
@@ -118,7 +124,9 @@ void LocalPool::reap(Slot& s, bool kill_group) {
   s.pid = -1;
 }
 
-size_t LocalPool::slots() const { return static_cast<size_t>(opts_.workers); }
+size_t LocalPool::slots() const {
+  return static_cast<size_t>(opts_.workers) + slots_.size() * static_cast<size_t>(opts_.queue_ahead);
+}
 
 void LocalPool::submit(const JobSpec& job) { queue_.push_back({job, 0, false}); }
 
@@ -150,6 +158,7 @@ int LocalPool::ms_to_deadline() const {
   const auto now = Clock::now();
   for (const auto& s : slots_)
     for (const auto& r : s.running) {
+      if (!r.started) continue;
       const long long left =
           std::max<long long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(r.deadline - now).count() + 1);
       best = best < 0 ? left : std::min(best, left);
@@ -170,23 +179,29 @@ void LocalPool::fail(Slot& s, Running run, const std::string& cls, const std::st
   out.emplace_back(std::move(run.job), std::move(r));
 }
 
-// The process died holding its jobs. Alone, the job is retried on a fresh
-// process (first in the queue, alone again) until max_attempts, then
-// recorded as error/crash. With others, any of them may have crashed it:
-// each goes back uncharged, to run alone.
+// The process died holding its jobs. Alone among those started, the job is
+// retried on a fresh process (first in the queue, alone again) until
+// max_attempts, then recorded as error/crash. With others started, any of
+// them may have crashed it: each goes back uncharged, to run alone. Jobs
+// not started yet go back uncharged, as they were.
 void LocalPool::crashed(Slot& s, const std::string& why, std::vector<Finished>& out) {
   reap(s, true);
   std::vector<Running> jobs = std::move(s.running);
   s.running.clear();
   s.alone = false;
-  if (jobs.size() == 1) {
-    if (jobs[0].attempts >= opts_.max_attempts)
-      fail(s, std::move(jobs[0]), "crash", why + " after " + std::to_string(jobs[0].attempts) + " attempts", out);
-    else
-      queue_.push_front({std::move(jobs[0].job), jobs[0].attempts, true});  // it crashes: keep it alone
-    return;
+  const size_t started = static_cast<size_t>(
+      std::count_if(jobs.begin(), jobs.end(), [](const Running& r) { return r.started; }));
+  for (auto it = jobs.rbegin(); it != jobs.rend(); ++it) {
+    if (!it->started) {
+      queue_.push_front({std::move(it->job), it->attempts - 1, false});
+    } else if (started > 1) {
+      queue_.push_front({std::move(it->job), it->attempts - 1, true});
+    } else if (it->attempts >= opts_.max_attempts) {
+      fail(s, std::move(*it), "crash", why + " after " + std::to_string(it->attempts) + " attempts", out);
+    } else {
+      queue_.push_front({std::move(it->job), it->attempts, true});  // it crashes: keep it alone
+    }
   }
-  for (auto it = jobs.rbegin(); it != jobs.rend(); ++it) queue_.push_front({std::move(it->job), it->attempts - 1, true});
 }
 
 // A job of `s` is past its deadline: the process is killed, that job (and
@@ -206,13 +221,13 @@ void LocalPool::timed_out(Slot& s, Clock::time_point now, std::vector<Finished>&
   }
 }
 
-// Where queued job `q` may start now: a suspect only in a process running
-// nothing, others in the least busy process with a free lane that runs no
-// suspect; nullptr if there is none.
+// Where queued job `q` may go now: a suspect only to a process running
+// nothing, others to the least busy process with room (a free lane or a
+// place in its inbox) that runs no suspect; nullptr if there is none.
 LocalPool::Slot* LocalPool::slot_for(const Queued& q) {
   Slot* best = nullptr;
   for (auto& s : slots_) {
-    if (s.alone || s.running.size() >= static_cast<size_t>(opts_.lanes)) continue;
+    if (s.alone || s.running.size() >= static_cast<size_t>(opts_.lanes + opts_.queue_ahead)) continue;
     if (q.alone && !s.running.empty()) continue;
     if (!best || s.running.size() < best->running.size()) best = &s;
   }
@@ -220,14 +235,17 @@ LocalPool::Slot* LocalPool::slot_for(const Queued& q) {
 }
 
 void LocalPool::start_queued(std::vector<Finished>& out) {
-  while (!queue_.empty() && running() < static_cast<size_t>(opts_.workers)) {
+  while (!queue_.empty()) {
     Slot* s = slot_for(queue_.front());
     if (!s) return;  // first come, first started: the rest wait behind it
     Queued q = std::move(queue_.front());
     queue_.pop_front();
     if (s->pid < 0) spawn(*s);
-    const auto deadline = Clock::now() + std::chrono::milliseconds(std::max<uint32_t>(1, q.job.timeout_ms));
-    s->running.push_back({q.job, q.attempts + 1, deadline});
+    // The process starts its jobs in the order written: this one now if a
+    // lane is free, else when enough of those before it have finished.
+    Running r{q.job, q.attempts + 1};
+    if (s->running.size() < static_cast<size_t>(opts_.lanes)) r.start(Clock::now());
+    s->running.push_back(std::move(r));
     s->alone = q.alone;
     if (!runner::write_frame(s->to_child, pipeline::encode_job(q.job)))
       crashed(*s, "worker died before taking the job", out);
@@ -266,6 +284,10 @@ void LocalPool::read_result(Slot& s, std::vector<Finished>& out) {
   out.emplace_back(std::move(it->job), std::move(r));
   s.running.erase(it);
   if (s.running.empty()) s.alone = false;
+  // The lane that sent it took the next job waiting in the process.
+  const auto now = Clock::now();
+  for (size_t i = 0; i < s.running.size() && i < static_cast<size_t>(opts_.lanes); ++i)
+    if (!s.running[i].started) s.running[i].start(now);
 }
 
 std::vector<LocalPool::Finished> LocalPool::service() {

@@ -1,13 +1,15 @@
 // LocalPool: a pool of local `torq-worker --stdio` processes, fed over pipes,
 // each running up to `lanes` jobs at once (threads sharing the process's
-// models and reference runs; stdio_serve.h). Each job has a timeout: a hang
-// is killed with its process group and costs that job (error/timeout); the
-// other jobs of the process go back to the queue uncharged. A crash with one
-// job in its process costs that job one attempt (it is retried on a fresh
-// process up to max_attempts, then recorded as error/crash); a crash with
-// several leaves it unknown which one crashed, so each goes back uncharged
-// and runs alone in a process next, where a crash is its own. Knows jobs,
-// not tensors.
+// models and reference runs; stdio_serve.h), with up to `queue_ahead` more
+// waiting in it. Each job has a timeout from when it starts: a hang is
+// killed with its process group and costs that job (error/timeout); the
+// other jobs of the process go back to the queue uncharged. A crash with
+// one job started in its process costs that job one attempt (it is retried
+// on a fresh process up to max_attempts, then recorded as error/crash); a
+// crash with several started leaves it unknown which one crashed, so each
+// goes back uncharged and runs alone in a process next, where a crash is
+// its own. Jobs that had not started go back uncharged. Knows jobs, not
+// tensors.
 //
 // Two ways to drive a pool (do not mix them on one pool):
 //  - run(next, done): blocking, until `next` has nothing and nothing runs;
@@ -31,13 +33,19 @@ namespace torq::runner {
 struct LocalPoolOptions {
   int workers = 2;             // jobs run at once
   int lanes = 1;               // of them in one process (ceil(workers / lanes) processes)
+  // Jobs written to a process beyond its lanes. They wait in its inbox, so
+  // a lane that finishes starts the next job at once instead of after a
+  // round trip through this pool (on a busy machine, often a wait for a
+  // core). Their timeouts run from when they start: the process starts
+  // them in the order written, one per result it returns.
+  int queue_ahead = 0;
   std::string worker_binary;   // torq-worker; default: next to this executable
   std::string cache_dir;       // where models are cached as <hash>.onnx
   int threads_per_worker = 1;
   int max_attempts = 3;
   std::string id_prefix = "local";  // worker ids in results: <prefix>-<slot>
-  // Extra worker arguments choosing the backend ("--backend toolchain
-  // --toolchain FILE"); empty: the sim backend.
+  // Extra job process arguments: the backend ("--backend toolchain
+  // --toolchain FILE"; none: the sim backend), a model to preload.
   std::vector<std::string> backend_args;
 };
 
@@ -80,7 +88,8 @@ class LocalPool {
   size_t busy() const;
   // Ids of those jobs.
   std::vector<std::string> busy_ids() const;
-  // Jobs run at once (`workers`).
+  // Jobs the pool takes at once: `workers` running and `queue_ahead` more
+  // waiting in each process.
   size_t slots() const;
 
   // Default worker binary: torq-worker beside /proc/self/exe, or $TORQ_WORKER_BIN.
