@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -18,6 +19,7 @@
 #include "coordinator/local_fleet.h"
 #include "coordinator/local_serve.h"
 #include "coordinator/unit_run.h"
+#include "worker/runner/preload.h"
 #include "pipeline/edit.h"
 #include "pipeline/full_model.h"
 #include "pipeline/mlir.h"
@@ -34,6 +36,7 @@
 #include "pipeline/base/yaml_strict.h"
 
 namespace torq::coordinator {
+
 
 namespace fs = std::filesystem;
 using namespace pipeline;
@@ -189,12 +192,31 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
     lo.toolchain_file = o.toolchain_file;
     if (o.backend != "sim" && !o.targets_file.empty())
       throw PipelineError("--targets (sim profiles) does not apply to --backend " + o.backend);
+    // The job process imports the model too, as the coordinator does below
+    // and at the same time, so the first layer job finds it loaded.
+    runner::PreloadOptions pre;
+    pre.model = fs::absolute(o.model).string();
+    pre.convert_bf16 = o.convert_bf16;
+    pre.rne = o.rounding == engine::Rounding::kNearestEven;
+    pre.seed = o.seed;
+    if (o.backend == "sim") lo.extra_args = runner::preload_args(pre);
     workers = std::make_unique<LocalWorkers>(lo);
     ImportOptions io;
     io.convert_bf16 = o.convert_bf16;
     io.rounding = o.rounding;
-    model = ImportedModel::from_file(o.model, io);
-    store = Store::open(store_dir + "/db");
+    // The store opens (tens of ms: RocksDB's recovery and option files)
+    // while the model is imported.
+    auto opening = std::async(std::launch::async, [&] { return Store::open(store_dir + "/db"); });
+    try {
+      model = ImportedModel::from_file(o.model, io);
+    } catch (...) {
+      try {
+        opening.get();
+      } catch (...) {  // the import's error is the one to report
+      }
+      throw;
+    }
+    store = opening.get();
     cache_model_file(cache_dir, model->hash(), model->bytes());
     // Local workers read the model from the cache file; the store's models
     // column family (a synced 50 MB write for resnet18) serves fleet

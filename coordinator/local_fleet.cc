@@ -81,6 +81,7 @@ LocalWorkers::LocalWorkers(LocalWorkersOptions o) : opts_(std::move(o)) {
                                   "--no-health-check",
                                   "--id", opts_.id_prefix + "-" + std::to_string(i)};
     args.insert(args.end(), backend_args.begin(), backend_args.end());
+    args.insert(args.end(), opts_.extra_args.begin(), opts_.extra_args.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

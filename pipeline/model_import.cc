@@ -135,6 +135,8 @@ std::vector<ConversionError> convert_to_bf16(onnx::ModelProto* model, engine::Ro
 
 ImportedModel::~ImportedModel() = default;
 
+std::unique_ptr<onnx::ModelProto> ImportedModel::take_proto() { return std::move(proto_); }
+
 std::string model_name_from_path(const std::string& path) {
   const fs::path p(path);
   std::string name = p.stem().string();

@@ -62,6 +62,9 @@ class ImportedModel {
   const std::vector<std::string>& warnings() const { return warnings_; }
   const std::vector<ConversionError>& conversion() const { return conversion_; }
   const onnx::ModelProto& proto() const { return *proto_; }
+  // Hands the proto over (a worker's preload keeps only it); proto() is
+  // invalid after.
+  std::unique_ptr<onnx::ModelProto> take_proto();
   // Position in graph.node() of each layer's compute node (the node naming it).
   const std::vector<int>& node_positions() const { return node_pos_; }
   // Every node of each layer (layer_nodes.h).

@@ -236,10 +236,53 @@ std::shared_ptr<JobRunner::ModelState> JobRunner::model(const JobSpec& job) {
   return slot->state;
 }
 
+void JobRunner::expect_preload() {
+  std::lock_guard<std::mutex> lk(preload_mu_);
+  preload_pending_ = true;
+}
+
+void JobRunner::preload_failed() {
+  {
+    std::lock_guard<std::mutex> lk(preload_mu_);
+    preload_pending_ = false;
+  }
+  preload_cv_.notify_all();
+}
+
+void JobRunner::preload(const std::string& hash, std::unique_ptr<onnx::ModelProto> proto, uint64_t seed,
+                        bool bf16_rne) {
+  {
+    std::lock_guard<std::mutex> lk(preload_mu_);
+    preloaded_[hash] = std::move(proto);
+    preload_pending_ = false;
+  }
+  preload_cv_.notify_all();
+  JobSpec job;
+  job.model_hash = hash;
+  job.seed = seed;
+  job.bf16_rne = bf16_rne;
+  auto ms = model(job);  // or waits for a job loading it already
+  for (int i = 0; i < 8; ++i) ms->step_ahead();  // the first nodes (and their kernels' compilation)
+}
+
 std::shared_ptr<JobRunner::ModelState> JobRunner::load_model(const JobSpec& job) {
   auto st = std::make_shared<ModelState>();
-  const std::string bytes = fetch_(job.model_hash);
-  if (!st->proto.ParseFromString(bytes)) throw pipeline::PipelineError("model " + job.model_hash + " is not ONNX");
+  std::unique_ptr<onnx::ModelProto> pre;
+  {
+    std::unique_lock<std::mutex> lk(preload_mu_);
+    preload_cv_.wait(lk, [&] { return !preload_pending_; });
+    auto it = preloaded_.find(job.model_hash);
+    if (it != preloaded_.end()) {
+      pre = std::move(it->second);
+      preloaded_.erase(it);
+    }
+  }
+  if (pre) {
+    st->proto = std::move(*pre);
+  } else {
+    const std::string bytes = fetch_(job.model_hash);
+    if (!st->proto.ParseFromString(bytes)) throw pipeline::PipelineError("model " + job.model_hash + " is not ONNX");
+  }
   const auto& g = st->proto.graph();
   st->layers = pipeline::layer_nodes(g);
   st->outputs_of.emplace(g, st->layers);

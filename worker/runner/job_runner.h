@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -21,6 +22,9 @@
 
 namespace torq::engine {
 class Tensor;
+}
+namespace onnx {
+class ModelProto;
 }
 
 namespace torq::runner {
@@ -49,6 +53,18 @@ class JobRunner {
   // Thread-safe with the sim backend: jobs running at once in one process
   // share each model's reference run (worker --lanes).
   pipeline::ExecResult run(const pipeline::JobSpec& job);
+
+  // Preloading, for a process started before its first job (a local
+  // worker starts while the coordinator imports the model): after
+  // expect_preload(), a job that loads a model waits until preload() hands
+  // over `proto` (content hash `hash`, imported as the coordinator does)
+  // or preload_failed() says none comes. preload() then loads it with the
+  // reference of a job with `seed` and `bf16_rne` and runs the first nodes
+  // of that reference, so the first jobs find them done. A job for another
+  // model, seed or rounding loads as usual (from FetchModel).
+  void expect_preload();
+  void preload(const std::string& hash, std::unique_ptr<onnx::ModelProto> proto, uint64_t seed, bool bf16_rne);
+  void preload_failed();
 
  private:
   struct ModelState;
@@ -87,6 +103,10 @@ class JobRunner {
   int threads_;
   std::mutex models_mu_;
   std::map<std::string, std::shared_ptr<Loading>> models_;  // by hash + activation key
+  std::mutex preload_mu_;
+  std::condition_variable preload_cv_;
+  bool preload_pending_ = false;
+  std::map<std::string, std::unique_ptr<onnx::ModelProto>> preloaded_;  // by hash, until a load takes it
 };
 
 // The engine's identity ("torq-sim 0.1 (oneDNN X.Y.Z)"): the reference's,

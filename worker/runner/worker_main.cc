@@ -35,6 +35,7 @@
 #include "worker/runner/fleet_worker.h"
 #include "worker/runner/frame_io.h"
 #include "worker/runner/job_runner.h"
+#include "worker/runner/preload.h"
 #include "worker/runner/stdio_serve.h"
 #include "worker/sim/sim_backend.h"
 #include "worker/toolchain/toolchain_backend.h"
@@ -175,8 +176,9 @@ int main(int argc, char** argv) {
   app.add_option("--capacity", fo.capacity, "Fleet: jobs run in parallel")->capture_default_str()->check(
       CLI::Range(1, 4096));
   app.add_option("--prefetch", fo.prefetch,
-                 "Fleet: jobs taken beyond --capacity and queued here, so a slot never waits for the "
-                 "coordinator between two short jobs (their lease deadlines allow for the wait)")
+                 "Fleet: jobs taken beyond --capacity, waiting in the job processes, so a lane never waits "
+                 "for the coordinator between two short jobs (their lease deadlines allow for the wait; a "
+                 "job's timeout runs from when it starts)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
   app.add_option("--heartbeat-ms", fo.heartbeat_ms, "Fleet: heartbeat interval")->capture_default_str()->check(
@@ -216,7 +218,17 @@ int main(int argc, char** argv) {
                  "With --board: how long a job waits for the board lock (/tmp/torq_board_test.lock) before it is "
                  "given back as an infrastructure error")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  runner::PreloadOptions preload;
+  std::string preload_rounding = "truncate";
+  app.add_option("--preload", preload.model,
+                 "Import this ONNX model at start, as the coordinator does, so its first jobs find it loaded "
+                 "with its reference begun (local workers of discover; fleet: passed to the job processes)");
+  app.add_option("--preload-seed", preload.seed, "With --preload: the jobs' seed")->capture_default_str();
+  app.add_option("--preload-rounding", preload_rounding, "With --preload: the jobs' bf16 rounding")
+      ->check(CLI::IsMember({"truncate", "rne"}))->capture_default_str();
+  app.add_flag("--preload-bf16", preload.convert_bf16, "With --preload: the import converts to bf16 (--auto-convert-bf16)");
   CLI11_PARSE(app, argc, argv);
+  preload.rne = preload_rounding == "rne";
   backend.cache_dir = cache_dir;
   backend.id = app.count("--id") ? id : (fo.connect.empty() ? id : host_name() + "-" + std::to_string(getpid()));
   if (!backend.ssh_key.empty())
@@ -258,6 +270,7 @@ int main(int argc, char** argv) {
       }
       fo.toolchain = make_backend(backend, threads)->identity();
     }
+    for (auto& a : runner::preload_args(preload)) fo.backend_args.push_back(a);
     return run_fleet(std::move(fo), executors, key_prefix, server_key);
   }
 
@@ -281,6 +294,7 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   runner::JobRunner runner(fetch, id, make_backend(backend, threads), threads);
+  runner::start_preload(runner, preload);
   runner::StdioServeOptions so;
   so.id = id;
   so.lanes = lanes;

@@ -1,0 +1,43 @@
+#include "worker/runner/preload.h"
+
+#include <cstdio>
+#include <thread>
+
+#include <onnx/onnx_pb.h>
+
+#include "pipeline/model_import.h"
+
+namespace torq::runner {
+
+std::vector<std::string> preload_args(const PreloadOptions& o) {
+  if (o.model.empty()) return {};
+  std::vector<std::string> a{"--preload", o.model, "--preload-seed", std::to_string(o.seed), "--preload-rounding",
+                             o.rne ? "rne" : "truncate"};
+  if (o.convert_bf16) a.push_back("--preload-bf16");
+  return a;
+}
+
+void start_preload(JobRunner& runner, const PreloadOptions& o) {
+  if (o.model.empty()) return;
+  runner.expect_preload();
+  std::thread([&runner, o] {
+    bool handed = false;
+    try {
+      pipeline::ImportOptions io;
+      io.convert_bf16 = o.convert_bf16;
+      io.rounding = o.rne ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
+      auto m = pipeline::ImportedModel::from_file(o.model, io);
+      const std::string hash = m->hash();
+      std::unique_ptr<onnx::ModelProto> proto = m->take_proto();
+      m.reset();  // its serialised bytes: tens of MB
+      handed = true;
+      runner.preload(hash, std::move(proto), o.seed, o.rne);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "torq-worker: preload of %s failed (%s); jobs load their models from the cache\n",
+                   o.model.c_str(), e.what());
+    }
+    if (!handed) runner.preload_failed();
+  }).detach();
+}
+
+}  // namespace torq::runner
