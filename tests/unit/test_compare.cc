@@ -117,4 +117,37 @@ TEST(CompareTensors, LengthsThatAreNotAMultipleOfTheLanes) {
   }
 }
 
+// The f32 path (AVX-512 registers where the CPU has them) and the generic
+// reader's path (an f64 copy of the same values) run the same arithmetic
+// lane for lane: every figure is the same bits, sums and PCC included.
+TEST(CompareTensors, TheF32PathIsTheGenericPathBitForBit) {
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<float> u(-5.f, 5.f);
+  for (double scale : {1e-5, 3e-2, 0.5}) {
+    for (int64_t n : {8, 64, 4003, 100000}) {
+      SCOPED_TRACE("scale " + std::to_string(scale) + " n " + std::to_string(n));
+      Tensor x(DType::kF32, {n});
+      for (int64_t i = 0; i < n; ++i) x.data<float>()[i] = u(rng) + 2.f;  // a mean away from 0
+      Tensor y = noisy(x, scale, 19);
+      if (n > 64) {
+        y.data<float>()[40] = NAN;
+        x.data<float>()[41] = INFINITY;
+        y.data<float>()[n / 2] = -INFINITY;
+      }
+      const Tensor y64 = cast_tensor(y, DType::kF64, Rounding::kNearestEven);
+      const TensorDiff fast = compare_tensors(y, x, 0.01), generic = compare_tensors(y64, x, 0.01);
+      EXPECT_EQ(fast.max_abs, generic.max_abs);
+      EXPECT_EQ(fast.max_rel, generic.max_rel);
+      EXPECT_EQ(fast.max_ref, generic.max_ref);
+      EXPECT_EQ(fast.mean_abs, generic.mean_abs);
+      EXPECT_EQ(fast.rmse, generic.rmse);
+      EXPECT_EQ(fast.over_tol, generic.over_tol);
+      EXPECT_EQ(fast.nan_mismatch, generic.nan_mismatch);
+      if (std::isnan(generic.pcc)) EXPECT_TRUE(std::isnan(fast.pcc));
+      else EXPECT_EQ(fast.pcc, generic.pcc);
+      if (n <= 4003) expect_same(fast, plain(y, x, 0.01));  // a longer sequential sum drifts past 1e-13
+    }
+  }
+}
+
 }  // namespace
