@@ -157,7 +157,8 @@ std::vector<ActChain> plan_act_fusion(const std::vector<ActNode>& nodes, const s
   for (size_t h = 0; h < nodes.size(); ++h) {
     const ActNode& head = nodes[h];
     if (head.runs && head.fuses && head.info->op_type() == "Concat") {
-      if (auto c = concat_norm_chain(nodes, static_cast<int>(h), constants, keep, readers, private_to)) chains.push_back(*c);
+      if (auto c = concat_norm_chain(nodes, static_cast<int>(h), constants, keep, readers, private_to))
+        chains.push_back(*c);
       continue;
     }
     if (!head.runs || !head.fuses || head.info->op_type() != "Conv" || head.out.size() != 1) continue;

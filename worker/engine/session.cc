@@ -64,7 +64,7 @@ void add_cost(LayerCost& c, const LayerCost& nested, const CostModel& m) {
   c.time_ms = static_cast<double>(c.cycles) / (m.clock_mhz * 1e3);
 }
 
-// True when every present input is fp32.
+// True when every present input is of `type`.
 bool all_of_type(const std::vector<const Tensor*>& in, DType type) {
   for (const Tensor* t : in)
     if (t && t->dtype() != type) return false;

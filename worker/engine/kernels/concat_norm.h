@@ -18,8 +18,8 @@
 // sqrt(var + eps) in fp32, y = m * (x - mean) rounded, + shift rounded,
 // converted by VCVTNEPS2BF16 (as oneDNN converts there), then Relu. The
 // output is plain, as the unfused Relu's, or nhwc when only Convs read it
-// (FusedNorm::any_layout). Elsewhere it declines and the nodes run one by
-// one.
+// (FusedNorm::any_layout). Elsewhere (and on an empty tensor) it declines
+// and the nodes run one by one.
 #pragma once
 
 #include <vector>

@@ -80,7 +80,9 @@ bool ConcatNormRelu::unfused_norm_is_ncsp(const Shape& shape, float epsilon, Dnn
 
 bool ConcatNormRelu::run_bf16(const std::vector<const Tensor*>& ins, const Shape& out_shape, const FusedNorm& norm,
                               Rounding rounding, DnnlEnv& env, Tensor* out) {
-  if (rounding != Rounding::kNearestEven || out_shape.size() != 4 || !cpu_has_avx512_bf16()) return false;
+  if (rounding != Rounding::kNearestEven || out_shape.size() != 4 || shape_numel(out_shape) == 0 ||
+      !cpu_has_avx512_bf16())
+    return false;
   for (const Tensor* t : ins)
     if (t->dtype() != DType::kBF16 || t->rank() != 4) return false;
   if (!unfused_norm_is_ncsp(out_shape, norm.epsilon, env)) return false;
@@ -88,7 +90,8 @@ bool ConcatNormRelu::run_bf16(const std::vector<const Tensor*>& ins, const Shape
   load(norm, c, env);
   if (ncsp_mul_.size() != mul_.size() || ncsp_key_ != key_) {
     // ncsp: scale / sqrt(var + eps), one division (not scale * (1 / sqrt)).
-    const std::vector<double> scale = nn::channel_params(*norm.scale, c, "scale", env), var = nn::channel_params(*norm.var, c, "var", env);
+    const std::vector<double> scale = nn::channel_params(*norm.scale, c, "scale", env);
+    const std::vector<double> var = nn::channel_params(*norm.var, c, "var", env);
     ncsp_mul_.resize(static_cast<size_t>(c));
     for (size_t i = 0; i < ncsp_mul_.size(); ++i)
       ncsp_mul_[i] = static_cast<float>(scale[i]) / std::sqrt(static_cast<float>(var[i]) + norm.epsilon);
@@ -121,8 +124,8 @@ bool ConcatNormRelu::run_bf16(const std::vector<const Tensor*>& ins, const Shape
     for (const Tensor* x : src) {
       const int64_t ci = x->dim(1);
       const size_t o = static_cast<size_t>(off);
-      norm_relu_bf16_pixels(static_cast<const uint16_t*>(x->raw()) + p0 * ci, dst + p0 * c + off, &mean_[o],
-                            &ncsp_mul_[o], &shift_[o], ci, c, p1 - p0);
+      norm_relu_bf16_pixels(static_cast<const uint16_t*>(x->raw()) + p0 * ci, dst + p0 * c + off, mean_.data() + o,
+                            ncsp_mul_.data() + o, shift_.data() + o, ci, c, p1 - p0);
       off += ci;
     }
   }
