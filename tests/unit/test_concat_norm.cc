@@ -3,7 +3,7 @@
 // plain ones and other layouts (made plain) against a scalar reference of
 // the formula it documents; in a session, run() (fused where planned)
 // against run_all() (never fused: oneDNN's BatchNormalization, then Relu),
-// and the cases the planner must leave alone.
+// and the cases the planner must leave alone. bf16: test_concat_norm_bf16.cc.
 #include <gtest/gtest.h>
 
 #include <onnx/onnx_pb.h>
@@ -313,13 +313,6 @@ TEST(ConcatNorm, NotFusedWhereAValueIsSeenOrTheNodesDoNotFit) {
     EXPECT_GT(stat_of(r.stats, "BatchNormalization").wall_ms, 0);
     EXPECT_GT(stat_of(r.stats, "Relu").wall_ms, 0);
   }
-}
-
-TEST(ConcatNorm, Bf16NumericsRunUnfused) {
-  const Both r = run_both(model({}), Numerics::kBF16);
-  ASSERT_EQ(r.fused[0].dtype(), DType::kBF16);
-  ASSERT_EQ(std::memcmp(r.fused[0].raw(), r.unfused[0].raw(), r.fused[0].nbytes()), 0);
-  EXPECT_GT(stat_of(r.stats, "BatchNormalization").wall_ms, 0);
 }
 
 }  // namespace

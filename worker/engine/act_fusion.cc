@@ -61,7 +61,8 @@ bool single_act(const ActNode& n, const std::vector<Tensor>& constants, ActChain
 // each value read only by the next node; `private_to` as in plan_act_fusion.
 template <class PrivateTo>
 std::optional<ActChain> concat_norm_chain(const std::vector<ActNode>& nodes, int h, const std::vector<Tensor>& constants,
-                                          const std::vector<std::vector<int>>& readers, const PrivateTo& private_to) {
+                                          const std::vector<bool>& keep, const std::vector<std::vector<int>>& readers,
+                                          const PrivateTo& private_to) {
   const ActNode& head = nodes[static_cast<size_t>(h)];
   if (head.out.size() != 1 || head.out[0] < 0 || head.info->attr_int("axis", 1) != 1) return std::nullopt;
   const int v = head.out[0];
@@ -84,7 +85,14 @@ std::optional<ActChain> concat_norm_chain(const std::vector<ActNode>& nodes, int
   c.head = h;
   c.followers = {b, r};
   c.act = {ActKind::kRelu, 0, 0};
+  c.exact_in_bf16 = true;  // the Concat declines where it cannot match the unfused bf16 numbers
   c.norm = b;
+  const int u = relu.out[0];
+  c.norm_to_convs = !keep[static_cast<size_t>(u)] && !readers[static_cast<size_t>(u)].empty();
+  for (int k : readers[static_cast<size_t>(u)]) {
+    const ActNode& rn = nodes[static_cast<size_t>(k)];
+    c.norm_to_convs = c.norm_to_convs && rn.runs && rn.info->op_type() == "Conv";
+  }
   return c;
 }
 
@@ -149,7 +157,8 @@ std::vector<ActChain> plan_act_fusion(const std::vector<ActNode>& nodes, const s
   for (size_t h = 0; h < nodes.size(); ++h) {
     const ActNode& head = nodes[h];
     if (head.runs && head.fuses && head.info->op_type() == "Concat") {
-      if (auto c = concat_norm_chain(nodes, static_cast<int>(h), constants, readers, private_to)) chains.push_back(*c);
+      if (auto c = concat_norm_chain(nodes, static_cast<int>(h), constants, keep, readers, private_to))
+        chains.push_back(*c);
       continue;
     }
     if (!head.runs || !head.fuses || head.info->op_type() != "Conv" || head.out.size() != 1) continue;

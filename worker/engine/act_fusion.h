@@ -32,9 +32,11 @@
 // order of the same additions (not bit-identical on grouped 3x3 Convs).
 // A Concat on axis 1 whose only reader is a BatchNormalization with constant
 // parameters, whose only reader is a Relu, runs the three as one pass
-// (kernels/concat_norm.h): fp32 only (the session runs the nodes one by
-// one when an input is not fp32); its numbers are those of the oneDNN
-// BatchNormalization the unfused node runs, followed by Relu.
+// (kernels/concat_norm.h): when every input is fp32, or every input is bf16
+// and the Concat finds it can match the unfused nodes (else it declines;
+// the session runs the nodes one by one when the inputs mix types); its
+// numbers are those of the oneDNN BatchNormalization the unfused node runs,
+// followed by Relu.
 // Never across a value that is a graph output or read by any other node, nor
 // when the caller asks for every value (Session::run_all runs unfused).
 // Every node of a chain keeps its profile judgement and its NodeStat (a
@@ -54,6 +56,7 @@ struct ActChain {
   FusedActivation act;
   bool exact_in_bf16 = false;  // may fuse when the Conv computes in bf16
   int norm = -1;               // a Concat head's BatchNormalization follower, else -1
+  bool norm_to_convs = false;  // a Concat head's Relu output is read by Convs alone
   // A Conv head whose follower is an Add (then `act` is unused): the Add's
   // other input (value id), whether it is the Add's first operand, and
   // whether a Relu follows the Add (the chain's last follower).

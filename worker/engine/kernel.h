@@ -104,6 +104,9 @@ struct FusedNorm {
   const Tensor* mean = nullptr;
   const Tensor* var = nullptr;
   float epsilon = 1e-5f;
+  // Every reader of the Relu's output is a Conv (whose numbers do not
+  // depend on its input's layout): a bf16 chain may leave its output nhwc.
+  bool any_layout = false;
 };
 
 // An Add the session fuses, with the Relu after it if any, into the Conv

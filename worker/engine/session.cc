@@ -64,10 +64,10 @@ void add_cost(LayerCost& c, const LayerCost& nested, const CostModel& m) {
   c.time_ms = static_cast<double>(c.cycles) / (m.clock_mhz * 1e3);
 }
 
-// True when every present input is fp32.
-bool all_f32(const std::vector<const Tensor*>& in) {
+// True when every present input is of `type`.
+bool all_of_type(const std::vector<const Tensor*>& in, DType type) {
   for (const Tensor* t : in)
-    if (t && t->dtype() != DType::kF32) return false;
+    if (t && t->dtype() != type) return false;
   return true;
 }
 
@@ -426,7 +426,8 @@ void Session::Impl::execute(Node& n, std::vector<Tensor>& values, bool folding, 
     convert_inputs(n, raw_in, conv, in, any_bf16);
     std::vector<Tensor> outs(n.out.size());
     KernelContext ctx(in, is_const, &outs, &env, rounding, opts.threads);
-    const bool fuse = chain && (!any_bf16 || chain->exact_in_bf16) && (chain->norm < 0 || all_f32(raw_in));
+    const bool fuse = chain && (!any_bf16 || chain->exact_in_bf16) &&
+                      (chain->norm < 0 || all_of_type(raw_in, DType::kF32) || all_of_type(raw_in, DType::kBF16));
     FusedResidual residual;
     if (fuse && chain->residual >= 0) {
       residual = {&values[static_cast<size_t>(chain->residual)], chain->residual_first, chain->residual_relu};
@@ -438,7 +439,7 @@ void Session::Impl::execute(Node& n, std::vector<Tensor>& values, bool folding, 
     if (fuse && chain->norm >= 0) {
       const Node& bn = nodes[static_cast<size_t>(chain->norm)];
       const auto param = [&](size_t k) { return &values[static_cast<size_t>(bn.in[k])]; };
-      norm = {param(1), param(2), param(3), param(4), bn.info->attr_float("epsilon", 1e-5f)};
+      norm = {param(1), param(2), param(3), param(4), bn.info->attr_float("epsilon", 1e-5f), chain->norm_to_convs};
       ctx.set_norm(&norm);
     }
     const auto t0 = Clock::now();

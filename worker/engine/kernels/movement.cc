@@ -27,7 +27,8 @@ class ConcatKernel : public Kernel {
   }
   bool handles_bf16() const override { return true; }
   bool accepts_blocked_inputs() const override { return true; }
-  // Only as the head of Concat -> BatchNormalization -> Relu (concat_norm.h).
+  // Only as the head of Concat -> BatchNormalization -> Relu (concat_norm.h;
+  // in bf16 it may decline, and the three run one by one).
   bool fuses_activation() const override { return true; }
 
   void compute(KernelContext& ctx) override {
@@ -53,13 +54,26 @@ class ConcatKernel : public Kernel {
       any_blocked = any_blocked || !t.is_plain();
       all_nonempty = all_nonempty && t.numel() > 0;
     }
+    const bool dnnl_type = first.dtype() == DType::kF32 || first.dtype() == DType::kBF16;
     if (ctx.norm()) {
       std::vector<const Tensor*> ins;
       for (size_t i = 0; i < n; ++i) ins.push_back(&ctx.in(i));
-      ctx.output(0) = norm_relu_.run(ins, out_shape, *ctx.norm(), ctx.dnnl());
-      return;
+      if (first.dtype() != DType::kBF16) {
+        ctx.output(0) = norm_relu_.run(ins, out_shape, *ctx.norm(), ctx.dnnl());
+        return;
+      }
+      // bf16: only where this Concat would write plain (then the unfused
+      // BatchNormalization is oneDNN's ncsp one, whose numbers run_bf16 has).
+      const bool blocked_out = any_blocked && dnnl_type && all_nonempty &&
+                               (common_channel_blocked_tag(ctx, axis) ||
+                                (rank <= DNNL_MAX_NDIMS && !dnnl_dst_is_plain(ctx, static_cast<int>(axis), out_shape)));
+      Tensor out;
+      if (!blocked_out && norm_relu_.run_bf16(ins, out_shape, *ctx.norm(), ctx.rounding(), ctx.dnnl(), &out)) {
+        ctx.output(0) = std::move(out);
+        return;
+      }
+      ctx.decline_fusion();
     }
-    const bool dnnl_type = first.dtype() == DType::kF32 || first.dtype() == DType::kBF16;
     if (any_blocked && dnnl_type && all_nonempty) {
       if (auto tag = common_channel_blocked_tag(ctx, axis)) {
         concat_channel_blocked(ctx, *tag, out_shape);
@@ -74,22 +88,37 @@ class ConcatKernel : public Kernel {
   }
 
  private:
-  void concat_dnnl(KernelContext& ctx, int axis, const Shape& out_shape) {
-    DnnlEnv& env = ctx.dnnl();
+  // Builds (once per input layouts) oneDNN's concat of ctx's inputs; false
+  // when oneDNN has none for them.
+  bool prepare_dnnl(KernelContext& ctx, int axis) {
     std::vector<dnnl::memory::desc> mds;
     for (size_t i = 0; i < ctx.num_inputs(); ++i) mds.push_back(md_of(ctx.in(i)));
-    if (!prim_ || mds != cached_mds_) {
-      std::optional<dnnl::concat::primitive_desc> pd;
-      try {
-        pd.emplace(axis, mds, env.engine);
-      } catch (const dnnl::error&) {  // no oneDNN implementation for these layouts
-        concat_plain(ctx, axis, out_shape);
-        return;
-      }
-      prim_.emplace(*pd);
-      dst_md_ = pd->dst_desc();
-      cached_mds_ = mds;
+    if (prim_ && mds == cached_mds_) return true;
+    std::optional<dnnl::concat::primitive_desc> pd;
+    try {
+      pd.emplace(axis, mds, ctx.dnnl().engine);
+    } catch (const dnnl::error&) {
+      return false;
     }
+    prim_.emplace(*pd);
+    dst_md_ = pd->dst_desc();
+    cached_mds_ = mds;
+    return true;
+  }
+
+  // concat_dnnl would write a plain tensor (or, without a oneDNN
+  // implementation, concat_plain would).
+  bool dnnl_dst_is_plain(KernelContext& ctx, int axis, const Shape& out_shape) {
+    return !prepare_dnnl(ctx, axis) || dst_md_ == plain_md(out_shape, ctx.in(0).dtype());
+  }
+
+  void concat_dnnl(KernelContext& ctx, int axis, const Shape& out_shape) {
+    DnnlEnv& env = ctx.dnnl();
+    if (!prepare_dnnl(ctx, axis)) {  // no oneDNN implementation for these layouts
+      concat_plain(ctx, axis, out_shape);
+      return;
+    }
+    const std::vector<dnnl::memory::desc>& mds = cached_mds_;
     const DType dt = ctx.in(0).dtype();
     Tensor out = alloc_for_md(dst_md_, dt, out_shape);
     std::unordered_map<int, dnnl::memory> args;
