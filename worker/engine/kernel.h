@@ -154,7 +154,8 @@ class KernelContext {
   const FusedNorm* norm() const { return norm_; }
   void set_norm(const FusedNorm* n) { norm_ = n; }
   // The Add (+ Relu) fused after the Conv (null: none); set only on a Conv,
-  // never together with fused().
+  // or (a constant bias, no Relu: bias_fusion.h) on a MatMul, never
+  // together with fused().
   const FusedResidual* residual() const { return residual_; }
   void set_residual(const FusedResidual* r) { residual_ = r; }
   // Called by a kernel that did not apply residual(): its output is the
