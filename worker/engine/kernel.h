@@ -87,7 +87,9 @@ struct DnnlEnv;  // oneDNN engine + stream (dnnl_util.h)
 
 // An activation the session fuses into the node before it (act_fusion.h):
 // the kernel applies it to its output as a oneDNN post-op.
-enum class ActKind { kRelu, kClip, kHardSwish, kSwish, kHardSigmoid };
+// kGelu: the erf GELU chain headed by a Div (gelu_fusion.h), alpha and beta
+// its Add and last Mul constants.
+enum class ActKind { kRelu, kClip, kHardSwish, kSwish, kHardSigmoid, kGelu };
 struct FusedActivation {
   ActKind kind = ActKind::kRelu;
   float lo = 0, hi = 0;        // kClip's bounds
@@ -146,7 +148,8 @@ class KernelContext {
   Rounding rounding() const { return rounding_; }
   int threads() const { return threads_; }
   // The activation to apply to output 0 (null: none); set by the session
-  // only on a kernel whose fuses_activation() is true.
+  // only on a kernel whose fuses_activation() is true, and (kGelu) on the
+  // Div heading a GELU chain (gelu_fusion.h).
   const FusedActivation* fused() const { return fused_; }
   void set_fused(const FusedActivation* a) { fused_ = a; }
   // The BatchNormalization fused before that activation (null: none); set
@@ -154,7 +157,8 @@ class KernelContext {
   const FusedNorm* norm() const { return norm_; }
   void set_norm(const FusedNorm* n) { norm_ = n; }
   // The Add (+ Relu) fused after the Conv (null: none); set only on a Conv,
-  // never together with fused().
+  // or (a constant bias, no Relu: bias_fusion.h) on a MatMul, never
+  // together with fused().
   const FusedResidual* residual() const { return residual_; }
   void set_residual(const FusedResidual* r) { residual_ = r; }
   // Called by a kernel that did not apply residual(): its output is the

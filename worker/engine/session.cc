@@ -14,6 +14,8 @@
 #include <onnx/onnx_pb.h>
 
 #include "worker/engine/act_fusion.h"
+#include "worker/engine/bias_fusion.h"
+#include "worker/engine/gelu_fusion.h"
 #include "worker/engine/dnnl_util.h"
 #include "pipeline/base/error.h"
 #include "worker/engine/kernel.h"
@@ -342,6 +344,8 @@ void Session::Impl::plan_act() {
              n.kernel->fuses_activation()};
   }
   chains = plan_act_fusion(an, constants, keep);
+  for (ActChain& c : plan_gelu_fusion(an, constants, keep, chains)) chains.push_back(std::move(c));
+  for (ActChain& c : plan_bias_fusion(an, constants, keep, chains)) chains.push_back(std::move(c));
   chain_of.assign(nodes.size(), -1);
   for (size_t c = 0; c < chains.size(); ++c) chain_of[static_cast<size_t>(chains[c].head)] = static_cast<int>(c);
 }

@@ -10,6 +10,7 @@
 
 #include "worker/engine/kernels/binary_bcast.h"
 #include "worker/engine/kernels/binary_dnnl.h"
+#include "worker/engine/kernels/vec_math.h"
 
 namespace torq::engine {
 namespace {
@@ -168,6 +169,10 @@ class ArithKernel final : public Kernel {
       const Shape bs = legacy_.b_shape(a.shape(), b.shape());
       if (bs != b.shape()) b = (b.is_plain() ? b : to_plain(b, ctx.dnnl())).reshaped(bs);
     }
+    if (ctx.fused()) {  // only a GELU chain's Div (gelu_fusion.h)
+      if (run_gelu(ctx, a, b)) return;
+      ctx.decline_fusion();
+    }
     const bool commutative = op_ == Arith::kAdd || op_ == Arith::kMul;
     if (dnnl_.run(dnnl_alg(op_), commutative, a, b, ctx, ctx.output(0))) return;
     const Tensor pa = elt::plain_compute_input(a, ctx.dnnl());
@@ -176,6 +181,20 @@ class ArithKernel final : public Kernel {
   }
 
  private:
+  // The fused GELU over a dense fp32 x and one fp32 divisor; false (the
+  // chain runs node by node) otherwise.
+  bool run_gelu(KernelContext& ctx, const Tensor& x, const Tensor& c) const {
+    const FusedActivation& f = *ctx.fused();
+    if (f.kind != ActKind::kGelu || op_ != Arith::kDiv || legacy_.legacy || x.dtype() != DType::kF32 ||
+        c.dtype() != DType::kF32 || c.numel() != 1 || !x.is_plain() || !c.is_plain())
+      return false;
+    Tensor out(DType::kF32, x.shape());
+    vm::gelu_f32(static_cast<const float*>(x.raw()), c.data<float>()[0], f.alpha, f.beta,
+                 static_cast<float*>(out.raw()), x.numel());
+    ctx.output(0) = out;
+    return true;
+  }
+
   Arith op_;
   elt::LegacyBroadcast legacy_;
   elt::DnnlBinary dnnl_;

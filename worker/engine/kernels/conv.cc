@@ -263,6 +263,7 @@ class ConvBase : public Kernel {
         ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, a->alpha, a->beta);
         ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, 0.f, 1.f);
         break;
+      case ActKind::kGelu: TORQ_CHECK(false, "a GELU chain is headed by a Div, not a Conv"); break;
     }
     attr.set_post_ops(ops);
     return attr;

@@ -186,6 +186,7 @@ class MatMulKernel : public Kernel {
     if (b1) final_shape.pop_back();
     if (a1) final_shape.erase(final_shape.end() - (b1 ? 1 : 2));
     if (shape_numel(out) == 0 || as.back() == 0) {
+      if (ctx.residual()) ctx.decline_fusion();  // the Add runs by itself
       ctx.output(0) = Tensor::zeros(a.dtype() == DType::kBF16 && ctx.rounding() == Rounding::kTruncate ? DType::kF32 : a.dtype(), final_shape);
       return;
     }
@@ -194,21 +195,37 @@ class MatMulKernel : public Kernel {
     // in its preferred blocked format, which it does not for 3-D weights, and
     // a batch of 1-row products (vit's [197, 1, 768] x [768, 2304]) becomes
     // one well-shaped product; A and the output are row-major either way.
+    // A fused bias Add (bias_fusion.h): oneDNN's bias, or the Add runs by itself.
+    const Tensor* bias = fused_bias(ctx, a, b, b1, final_shape, out.back());
     bool b_shared = true;
     for (size_t i = 0; i + 2 < r; ++i) b_shared = b_shared && bs[i] == 1;
     if (b_shared && r > 2) {
       const int64_t rows = shape_numel(out) / out.back();
       const Shape as2{rows, as.back()}, bs2{bs[r - 2], bs[r - 1]}, out2{rows, out.back()};
-      Tensor y = core_.run(ctx, a, to_dims(as2), false, b, to_dims(bs2), false, ctx.input_is_constant(1), nullptr,
+      Tensor y = core_.run(ctx, a, to_dims(as2), false, b, to_dims(bs2), false, ctx.input_is_constant(1), bias,
                            1.f, out2);
       ctx.output(0) = y.reshaped(final_shape);
       return;
     }
-    Tensor y = core_.run(ctx, a, to_dims(as), false, b, to_dims(bs), false, ctx.input_is_constant(1), nullptr, 1.f, out);
+    Tensor y = core_.run(ctx, a, to_dims(as), false, b, to_dims(bs), false, ctx.input_is_constant(1), bias, 1.f, out);
     ctx.output(0) = y.reshaped(final_shape);
   }
 
  private:
+  // The fused Add's constant when it is one fp32 value per output column of
+  // an fp32 product and does not widen the output's rank; else declines.
+  static const Tensor* fused_bias(KernelContext& ctx, const Tensor& a, const Tensor& b, bool b1, const Shape& final_shape,
+                                  int64_t n) {
+    const FusedResidual* r = ctx.residual();
+    if (!r) return nullptr;
+    const Tensor* v = r->value;
+    bool ok = !r->relu && !b1 && a.dtype() == DType::kF32 && b.dtype() == DType::kF32 && v && v->defined() &&
+              v->dtype() == DType::kF32 && v->is_plain() && v->rank() >= 1 && v->rank() <= static_cast<int64_t>(final_shape.size()) &&
+              v->dim(v->rank() - 1) == n && v->numel() == n;
+    if (!ok) ctx.decline_fusion();
+    return ok ? v : nullptr;
+  }
+
   MatMulCore core_;
 };
 

@@ -31,6 +31,23 @@ void erf_chunk_avx2(const float* in, float* out, int64_t n) {
     std::copy(buf, buf + (n - i), out + i);
   }
 }
+// The GELU chain (gelu_f32) per 8 lanes in registers: the division, erf,
+// addition and multiplications of the unfused kernels, each rounded to fp32.
+void gelu_chunk_avx2(const float* x, float c, float k1, float k2, float* out, int64_t n) {
+  const __m256 vc = _mm256_set1_ps(c), v1 = _mm256_set1_ps(k1), v2 = _mm256_set1_ps(k2);
+  const auto step = [&](__m256 vx) {
+    const __m256 e = _ZGVdN8v_erff(_mm256_div_ps(vx, vc));
+    return _mm256_mul_ps(_mm256_mul_ps(vx, _mm256_add_ps(e, v1)), v2);
+  };
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, step(_mm256_loadu_ps(x + i)));
+  if (i < n) {  // the tail through one padded vector, as erf_chunk_avx2
+    alignas(32) float buf[8] = {};
+    std::copy(x + i, x + n, buf);
+    _mm256_store_ps(buf, step(_mm256_load_ps(buf)));
+    std::copy(buf, buf + (n - i), out + i);
+  }
+}
 #pragma GCC pop_options
 
 void erf_chunk(const float* in, float* out, int64_t n) {
@@ -61,6 +78,27 @@ void erf_bf16(const bf16_t* in, bf16_t* out_bf16, float* out_f32, int64_t n, Rou
     } else {
       erf_chunk(buf, buf, len);
       convert_f32_to_bf16(buf, out_bf16 + b, static_cast<size_t>(len), r);
+    }
+  }
+}
+
+void gelu_f32(const float* x, float c, float k1, float k2, float* out, int64_t n) {
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for if (n > 32768) schedule(static)
+  for (int64_t ch = 0; ch < chunks; ++ch) {
+    const int64_t b = ch * kChunk, len = std::min(kChunk, n - b);
+    const float* xi = x + b;
+    float* o = out + b;
+    if (has_avx2()) {
+      gelu_chunk_avx2(xi, c, k1, k2, o, len);
+      continue;
+    }
+    for (int64_t i = 0; i < len; ++i) o[i] = xi[i] / c;
+    erf_chunk(o, o, len);
+    for (int64_t i = 0; i < len; ++i) {
+      const float a = o[i] + k1;  // no product is added: nothing to contract into an FMA
+      const float m = xi[i] * a;
+      o[i] = m * k2;
     }
   }
 }

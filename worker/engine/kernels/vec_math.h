@@ -18,4 +18,10 @@ void erf_f32(const float* in, float* out, int64_t n);
 // when out_f32 is non-null (then out_bf16 is ignored).
 void erf_bf16(const bf16_t* in, bf16_t* out_bf16, float* out_f32, int64_t n, Rounding r);
 
+// The erf GELU chain of gelu_fusion.h over n floats: out[i] =
+// (x[i] * (erf(x[i] / c) + k1)) * k2, each step rounded to fp32 as the Div,
+// Erf (erf_f32's numbers), Add and Mul kernels round it (in == out not
+// allowed); in parallel when n is large.
+void gelu_f32(const float* x, float c, float k1, float k2, float* out, int64_t n);
+
 }  // namespace torq::engine::vm

@@ -1,0 +1,190 @@
+// GELU fusion (gelu_fusion.h): PyTorch's erf GELU, Div -> Erf -> Add -> Mul
+// -> Mul, runs as one pass headed by the Div. run() fuses, run_all() never
+// does: the two must be bit-identical (NaN, Inf, -0, the vector tail, the
+// parallel path, either operand order), the followers keep their NodeStat
+// with wall time 0, and the values are GELU's. Not fused across a graph
+// output or a second reader, in bf16 numerics, or with a non-scalar divisor.
+#include <gtest/gtest.h>
+
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "worker/engine/profile.h"
+#include "worker/engine/session.h"
+
+using namespace torq::engine;
+
+namespace {
+
+void add_value(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* vs, const std::string& name,
+               const std::vector<int64_t>& dims) {
+  auto* v = vs->Add();
+  v->set_name(name);
+  auto* tt = v->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+void add_scalar(onnx::GraphProto* g, const std::string& name, float v, std::vector<int64_t> dims = {}) {
+  auto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    t->add_dims(d);
+    n *= d;
+  }
+  for (int64_t i = 0; i < n; ++i) t->add_float_data(v);
+}
+
+void add_node(onnx::GraphProto* g, const std::string& op, std::vector<std::string> in, const std::string& out) {
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(op + "_" + out);
+  for (auto& i : in) n->add_input(i);
+  n->add_output(out);
+}
+
+struct Options {
+  std::vector<int64_t> dims{2, 3, 37, 41};  // 9102 floats: a vector tail, one thread
+  bool swapped = false;                     // the Add's and Muls' operands the other way round
+  bool erf_is_output = false;               // e also a graph output
+  std::vector<int64_t> divisor_dims{};      // the divisor's shape (scalar by default)
+};
+
+// x -> Relu -> r (so the chain's x is computed), then the GELU of r.
+onnx::ModelProto gelu_model(const Options& o) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  add_value(g->mutable_input(), "x", o.dims);
+  add_scalar(g, "c", 1.4142135381698608f, o.divisor_dims);
+  add_scalar(g, "one", 1.f);
+  add_scalar(g, "half", 0.5f);
+  add_node(g, "Neg", {"x"}, "r");
+  add_node(g, "Div", {"r", "c"}, "d");
+  add_node(g, "Erf", {"d"}, "e");
+  if (o.swapped) {
+    add_node(g, "Add", {"one", "e"}, "a");
+    add_node(g, "Mul", {"a", "r"}, "m");
+    add_node(g, "Mul", {"half", "m"}, "y");
+  } else {
+    add_node(g, "Add", {"e", "one"}, "a");
+    add_node(g, "Mul", {"r", "a"}, "m");
+    add_node(g, "Mul", {"m", "half"}, "y");
+  }
+  add_value(g->mutable_output(), "y", o.dims);
+  if (o.erf_is_output) add_value(g->mutable_output(), "e", o.dims);
+  return m;
+}
+
+struct Both {
+  std::vector<Tensor> in, fused, unfused;
+  RunStats stats;
+};
+
+Both run_both(const onnx::ModelProto& m, Numerics num = Numerics::kAsModel) {
+  SessionOptions so;
+  so.numerics = num;
+  so.profile = std::make_shared<const ExecutorProfile>(ExecutorProfile::resolve("host"));
+  auto s = Session::from_proto(m, so);
+  Both r;
+  r.in = s->random_inputs(7, -6.f, 6.f);
+  // Special values at the start and in the last (padded) vector (n >= 11).
+  int64_t n = r.in[0].numel();
+  if (r.in[0].dtype() != DType::kF32) n = 0;  // bf16 numerics: the random bf16 values only
+  float* x = n ? r.in[0].data<float>() : nullptr;
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> special{std::numeric_limits<float>::quiet_NaN(), inf, -inf, 0.f, -0.f, 1e-30f, -1e-30f,
+                                   3e38f, -3e38f, 10.f, -10.f};
+  for (size_t i = 0; n && i < special.size(); ++i) {
+    x[i] = special[i];
+    x[n - 1 - static_cast<int64_t>(i)] = special[i];
+  }
+  r.fused = s->run(r.in);
+  r.stats = s->last_stats();
+  const auto all = s->run_all(r.in);
+  for (const auto& o : s->outputs()) r.unfused.push_back(all.at(o.name));
+  return r;
+}
+
+void expect_identical(const Tensor& a, const Tensor& b) {
+  ASSERT_EQ(a.dtype(), b.dtype());
+  ASSERT_EQ(a.shape(), b.shape());
+  ASSERT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0);
+}
+
+const NodeStat& stat_of(const RunStats& s, const std::string& op) {
+  for (const auto& n : s.nodes)
+    if (n.op_type == op) return n;
+  throw std::runtime_error("no stat for " + op);
+}
+
+bool ran_fused(const RunStats& s) {
+  return stat_of(s, "Erf").wall_ms == 0 && stat_of(s, "Add").wall_ms == 0;
+}
+
+}  // namespace
+
+TEST(GeluFusion, BitIdenticalToTheUnfusedNodes) {
+  for (bool swapped : {false, true})
+    for (const std::vector<int64_t>& dims : {std::vector<int64_t>{2, 3, 37, 41}, std::vector<int64_t>{1, 56, 56, 24},
+                                             std::vector<int64_t>{19}}) {
+      SCOPED_TRACE(std::string(swapped ? "swapped, " : "") + std::to_string(dims.size()) + "-D");
+      Options o;
+      o.dims = dims;
+      o.swapped = swapped;
+      const Both r = run_both(gelu_model(o));
+      expect_identical(r.fused[0], r.unfused[0]);
+      EXPECT_TRUE(ran_fused(r.stats));
+      EXPECT_EQ(r.stats.nodes.size(), 6u);  // every node keeps its stat
+      EXPECT_GT(stat_of(r.stats, "Erf").cost.cycles, 0u);
+    }
+}
+
+TEST(GeluFusion, ValuesAreGelu) {
+  const Both r = run_both(gelu_model({}));
+  ASSERT_TRUE(ran_fused(r.stats));
+  const float* x = r.in[0].data<float>();
+  const float* y = r.fused[0].data<float>();
+  const int64_t n = r.in[0].numel();
+  EXPECT_TRUE(std::isnan(y[0]));  // x = NaN
+  EXPECT_TRUE(std::isnan(y[1]));  // r = -inf: -inf * 0
+  EXPECT_EQ(y[2], std::numeric_limits<float>::infinity());  // r = +inf
+  EXPECT_EQ(y[9], 0.f);                                     // r = -10
+  EXPECT_EQ(y[10], 10.f);                                   // r = 10
+  int checked = 0;
+  for (int64_t i = 11; i < n - 11; ++i) {
+    const double v = -static_cast<double>(x[i]), want = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+    ASSERT_NEAR(y[i], want, 1e-6 * std::fabs(v) + 1e-7) << i;
+    ++checked;
+  }
+  EXPECT_GT(checked, 9000);
+}
+
+TEST(GeluFusion, NotAcrossAGraphOutputNorInBf16NorWithATensorDivisor) {
+  Options out;
+  out.erf_is_output = true;
+  const Both a = run_both(gelu_model(out));
+  for (size_t i = 0; i < 2; ++i) expect_identical(a.fused[i], a.unfused[i]);
+  EXPECT_FALSE(ran_fused(a.stats));
+
+  const Both b = run_both(gelu_model({}), Numerics::kBF16);
+  expect_identical(b.fused[0], b.unfused[0]);
+  EXPECT_FALSE(ran_fused(b.stats));
+
+  Options vec;
+  vec.dims = {2, 3, 5, 4};
+  vec.divisor_dims = {4};  // a per-channel divisor is not the GELU pattern
+  const Both c = run_both(gelu_model(vec));
+  expect_identical(c.fused[0], c.unfused[0]);
+  EXPECT_FALSE(ran_fused(c.stats));
+}

@@ -1,0 +1,100 @@
+#include "worker/engine/gelu_fusion.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <set>
+
+namespace torq::engine {
+
+namespace {
+
+// The value of a constant fp32 scalar (any rank, one element).
+bool f32_scalar(int v, const std::vector<Tensor>& constants, float* out) {
+  if (v < 0) return false;
+  const Tensor& t = constants[static_cast<size_t>(v)];
+  if (!t.defined() || !t.is_plain() || t.numel() != 1 || t.dtype() != DType::kF32) return false;
+  *out = t.data<float>()[0];
+  return true;
+}
+
+struct Graph {
+  const std::vector<ActNode>& nodes;
+  const std::vector<Tensor>& constants;
+  const std::vector<bool>& keep;
+  std::vector<std::vector<int>> readers;
+
+  // The only reader of v, a running node of type `op` with one output, or -1;
+  // v must be neither kept nor constant.
+  int sole_reader(int v, const char* op) const {
+    if (v < 0 || keep[static_cast<size_t>(v)] || constants[static_cast<size_t>(v)].defined()) return -1;
+    const auto& r = readers[static_cast<size_t>(v)];
+    if (r.size() != 1) return -1;
+    const ActNode& n = nodes[static_cast<size_t>(r.front())];
+    if (!n.runs || n.info->op_type() != op || n.out.size() != 1 || n.out[0] < 0) return -1;
+    return r.front();
+  }
+  // For a two-input node reading `v`: its other input (-1 if v is not one of
+  // exactly two inputs, or both).
+  static int other_input(const ActNode& n, int v) {
+    if (n.in.size() != 2 || n.in[0] < 0 || n.in[1] < 0 || n.in[0] == n.in[1]) return -1;
+    if (n.in[0] == v) return n.in[1];
+    if (n.in[1] == v) return n.in[0];
+    return -1;
+  }
+};
+
+std::optional<ActChain> gelu_at(const Graph& g, int div) {
+  const ActNode& d = g.nodes[static_cast<size_t>(div)];
+  if (!d.runs || d.info->op_type() != "Div" || d.in.size() != 2 || d.out.size() != 1 || d.in[0] < 0) return {};
+  float c = 0, k1 = 0, k2 = 0;
+  const int x = d.in[0];
+  if (g.constants[static_cast<size_t>(x)].defined() || !f32_scalar(d.in[1], g.constants, &c)) return {};
+  const int erf = g.sole_reader(d.out[0], "Erf");
+  if (erf < 0) return {};
+  const int add = g.sole_reader(g.nodes[static_cast<size_t>(erf)].out[0], "Add");
+  if (add < 0 || !f32_scalar(Graph::other_input(g.nodes[static_cast<size_t>(add)], g.nodes[static_cast<size_t>(erf)].out[0]),
+                             g.constants, &k1))
+    return {};
+  const int a = g.nodes[static_cast<size_t>(add)].out[0];
+  const int mul = g.sole_reader(a, "Mul");
+  if (mul < 0 || Graph::other_input(g.nodes[static_cast<size_t>(mul)], a) != x) return {};
+  const int m = g.nodes[static_cast<size_t>(mul)].out[0];
+  const int half = g.sole_reader(m, "Mul");
+  if (half < 0 || !f32_scalar(Graph::other_input(g.nodes[static_cast<size_t>(half)], m), g.constants, &k2)) return {};
+  ActChain ch;
+  ch.head = div;
+  ch.followers = {erf, add, mul, half};
+  ch.act = {ActKind::kGelu, 0, 0, k1, k2};
+  ch.exact_in_bf16 = false;
+  return ch;
+}
+
+}  // namespace
+
+std::vector<ActChain> plan_gelu_fusion(const std::vector<ActNode>& nodes, const std::vector<Tensor>& constants,
+                                       const std::vector<bool>& keep, const std::vector<ActChain>& taken) {
+  Graph g{nodes, constants, keep, std::vector<std::vector<int>>(constants.size())};
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (int v : nodes[i].in)
+      if (v >= 0) g.readers[static_cast<size_t>(v)].push_back(static_cast<int>(i));
+  std::set<int> used;
+  for (const ActChain& c : taken) {
+    used.insert(c.head);
+    used.insert(c.followers.begin(), c.followers.end());
+    if (c.norm >= 0) used.insert(c.norm);
+  }
+  std::vector<ActChain> chains;
+  for (size_t h = 0; h < nodes.size(); ++h) {
+    auto c = gelu_at(g, static_cast<int>(h));
+    if (!c) continue;
+    if (used.count(c->head) || std::any_of(c->followers.begin(), c->followers.end(), [&](int f) { return used.count(f) > 0; }))
+      continue;
+    used.insert(c->head);
+    used.insert(c->followers.begin(), c->followers.end());
+    chains.push_back(*c);
+  }
+  return chains;
+}
+
+}  // namespace torq::engine
