@@ -96,6 +96,15 @@ TestSshd::TestSshd(const std::string& dir) : dir_(dir) {
   make_key(client_key_);
   fs::copy_file(client_key_ + ".pub", dir_ + "/authorized_keys", fs::copy_options::overwrite_existing);
   port_ = free_port();
+  // This sshd's host key is new: a key recorded for its address by an
+  // earlier sshd on the same port (another test, or another test run) is
+  // stale. Where the worker's cache path is too long for ssh's control
+  // socket, its known_hosts lives in a per-user directory that outlives the
+  // test (toolchain::board_control_dir), and ssh would refuse the changed key.
+  std::error_code ec;
+  fs::remove(std::string("/tmp/torq-ssh-") + std::to_string(geteuid()) + "/127.0.0.1-" + std::to_string(port_) +
+                 "/known_hosts",
+             ec);
   config_ = dir_ + "/sshd_config";
   log_path_ = dir_ + "/sshd.log";
   std::ofstream cfg(config_);
