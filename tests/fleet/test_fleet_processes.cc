@@ -450,7 +450,10 @@ TEST(FleetHealth, ABadBoardTakesNoJobAndItsTransitionsAreStored) {
   const std::string model = demo_model(f.dir);
   Proc coord = f.coordinator(model, "coordinator.log");
   f.add_worker({"TORQ_WORKER_FAULT=crash:health-check"}, {"--health-retry-s", "1"});
-  f.add_worker();
+  // 30 ms a job on w2: the run lasts past w1's health check, which crashes
+  // its job process three times (one per attempt) before w1 is Bad; the
+  // demo's 42 jobs took 0.26 s once, and the summary showed w1 still Unknown.
+  f.add_worker({"TORQ_WORKER_DELAY_MS=30"});
   auto code = coord.wait(120000);
   ASSERT_TRUE(code) << coord.output();
   EXPECT_EQ(*code, 0) << coord.output();
