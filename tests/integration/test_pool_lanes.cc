@@ -11,6 +11,7 @@
 #include <string>
 
 #include "pipeline/codec.h"
+#include "tests/integration/pool_run.h"
 #include "tests/integration/proc.h"
 #include "worker/runner/local_pool.h"
 
@@ -49,26 +50,8 @@ std::map<std::string, pipeline::ExecResult> run_pool(const std::string& cache, i
   o.workers = workers;
   o.lanes = lanes;
   o.queue_ahead = queue_ahead;
-  o.worker_binary = bin("torq-worker");
   o.cache_dir = cache;
-  runner::LocalPool pool(o);
-  std::map<std::string, pipeline::ExecResult> out;
-  pool.run(
-      [&]() -> std::optional<pipeline::JobSpec> {
-        if (jobs.empty()) return std::nullopt;
-        auto j = jobs.front();
-        jobs.pop_front();
-        return j;
-      },
-      [&](const pipeline::JobSpec& j, pipeline::ExecResult r) { EXPECT_TRUE(out.emplace(j.id, r).second) << j.id; });
-  return out;
-}
-
-// A result without what depends on timing and placement.
-std::string comparable(pipeline::ExecResult r) {
-  r.host_ms = 0;
-  r.worker_id.clear();
-  return pipeline::encode_result(r);
+  return run_on_pool(o, std::move(jobs));
 }
 
 // demo/1..4/host succeeded, each charged one attempt only (the faulty job

@@ -12,6 +12,7 @@
 
 #include "pipeline/codec.h"
 #include "pipeline/model_import.h"
+#include "tests/integration/pool_run.h"
 #include "tests/integration/proc.h"
 #include "worker/runner/local_pool.h"
 #include "worker/runner/preload.h"
@@ -43,26 +44,9 @@ std::map<std::string, pipeline::ExecResult> run_pool(const std::string& cache, s
   o.workers = 2;
   o.lanes = 2;
   o.queue_ahead = 2;
-  o.worker_binary = bin("torq-worker");
   o.cache_dir = cache;
   o.backend_args = runner::preload_args(pre);
-  runner::LocalPool pool(o);
-  std::map<std::string, pipeline::ExecResult> out;
-  pool.run(
-      [&]() -> std::optional<pipeline::JobSpec> {
-        if (jobs.empty()) return std::nullopt;
-        auto j = jobs.front();
-        jobs.pop_front();
-        return j;
-      },
-      [&](const pipeline::JobSpec& j, pipeline::ExecResult r) { EXPECT_TRUE(out.emplace(j.id, r).second) << j.id; });
-  return out;
-}
-
-std::string comparable(pipeline::ExecResult r) {
-  r.host_ms = 0;
-  r.worker_id.clear();
-  return pipeline::encode_result(r);
+  return run_on_pool(o, std::move(jobs));
 }
 
 // What a result says, for failure messages (the encoded bytes are not read).
