@@ -3,8 +3,6 @@
 
 #include <limits>
 
-#include <openssl/evp.h>
-
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -17,26 +15,12 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "pipeline/base/error.h"
+#include "pipeline/sha256.h"
 
 namespace torq::pipeline {
 
 namespace fs = std::filesystem;
 
-std::string sha256_hex(const std::string& data) { return sha256_hex(data.data(), data.size()); }
-
-std::string sha256_hex(const void* data, size_t size) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (!EVP_Digest(data, size, md, &len, EVP_sha256(), nullptr))
-    throw PipelineError("SHA-256 failed");
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += hex[md[i] >> 4];
-    out += hex[md[i] & 15];
-  }
-  return out;
-}
 
 std::vector<LayerInfo> list_layers(const onnx::ModelProto& model, std::vector<LayerNodes>* groups) {
   std::vector<LayerNodes> nodes = layer_nodes(model.graph());
@@ -137,6 +121,18 @@ ImportedModel::~ImportedModel() = default;
 
 std::unique_ptr<onnx::ModelProto> ImportedModel::take_proto() { return std::move(proto_); }
 
+const std::string& ImportedModel::bytes() const {
+  std::call_once(bytes_once_, [this] { bytes_ = proto_->SerializeAsString(); });
+  return bytes_;
+}
+
+void ImportedModel::write_file(const std::string& path) const {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (f && !proto_->SerializeToOstream(&f)) f.setstate(std::ios::badbit);
+  f.close();
+  if (!f) throw PipelineError(path + ": cannot write");
+}
+
 std::string model_name_from_path(const std::string& path) {
   const fs::path p(path);
   std::string name = p.stem().string();
@@ -178,7 +174,7 @@ std::unique_ptr<ImportedModel> ImportedModel::from_data(const void* data, size_t
     throw PipelineError("not an ONNX model (protobuf parse failed; truncated or another format?)");
   if (model.graph().node_size() == 0) throw PipelineError("the model graph has no nodes");
   try {
-    onnx::checker::check_model(model);
+    if (opts.check) onnx::checker::check_model(model);
   } catch (const std::exception& e) {
     std::string msg = e.what();
     if (msg.size() > 400) msg = msg.substr(0, 400) + "...";
@@ -229,8 +225,7 @@ std::unique_ptr<ImportedModel> ImportedModel::from_data(const void* data, size_t
   if (opts.convert_bf16) m->conversion_ = convert_to_bf16(&model, opts.rounding);
   m->layers_ = list_layers(model, &m->layer_nodes_);
   for (const auto& l : m->layer_nodes_) m->node_pos_.push_back(l.compute);
-  m->bytes_ = model.SerializeAsString();
-  m->hash_ = sha256_hex(m->bytes_);
+  if (opts.hash) m->hash_ = sha256_hex_of(model, opts.copy_to);  // bytes() serialises again only if asked
   return m;
 }
 

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "pipeline/layer_nodes.h"
+#include "pipeline/sha256.h"
 #include "pipeline/types.h"
 #include "pipeline/base/dtype.h"
 
@@ -27,6 +29,14 @@ struct ImportOptions {
   // hard-codes its batch (a Reshape to [1, ...]) then fails shape inference:
   // a PipelineError naming the batch.
   int batch = 0;
+  // A worker's preload re-imports a model its coordinator has checked and
+  // hashed: it skips onnx::checker, and hashes the proto itself while it
+  // sets up the model's reference run (hash() is then empty).
+  bool check = true;
+  bool hash = true;
+  // With hash: the imported model is also written to this file, in the
+  // pass that hashes it (a coordinator's model cache for its workers).
+  std::string copy_to;
 };
 
 // Error the conversion introduced in one fp32 tensor.
@@ -54,8 +64,12 @@ class ImportedModel {
   // Model name: the file name without directory and extension ("model" files
   // take their directory's name).
   const std::string& name() const { return name_; }
-  // The imported (batch-fixed, possibly converted) model, serialized.
-  const std::string& bytes() const { return bytes_; }
+  // The imported (batch-fixed, possibly converted) model, serialized (on
+  // the first call; thread-safe). Not after take_proto().
+  const std::string& bytes() const;
+  // Writes bytes() to `path` without holding them (streamed). Throws
+  // PipelineError "<path>: cannot write".
+  void write_file(const std::string& path) const;
   // SHA-256 (hex) of bytes(): names the model in jobs and the store.
   const std::string& hash() const { return hash_; }
   const std::vector<LayerInfo>& layers() const { return layers_; }
@@ -72,7 +86,9 @@ class ImportedModel {
 
  private:
   ImportedModel() = default;
-  std::string name_, bytes_, hash_;
+  std::string name_, hash_;
+  mutable std::string bytes_;
+  mutable std::once_flag bytes_once_;
   std::unique_ptr<onnx::ModelProto> proto_;
   std::vector<LayerInfo> layers_;
   std::vector<int> node_pos_;
@@ -81,8 +97,6 @@ class ImportedModel {
   std::vector<ConversionError> conversion_;
 };
 
-std::string sha256_hex(const std::string& data);
-std::string sha256_hex(const void* data, size_t size);
 
 // A model's name from its path: the file name without directory and
 // extension; "model.onnx" takes its directory's name.

@@ -1,13 +1,13 @@
 // A model blob fetched in chunks (blob_fetch.h).
 #include "worker/runner/blob_fetch.h"
 
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 
 #include "pipeline/base/error.h"
+#include "pipeline/sha256.h"
 
 namespace torq::runner {
 
@@ -16,28 +16,7 @@ using pipeline::FleetMessage;
 using pipeline::PipelineError;
 
 // SHA-256 over the chunks as they arrive.
-struct BlobFetch::Digest {
-  Digest() : ctx(EVP_MD_CTX_new()) {
-    if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr)) throw PipelineError("SHA-256 init failed");
-  }
-  ~Digest() { EVP_MD_CTX_free(ctx); }
-  void update(const std::string& bytes) {
-    if (!EVP_DigestUpdate(ctx, bytes.data(), bytes.size())) throw PipelineError("SHA-256 update failed");
-  }
-  std::string hex() {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    if (!EVP_DigestFinal_ex(ctx, md, &len)) throw PipelineError("SHA-256 failed");
-    static const char* d = "0123456789abcdef";
-    std::string out;
-    for (unsigned int i = 0; i < len; ++i) {
-      out += d[md[i] >> 4];
-      out += d[md[i] & 15];
-    }
-    return out;
-  }
-  EVP_MD_CTX* ctx;
-};
+struct BlobFetch::Digest : pipeline::Sha256 {};
 
 BlobFetch::BlobFetch(std::string hash, std::string cache_dir, uint32_t chunk_bytes, int window, Send send)
     : hash_(std::move(hash)),

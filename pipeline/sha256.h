@@ -1,0 +1,38 @@
+// SHA-256 (OpenSSL's EVP): in one call, incrementally, or over a protobuf
+// message's serialisation without holding its bytes (a 30 MB model's
+// identity costs no 30 MB buffer and its page faults).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace google::protobuf {
+class MessageLite;
+}
+struct evp_md_ctx_st;
+
+namespace torq::pipeline {
+
+class Sha256 {
+ public:
+  Sha256();  // throws PipelineError when OpenSSL cannot start a digest
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+  void update(const void* data, size_t size);
+  void update(const std::string& s) { update(s.data(), s.size()); }
+  // The digest as 64 lowercase hex digits; the object is spent after it.
+  std::string hex();
+
+ private:
+  evp_md_ctx_st* ctx_;
+};
+
+std::string sha256_hex(const std::string& data);
+std::string sha256_hex(const void* data, size_t size);
+// SHA-256 of m.SerializeAsString(), serialised through a small buffer;
+// with `copy_to` set, the serialisation is also written to that file in
+// the same pass. Throws PipelineError "<copy_to>: cannot write ...".
+std::string sha256_hex_of(const google::protobuf::MessageLite& m, const std::string& copy_to = "");
+
+}  // namespace torq::pipeline
