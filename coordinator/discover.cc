@@ -190,6 +190,7 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
     lo.target = "local";
     lo.backend = o.backend;
     lo.toolchain_file = o.toolchain_file;
+    lo.trusted_cache = true;  // the import below writes the model there, before any job
     if (o.backend != "sim" && !o.targets_file.empty())
       throw PipelineError("--targets (sim profiles) does not apply to --backend " + o.backend);
     // The job process imports the model too, as the coordinator does below
@@ -204,28 +205,29 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
     ImportOptions io;
     io.convert_bf16 = o.convert_bf16;
     io.rounding = o.rounding;
+    // Local workers read the model from the cache file, written in the
+    // pass that hashes it; the store's models column family (a synced 50 MB
+    // write for resnet18) serves fleet workers and is filled by
+    // torq-coordinator.
+    io.copy_to = cache_import_path(cache_dir);
     // The store opens (tens of ms: RocksDB's recovery and option files)
     // while the model is imported.
     auto opening = std::async(std::launch::async, [&] { return Store::open(store_dir + "/db"); });
     try {
       model = ImportedModel::from_file(o.model, io);
     } catch (...) {
+      adopt_cache_file(cache_dir, "");
       try {
         opening.get();
       } catch (...) {  // the import's error is the one to report
       }
       throw;
     }
+    adopt_cache_file(cache_dir, model->hash());
     store = opening.get();
-    cache_model_file(cache_dir, model->hash(), model->bytes());
-    // Local workers read the model from the cache file; the store's models
-    // column family (a synced 50 MB write for resnet18) serves fleet
-    // workers and is filled by torq-coordinator.
     if (!o.save_bf16_model.empty()) {
       if (!o.convert_bf16) throw PipelineError("--save-bf16-model needs --auto-convert-bf16");
-      std::ofstream f(o.save_bf16_model, std::ios::binary);
-      f << model->bytes();
-      if (!f) throw PipelineError(o.save_bf16_model + ": cannot write");
+      model->write_file(o.save_bf16_model);
     }
   } catch (const std::exception& e) {
     log->progress_clear();

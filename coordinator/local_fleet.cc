@@ -81,6 +81,7 @@ LocalWorkers::LocalWorkers(LocalWorkersOptions o) : opts_(std::move(o)) {
                                   "--no-health-check",
                                   "--id", opts_.id_prefix + "-" + std::to_string(i)};
     args.insert(args.end(), backend_args.begin(), backend_args.end());
+    if (opts_.trusted_cache) args.push_back("--trusted-cache");
     args.insert(args.end(), opts_.extra_args.begin(), opts_.extra_args.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -211,17 +212,35 @@ std::string LocalWorkers::private_endpoint() {
 PrivateEndpoint::PrivateEndpoint() : endpoint_(LocalWorkers::private_endpoint()) {}
 PrivateEndpoint::~PrivateEndpoint() { LocalWorkers::remove_endpoint_file(endpoint_); }
 
-void cache_model_file(const std::string& cache_dir, const std::string& hash, const std::string& bytes) {
-  const std::string path = cache_dir + "/" + hash + ".onnx";
-  if (std::filesystem::exists(path)) return;
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    f.close();
-    if (!f) throw pipeline::PipelineError(path + ": cannot write");
+void cache_model_file(const std::string& cache_dir, const pipeline::ImportedModel& model) {
+  const std::string path = cache_dir + "/" + model.hash() + ".onnx";
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  try {
+    model.write_file(tmp);  // streamed: the bytes are never held whole
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+    throw;
   }
-  std::filesystem::rename(tmp, path);
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw pipeline::PipelineError(path + ": cannot write (" + ec.message() + ")");
+}
+
+std::string cache_import_path(const std::string& cache_dir) {
+  return cache_dir + "/import." + std::to_string(getpid()) + ".tmp";
+}
+
+void adopt_cache_file(const std::string& cache_dir, const std::string& hash) {
+  const std::string tmp = cache_import_path(cache_dir);
+  std::error_code ec;
+  if (hash.empty()) {
+    std::filesystem::remove(tmp, ec);
+    return;
+  }
+  const std::string path = cache_dir + "/" + hash + ".onnx";
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw pipeline::PipelineError(path + ": cannot write (" + ec.message() + ")");
 }
 
 void LocalWorkers::remove_endpoint_file(const std::string& endpoint) {

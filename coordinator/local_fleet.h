@@ -25,6 +25,10 @@
 #include <thread>
 #include <vector>
 
+namespace torq::pipeline {
+class ImportedModel;
+}
+
 namespace torq::coordinator {
 
 struct LocalWorkersOptions {
@@ -49,6 +53,10 @@ struct LocalWorkersOptions {
   std::string id_prefix = "local";
   std::string backend = "sim";   // sim | toolchain (torq-worker --backend)
   std::string toolchain_file;    // --toolchain, for backend toolchain
+  // The caller writes every model the workers run into cache_dir before
+  // it dispatches a job on it (cache_model_file): they use the files without
+  // re-hashing them (torq-worker --trusted-cache).
+  bool trusted_cache = false;
   // More torq-worker arguments, e.g. a model to preload (runner/preload.h).
   std::vector<std::string> extra_args;
 };
@@ -74,9 +82,17 @@ class PrivateEndpoint {
   std::string endpoint_;
 };
 
-// Writes the model bytes to <cache_dir>/<hash>.onnx (atomically) unless it is
-// there: local workers read models from that cache. Throws PipelineError.
-void cache_model_file(const std::string& cache_dir, const std::string& hash, const std::string& bytes);
+// Writes the model bytes to <cache_dir>/<hash>.onnx atomically, replacing
+// any file there (a trusted cache holds what this process wrote, not what
+// an earlier run may have left): local workers read models from that cache.
+// Throws PipelineError.
+void cache_model_file(const std::string& cache_dir, const pipeline::ImportedModel& model);
+// The same in the pass that imports and hashes the model: the import
+// writes it to cache_import_path() (ImportOptions::copy_to), then
+// adopt_cache_file() renames that to <cache_dir>/<hash>.onnx (or removes it,
+// with an empty hash: the import failed). Throws PipelineError.
+std::string cache_import_path(const std::string& cache_dir);
+void adopt_cache_file(const std::string& cache_dir, const std::string& hash);
 
 class LocalWorkers {
  public:

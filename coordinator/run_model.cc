@@ -87,11 +87,12 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
     lo.target = "local";
     lo.backend = o.backend;
     lo.toolchain_file = o.toolchain_file;
+    lo.trusted_cache = true;  // cache_model_file below, before any job
     if (o.backend != "sim" && !o.targets_file.empty())
       throw PipelineError("--targets (sim profiles) does not apply to --backend " + o.backend);
     workers = std::make_unique<LocalWorkers>(lo);
     if (o.backend == "toolchain") u.plan.job_template.target = toolchain_target(o.toolchain_file);
-    cache_model_file(lo.cache_dir, u.model->hash(), u.model->bytes());
+    cache_model_file(lo.cache_dir, *u.model);
     store = Store::open(store_dir + "/db");
   } catch (const std::exception& e) {
     err << "torq-gen-config: error: " << e.what() << "\n";

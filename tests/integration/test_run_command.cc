@@ -9,6 +9,7 @@
 #include <sstream>
 #include <vector>
 
+#include "pipeline/sha256.h"
 #include "tests/integration/models.h"
 #include "tests/integration/proc.h"
 
@@ -137,6 +138,32 @@ TEST_F(RunCommand, ReportIsTheSourceOfTruthAndRegeneratesTheCompilerJson) {
   ASSERT_EQ(r.code, 0) << r.output;
   ASSERT_TRUE(fs::exists(compiler()));
   EXPECT_EQ(read_json(compiler()), discovered);
+}
+
+// Local workers use the model cache without re-hashing it (torq-worker
+// --trusted-cache): what they find there must be what this command wrote,
+// not what an earlier one left. Each cached file is named by its content's
+// SHA-256; a corrupt one from an earlier run is replaced, and the run is
+// the same as with a good one.
+TEST_F(RunCommand, ACorruptModelCacheFromAnEarlierRunIsReplaced) {
+  ASSERT_NO_FATAL_FAILURE(discover_demo());
+  const std::string cache = out() + "/.torq-store/models";
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(cache)) files.push_back(e.path().string());
+  ASSERT_EQ(files.size(), 1u);  // the model, no leftover temporary file
+  const std::string good = slurp(files[0]);
+  EXPECT_EQ(fs::path(files[0]).filename().string(), torq::pipeline::sha256_hex(good) + ".onnx");
+  auto r1 = run(" --recompute-cache");
+  ASSERT_EQ(r1.code, 0) << r1.output;
+  const json first = read_json(report())["full_model"];
+  std::ofstream(files[0], std::ios::binary | std::ios::trunc) << good.substr(0, good.size() / 2) << "garbage";
+  auto r2 = run(" --recompute-cache");
+  ASSERT_EQ(r2.code, 0) << r2.output;
+  EXPECT_TRUE(slurp(files[0]) == good) << files[0] << ": not replaced by the model";
+  const json second = read_json(report())["full_model"];
+  EXPECT_EQ(second["passed"], true);
+  EXPECT_EQ(second["metrics"], first["metrics"]);
+  EXPECT_EQ(second["executor_counts"], first["executor_counts"]);
 }
 
 TEST_F(RunCommand, CompilerJsonAloneIsUsedAsItIsAndKeepsHandEdits) {

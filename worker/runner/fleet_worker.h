@@ -49,6 +49,11 @@ struct FleetWorkerOptions {
   int lanes = 1;                       // of them per job process (threads; sim backend)
   int prefetch = 0;                    // jobs taken beyond capacity, waiting in the job processes
   std::string cache_dir = ".torq-cache/models";
+  // The coordinator that started this worker writes every model into
+  // cache_dir itself, whole, before it sends a job on it (local workers of
+  // torq-gen-config): a model file there is used without re-hashing it
+  // (tens of ms on the first job's path); a missing one is still fetched.
+  bool trusted_cache = false;
   int threads_per_job = 1;
   int heartbeat_ms = 1000;
   int liveness = 3;

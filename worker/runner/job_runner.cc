@@ -8,12 +8,14 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <thread>
 
 #include <oneapi/dnnl/dnnl.h>
 #include <onnx/onnx_pb.h>
 
 #include "pipeline/compare.h"
 #include "pipeline/layer_nodes.h"
+#include "pipeline/sha256.h"
 #include "worker/runner/compare_outputs.h"
 #include "pipeline/base/error.h"
 #include "pipeline/base/onnx_scope.h"
@@ -249,11 +251,26 @@ void JobRunner::preload_failed() {
   preload_cv_.notify_all();
 }
 
-void JobRunner::preload(const std::string& hash, std::unique_ptr<onnx::ModelProto> proto, uint64_t seed,
-                        bool bf16_rne) {
+void JobRunner::preload(std::unique_ptr<onnx::ModelProto> proto, uint64_t seed, bool bf16_rne) {
+  auto st = std::make_shared<ModelState>();
+  st->proto = std::move(*proto);
+  proto.reset();
+  // Its identity (the SHA-256 of its serialisation, tens of ms) is taken on
+  // another thread while its reference run is set up: both only read it.
+  std::string hash, hash_error;
+  std::thread hasher([&] {
+    try {
+      hash = pipeline::sha256_hex_of(st->proto);
+    } catch (const std::exception& e) {
+      hash_error = e.what();
+    }
+  });
+  set_up(*st, seed, bf16_rne);
+  hasher.join();
+  if (!hash_error.empty()) throw pipeline::PipelineError(hash_error);
   {
     std::lock_guard<std::mutex> lk(preload_mu_);
-    preloaded_[hash] = std::move(proto);
+    preloaded_[hash] = Preloaded{std::move(st), seed, bf16_rne};
     preload_pending_ = false;
   }
   preload_cv_.notify_all();
@@ -266,23 +283,25 @@ void JobRunner::preload(const std::string& hash, std::unique_ptr<onnx::ModelProt
 }
 
 std::shared_ptr<JobRunner::ModelState> JobRunner::load_model(const JobSpec& job) {
-  auto st = std::make_shared<ModelState>();
-  std::unique_ptr<onnx::ModelProto> pre;
   {
     std::unique_lock<std::mutex> lk(preload_mu_);
     preload_cv_.wait(lk, [&] { return !preload_pending_; });
     auto it = preloaded_.find(job.model_hash);
-    if (it != preloaded_.end()) {
-      pre = std::move(it->second);
+    if (it != preloaded_.end() && it->second.seed == job.seed && it->second.bf16_rne == job.bf16_rne) {
+      auto st = std::move(it->second.state);
       preloaded_.erase(it);
+      return st;
     }
   }
-  if (pre) {
-    st->proto = std::move(*pre);
-  } else {
-    const std::string bytes = fetch_(job.model_hash);
-    if (!st->proto.ParseFromString(bytes)) throw pipeline::PipelineError("model " + job.model_hash + " is not ONNX");
-  }
+  auto st = std::make_shared<ModelState>();
+  const std::string bytes = fetch_(job.model_hash);
+  if (!st->proto.ParseFromString(bytes)) throw pipeline::PipelineError("model " + job.model_hash + " is not ONNX");
+  set_up(*st, job.seed, job.bf16_rne);
+  return st;
+}
+
+void JobRunner::set_up(ModelState& ms, uint64_t seed, bool bf16_rne) {
+  ModelState* st = &ms;
   const auto& g = st->proto.graph();
   st->layers = pipeline::layer_nodes(g);
   st->outputs_of.emplace(g, st->layers);
@@ -293,14 +312,14 @@ std::shared_ptr<JobRunner::ModelState> JobRunner::load_model(const JobSpec& job)
   try {
     engine::SessionOptions so;
     so.threads = threads_;
-    so.rounding = job.bf16_rne ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
+    so.rounding = bf16_rne ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
     auto s = engine::Session::from_proto(st->proto, so);
     for (const auto& init : g.initializer())
       if (s->is_constant(init.name())) st->constants.insert(init.name());
     for (const auto& n : g.node())
       for (const auto& o : n.output())
         if (!o.empty() && s->is_constant(o)) st->constants.insert(o);
-    const auto inputs = s->random_inputs(job.seed, -1.f, 1.f);
+    const auto inputs = s->random_inputs(seed, -1.f, 1.f);
     st->start(std::move(s), inputs);
   } catch (const std::exception& e) {
     st->stopped(e.what());
@@ -317,7 +336,6 @@ std::shared_ptr<JobRunner::ModelState> JobRunner::load_model(const JobSpec& job)
             st->constants.insert(n.output(0));
           }
   }
-  return st;
 }
 
 // The value layer `layer`'s input `in` takes in a layer job: a constant, a

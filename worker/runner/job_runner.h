@@ -56,14 +56,17 @@ class JobRunner {
 
   // Preloading, for a process started before its first job (a local
   // worker starts while the coordinator imports the model): after
-  // expect_preload(), a job that loads a model waits until preload() hands
-  // over `proto` (content hash `hash`, imported as the coordinator does)
-  // or preload_failed() says none comes. preload() then loads it with the
-  // reference of a job with `seed` and `bf16_rne` and runs the first nodes
-  // of that reference, so the first jobs find them done. A job for another
-  // model, seed or rounding loads as usual (from FetchModel).
+  // expect_preload(), a job that loads a model waits until preload() has
+  // set up `proto` (imported as the coordinator does) or preload_failed()
+  // says none comes. preload() sets it up with the reference of a job with
+  // `seed` and `bf16_rne` while it hashes it (the hash names it, as the
+  // coordinator's jobs do), then runs the first nodes of that reference, so
+  // the first jobs find them done. A job for another model, seed or
+  // rounding loads as usual (from FetchModel). Throws PipelineError when
+  // the proto cannot be hashed (jobs are then still waiting: call
+  // preload_failed()).
   void expect_preload();
-  void preload(const std::string& hash, std::unique_ptr<onnx::ModelProto> proto, uint64_t seed, bool bf16_rne);
+  void preload(std::unique_ptr<onnx::ModelProto> proto, uint64_t seed, bool bf16_rne);
   void preload_failed();
 
  private:
@@ -76,6 +79,8 @@ class JobRunner {
   };
   std::shared_ptr<ModelState> model(const pipeline::JobSpec& job);
   std::shared_ptr<ModelState> load_model(const pipeline::JobSpec& job);
+  // Its layers and its reference run (started lazily) on a seeded input.
+  void set_up(ModelState& ms, uint64_t seed, bool bf16_rne);
   std::vector<engine::Tensor> full_run_outputs(ModelState& ms, const pipeline::JobSpec& job,
                                                const std::vector<std::string>& outs);
   // The sub-model of layers [first, last] and its feeds: activations of the
@@ -106,7 +111,12 @@ class JobRunner {
   std::mutex preload_mu_;
   std::condition_variable preload_cv_;
   bool preload_pending_ = false;
-  std::map<std::string, std::unique_ptr<onnx::ModelProto>> preloaded_;  // by hash, until a load takes it
+  struct Preloaded {
+    std::shared_ptr<ModelState> state;
+    uint64_t seed = 0;
+    bool bf16_rne = false;
+  };
+  std::map<std::string, Preloaded> preloaded_;  // by hash, until a load takes it
 };
 
 // The engine's identity ("torq-sim 0.1 (oneDNN X.Y.Z)"): the reference's,

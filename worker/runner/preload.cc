@@ -26,12 +26,12 @@ void start_preload(JobRunner& runner, const PreloadOptions& o) {
       pipeline::ImportOptions io;
       io.convert_bf16 = o.convert_bf16;
       io.rounding = o.rne ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
-      auto m = pipeline::ImportedModel::from_file(o.model, io);
-      const std::string hash = m->hash();
-      std::unique_ptr<onnx::ModelProto> proto = m->take_proto();
-      m.reset();  // its serialised bytes: tens of MB
+      // The coordinator checks the model; preload() hashes it in parallel.
+      io.check = false;
+      io.hash = false;
+      std::unique_ptr<onnx::ModelProto> proto = pipeline::ImportedModel::from_file(o.model, io)->take_proto();
+      runner.preload(std::move(proto), o.seed, o.rne);
       handed = true;
-      runner.preload(hash, std::move(proto), o.seed, o.rne);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "torq-worker: preload of %s failed (%s); jobs load their models from the cache\n",
                    o.model.c_str(), e.what());

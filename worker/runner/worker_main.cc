@@ -184,6 +184,9 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-ms", fo.heartbeat_ms, "Fleet: heartbeat interval")->capture_default_str()->check(
       CLI::Range(10, 60000));
   app.add_flag("--verbose,-v", fo.verbose, "Fleet: log every finished job");
+  app.add_flag("--trusted-cache", fo.trusted_cache,
+               "Fleet: models in --cache are written whole by the coordinator that started this worker; use them "
+               "without checking their SHA-256 (torq-gen-config's local workers)");
   std::string tags_csv;
   double health_interval_h = 24;
   app.add_option("--tags", tags_csv, "Fleet: device tags offered, comma-separated (e.g. sl2610,astra-machina)");
