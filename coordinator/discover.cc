@@ -165,7 +165,8 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
   std::vector<RunUnit> units(1);  // one unit: this model tested this way
   std::unique_ptr<ImportedModel>& model = units[0].model;
   std::unique_ptr<Store> store;
-  std::unique_ptr<LocalWorkers> workers;
+  std::unique_ptr<LocalWorkers> workers;         // --backend toolchain: fleet workers
+  std::unique_ptr<runner::LocalPool> pool;       // sim: the job processes themselves
   std::string store_dir, cache_dir;
   const PrivateEndpoint private_endpoint;
   const std::string& endpoint = private_endpoint.str();
@@ -176,11 +177,11 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
     store_dir = o.output_dir + "/.torq-store";
     cache_dir = store_dir + "/models";
     fs::create_directories(cache_dir);
-    // The same scheduling path as the fleet: an embedded FleetBroker on a
-    // private ipc:// endpoint, served by local `torq-worker --connect`
-    // processes. They start (process launch, library and engine
-    // initialisation) while the model is imported, and connect once the
-    // broker binds.
+    // The sim backend's millisecond jobs go straight to a pool of job
+    // processes (serve_on_pool); a toolchain's take the fleet's path: an
+    // embedded FleetBroker on a private ipc:// endpoint, served by local
+    // `torq-worker --connect` processes. Either starts (process launch,
+    // library and engine initialisation) while the model is imported.
     LocalWorkersOptions lo;
     lo.workers = std::max(1, o.workers);
     lo.endpoint = endpoint;
@@ -200,8 +201,12 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
     pre.convert_bf16 = o.convert_bf16;
     pre.rne = o.rounding == engine::Rounding::kNearestEven;
     pre.seed = o.seed;
-    if (o.backend == "sim") lo.extra_args = runner::preload_args(pre);
-    workers = std::make_unique<LocalWorkers>(lo);
+    if (o.backend == "sim") {
+      lo.extra_args = runner::preload_args(pre);
+      pool = start_local_pool(lo);
+    } else {
+      workers = std::make_unique<LocalWorkers>(lo);
+    }
     ImportOptions io;
     io.convert_bf16 = o.convert_bf16;
     io.rounding = o.rounding;
@@ -370,8 +375,11 @@ int run_discover(const DiscoverOptions& o, std::ostream& out, std::ostream& err)
     }
   };
   try {
-    totals = serve_on_local_workers(units, *store, run, *workers, endpoint, store_dir + "/workers.log", serve_log,
-                                    [&log](const std::string& s) { log->file_line("[coordinator] " + s); });
+    if (pool)
+      totals = serve_on_pool(units, *store, run, *pool, serve_log);
+    else
+      totals = serve_on_local_workers(units, *store, run, *workers, endpoint, store_dir + "/workers.log", serve_log,
+                                      [&log](const std::string& s) { log->file_line("[coordinator] " + s); });
   } catch (const std::exception& e) {
     log->progress_clear();
     err << "torq-gen-config: error: " << e.what() << "\n";

@@ -155,7 +155,7 @@ void LocalWorkers::stop_all() {
         p = -1;
         break;
       }
-      usleep(10000);
+      usleep(1000);  // the command's last wait: look often
     }
   }
 }

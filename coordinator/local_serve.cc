@@ -1,5 +1,12 @@
 #include "coordinator/local_serve.h"
 
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "pipeline/codec.h"
+#include "pipeline/plan.h"
+
 namespace torq::coordinator {
 
 ServeTotals serve_on_local_workers(std::vector<RunUnit>& units, pipeline::Store& store, const std::string& run,
@@ -25,6 +32,55 @@ ServeTotals serve_on_local_workers(std::vector<RunUnit>& units, pipeline::Store&
                                   std::to_string(t.pending) + " jobs unfinished; the store keeps the rest)" +
                                   "; worker log " + worker_log + ":\n" + workers.log_tail());
   return t;
+}
+
+std::unique_ptr<runner::LocalPool> start_local_pool(const LocalWorkersOptions& lo) {
+  runner::LocalPoolOptions po;
+  po.workers = std::max(1, lo.workers);
+  po.lanes = lo.lanes <= 0 ? po.workers : std::min(lo.lanes, po.workers);
+  const int procs = (po.workers + po.lanes - 1) / po.lanes;
+  po.queue_ahead = (std::max(0, lo.prefetch) * po.workers + procs - 1) / procs;
+  po.worker_binary = lo.worker_binary;
+  po.cache_dir = lo.cache_dir;
+  po.threads_per_worker = std::max(1, lo.threads_per_job);
+  po.id_prefix = lo.id_prefix;
+  po.backend_args = lo.extra_args;
+  po.stderr_file = lo.log_file;
+  try {
+    return std::make_unique<runner::LocalPool>(po);
+  } catch (const std::exception& e) {
+    throw pipeline::PipelineError(std::string("cannot start the local job processes: ") + e.what());
+  }
+}
+
+ServeTotals serve_on_pool(std::vector<RunUnit>& units, pipeline::Store& store, const std::string& run,
+                          runner::LocalPool& pool, const LogFn& log) {
+  const Dispatch dispatch = [&](const FleetBroker::Source& next, const FleetBroker::Done& done,
+                                const std::function<void()>& batch_done) {
+    std::vector<std::pair<pipeline::JobSpec, pipeline::ExecResult>> got;
+    // Each group the pool returns: committed (one batch per model), then
+    // reported, as the broker does before it acknowledges.
+    auto commit = [&] {
+      std::map<std::string, std::vector<pipeline::Store::Commit>> by_model;
+      for (const auto& [j, r] : got)
+        by_model[pipeline::result_key_of(j)].push_back(
+            pipeline::Store::Commit{static_cast<int>(j.first_node), r, j.id, pipeline::encode_job(j)});
+      for (const auto& [key, commits] : by_model) store.commit_results(run, key, commits, false);
+      for (const auto& [j, r] : got) done(j, r);
+      got.clear();
+      if (batch_done) batch_done();
+    };
+    pool.run(next,
+             [&](const pipeline::JobSpec& j, pipeline::ExecResult r) {
+               r.job_id = j.id;
+               got.emplace_back(j, std::move(r));
+             },
+             commit);
+    pool.wind_down();  // the job processes free their models while the caller writes its report
+    store.sync_log();
+    return true;
+  };
+  return serve_units_on(units, store, run, dispatch, log);
 }
 
 }  // namespace torq::coordinator

@@ -107,8 +107,12 @@ std::string units_run_id(const std::string& kind, const std::vector<RunUnit>& un
   return sha256_hex(key).substr(0, 16);
 }
 
-ServeTotals serve_units(std::vector<RunUnit>& units, Store& store, const std::string& run, BrokerOptions bo,
-                        const LogFn& log, const std::function<void()>& after_run) {
+namespace {
+
+// Plans the units and runs their jobs: through a FleetBroker bound per `bo`,
+// or through `local` when it is given.
+ServeTotals serve(std::vector<RunUnit>& units, Store& store, const std::string& run, BrokerOptions bo,
+                  const Dispatch* local, const LogFn& log, const std::function<void()>& after_run) {
   ServeTotals t;
   std::map<std::string, size_t> by_key;
   for (size_t i = 0; i < units.size(); ++i) {
@@ -215,18 +219,39 @@ ServeTotals serve_units(std::vector<RunUnit>& units, Store& store, const std::st
     record(units[by_key.at(result_key_of(j))], j, r);
   };
   if (!bo.log) bo.log = log;
-  FleetBroker broker(store, run, bo);
-  t.endpoint = broker.endpoint();
-  log("run " + run + ": " + std::to_string(units.size()) + " units, " + std::to_string(t.total_layers) +
-      " layers, ~" + std::to_string(t.estimate) + " jobs; listening on " + t.endpoint);
-  t.complete = broker.run(next, done, [&] { cache_writer.put(to_cache); });
+  std::optional<FleetBroker> broker;
+  const std::string header = "run " + run + ": " + std::to_string(units.size()) + " units, " +
+                             std::to_string(t.total_layers) + " layers, ~" + std::to_string(t.estimate) + " jobs";
+  if (local) {
+    log(header + " on local job processes");
+    t.complete = (*local)(next, done, [&] { cache_writer.put(to_cache); });
+  } else {
+    broker.emplace(store, run, bo);
+    t.endpoint = broker->endpoint();
+    log(header + "; listening on " + t.endpoint);
+    t.complete = broker->run(next, done, [&] { cache_writer.put(to_cache); });
+  }
   cache_writer.put(to_cache);  // any reported outside a group commit
   cache_writer.finish();
-  t.fleet = broker.stats();
-  t.pending = broker.pending();
+  if (broker) {
+    t.fleet = broker->stats();
+    t.pending = broker->pending();
+  }
   if (after_run) after_run();
   t.run_s = std::chrono::duration<double>(Clock::now() - t_run).count();
   return t;
+}
+
+}  // namespace
+
+ServeTotals serve_units(std::vector<RunUnit>& units, Store& store, const std::string& run, BrokerOptions bo,
+                        const LogFn& log, const std::function<void()>& after_run) {
+  return serve(units, store, run, std::move(bo), nullptr, log, after_run);
+}
+
+ServeTotals serve_units_on(std::vector<RunUnit>& units, Store& store, const std::string& run, const Dispatch& dispatch,
+                           const LogFn& log) {
+  return serve(units, store, run, BrokerOptions{}, &dispatch, log, {});
 }
 
 namespace {

@@ -110,6 +110,17 @@ std::string units_run_id(const std::string& kind, const std::vector<RunUnit>& un
 ServeTotals serve_units(std::vector<RunUnit>& units, pipeline::Store& store, const std::string& run,
                         BrokerOptions broker, const LogFn& log, const std::function<void()>& after_run = {});
 
+// What runs the jobs instead of a broker (local_serve.h: a pool of job
+// processes on this machine), with FleetBroker::run's contract: jobs from
+// `next` until it has none and none is in flight, `done` for each once its
+// result is committed, `batch_done` after each group of them; true when
+// the run completed.
+using Dispatch = std::function<bool(const FleetBroker::Source& next, const FleetBroker::Done& done,
+                                    const std::function<void()>& batch_done)>;
+// serve_units with `dispatch` in place of the broker.
+ServeTotals serve_units_on(std::vector<RunUnit>& units, pipeline::Store& store, const std::string& run,
+                           const Dispatch& dispatch, const LogFn& log);
+
 // Each layer's recommended executor from the store and that executor's
 // status there (dedup copies follow their source; nullopt: no executor
 // produced an output).

@@ -416,7 +416,13 @@ void Store::commit_result(const std::string& run, const std::string& model_hash,
   commit_results(run, model_hash, {Commit{layer, r, job_id, encoded_job}});
 }
 
-void Store::commit_results(const std::string& run, const std::string& model_hash, const std::vector<Commit>& commits) {
+void Store::sync_log() {
+  const rocksdb::Status st = db_->SyncWAL();
+  if (!st.ok()) throw PipelineError(fail_prefix(dir_) + "cannot flush the write-ahead log: " + st.ToString());
+}
+
+void Store::commit_results(const std::string& run, const std::string& model_hash, const std::vector<Commit>& commits,
+                           bool sync) {
   if (commits.empty()) return;
   rocksdb::WriteBatch batch;
   rocksdb::Status st;
@@ -427,7 +433,7 @@ void Store::commit_results(const std::string& run, const std::string& model_hash
     if (st.ok()) st = batch.Merge(results_, rkey, encode_result(c.result));
     if (st.ok()) st = batch.Put(jobs_, jkey, job_value('D', c.encoded_job));
   }
-  if (st.ok()) st = db_->Write(synced(), &batch);
+  if (st.ok()) st = db_->Write(sync ? synced() : rocksdb::WriteOptions(), &batch);
   if (!st.ok())
     throw PipelineError(fail_prefix(dir_) + "cannot commit " + std::to_string(commits.size()) +
                         " result(s), first job '" + commits.front().job_id + "': " + st.ToString());

@@ -152,7 +152,12 @@ class Store {
     std::string job_id;
     std::string encoded_job;
   };
-  void commit_results(const std::string& run, const std::string& model_hash, const std::vector<Commit>& commits);
+  // With `sync` false the batch reaches the write-ahead log (the OS's
+  // page cache: it survives a killed process, not a lost machine) without a
+  // disk flush; sync_log() flushes every such commit at once.
+  void commit_results(const std::string& run, const std::string& model_hash, const std::vector<Commit>& commits,
+                      bool sync = true);
+  void sync_log();
 
  private:
   Store() = default;

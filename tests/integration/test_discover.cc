@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <regex>
 #include <thread>
 
 #include "tests/integration/models.h"
@@ -232,6 +233,42 @@ TEST(DiscoverSupervision, HangAndCrashCostOneJobEachAndTheRunCompletes) {
   // Every other job still ran: host succeeded everywhere.
   for (auto& [id, op] : rep["ops"].items()) EXPECT_EQ(op["executors"]["host"]["status"], "success") << id;
   EXPECT_EQ(rep["ops"][ids[3]]["recommended_executor"], "host");
+}
+
+// Results are committed as they return without a disk flush each (the
+// flush comes at the end): a discover killed with -9 keeps every result it
+// reported, and the next one resumes from them to the same report.
+TEST(DiscoverSupervision, AKilledDiscoverResumesFromEveryResultItReported) {
+  const std::string dir = fresh_dir("killed");
+  const std::string model = dir + "/demo.onnx";
+  ASSERT_EQ(run_cmd(bin("torq-sim") + " demo --save " + model).code, 0);
+  setenv("TORQ_WORKER_DELAY_MS", "40", 1);  // 42 jobs of 40 ms on 2 lanes: time to kill it
+  Child c = spawn({gen(), "discover", "--model", model, "--output-dir", dir + "/out", "--workers", "2"});
+  unsetenv("TORQ_WORKER_DELAY_MS");
+  ASSERT_GT(c.pid, 0);
+  ASSERT_TRUE(c.wait_for("jobs 25/")) << c.buffer;  // logged once 25 results are recorded
+  kill(c.pid, SIGKILL);
+  EXPECT_EQ(c.wait_exit(), 128 + SIGKILL) << c.buffer;
+  const auto again = run_cmd(gen() + " discover --model " + model + " --output-dir " + dir + "/out --workers 2");
+  ASSERT_EQ(again.code, 0) << again.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(again.output, m, std::regex(R"(jobs: (\d+) run, (\d+) resumed from the store)")))
+      << again.output;
+  const int run = std::stoi(m[1]), resumed = std::stoi(m[2]);
+  EXPECT_GE(resumed, 25) << again.output;
+  EXPECT_LT(resumed, 42) << again.output;
+  EXPECT_EQ(run + resumed, 42) << again.output;
+  // The same report as a discover that was never interrupted.
+  const auto clean = run_cmd(gen() + " discover --model " + model + " --output-dir " + dir + "/clean --workers 2");
+  ASSERT_EQ(clean.code, 0) << clean.output;
+  const json a = read_json(dir + "/out/torq_gen_config_demo.json");
+  const json b = read_json(dir + "/clean/torq_gen_config_demo.json");
+  ASSERT_EQ(a["ops"].size(), b["ops"].size());
+  for (auto& [id, op] : b["ops"].items()) {
+    EXPECT_EQ(a["ops"][id]["recommended_executor"], op["recommended_executor"]) << id;
+    for (const char* e : {"nss", "css", "host"})
+      EXPECT_EQ(a["ops"][id]["executors"][e]["status"], op["executors"][e]["status"]) << id << " " << e;
+  }
 }
 
 TEST(DiscoverTargets, CustomProfileReplacesTheBuiltinOneAndTyposAreLocated) {

@@ -71,6 +71,14 @@ LocalPool::~LocalPool() {
   for (auto& s : slots_) reap(s, false);
 }
 
+void LocalPool::wind_down() {
+  for (auto& s : slots_)
+    if (s.to_child >= 0) {
+      close(s.to_child);
+      s.to_child = -1;
+    }
+}
+
 void LocalPool::spawn(Slot& s) {
   int in_pipe[2], out_pipe[2];
   if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0)
@@ -79,6 +87,8 @@ void LocalPool::spawn(Slot& s) {
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, in_pipe[0], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&fa, out_pipe[1], STDOUT_FILENO);
+  if (!opts_.stderr_file.empty())
+    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, opts_.stderr_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
@@ -114,8 +124,10 @@ void LocalPool::reap(Slot& s, bool kill_group) {
   if (s.pid > 0) {
     if (kill_group) kill(-s.pid, SIGKILL);
     int status = 0;
-    // Closing stdin ends a healthy worker; give it a moment, then kill.
-    for (int i = 0; i < 50 && waitpid(s.pid, &status, WNOHANG) == 0; ++i) usleep(10000);
+    // Closing stdin ends a healthy worker; give it half a second, then
+    // kill. Looked at every millisecond: a job process freeing hundreds of
+    // MB takes tens of them, and whoever waits for this pool waits too.
+    for (int i = 0; i < 500 && waitpid(s.pid, &status, WNOHANG) == 0; ++i) usleep(1000);
     if (waitpid(s.pid, &status, WNOHANG) == 0) {
       kill(-s.pid, SIGKILL);
       waitpid(s.pid, &status, 0);

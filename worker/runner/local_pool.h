@@ -47,6 +47,8 @@ struct LocalPoolOptions {
   // Extra job process arguments: the backend ("--backend toolchain
   // --toolchain FILE"; none: the sim backend), a model to preload.
   std::vector<std::string> backend_args;
+  // The processes' stderr, appended to this file; empty: this process's.
+  std::string stderr_file;
 };
 
 class LocalPool {
@@ -91,6 +93,11 @@ class LocalPool {
   // Jobs the pool takes at once: `workers` running and `queue_ahead` more
   // waiting in each process.
   size_t slots() const;
+
+  // Closes the processes' input: idle ones end (freeing their memory, tens
+  // of ms for hundreds of MB) while the caller goes on; the destructor
+  // reaps them. Nothing may be submitted after.
+  void wind_down();
 
   // Default worker binary: torq-worker beside /proc/self/exe, or $TORQ_WORKER_BIN.
   static std::string default_worker_binary();
