@@ -109,11 +109,10 @@ std::string units_run_id(const std::string& kind, const std::vector<RunUnit>& un
 
 namespace {
 
-// Plans the units and runs their jobs: through a FleetBroker bound per `bo`,
-// or through `local` when it is given.
-ServeTotals serve(std::vector<RunUnit>& units, Store& store, const std::string& run, BrokerOptions bo,
-                  const Dispatch* local, const LogFn& log, const std::function<void()>& after_run) {
-  ServeTotals t;
+// Each unit's planner (its layer range and skipped layers set), with the
+// totals they estimate. Returns the unit of each result key. Throws
+// PipelineError for two units that test the same model the same way.
+std::map<std::string, size_t> plan_units(std::vector<RunUnit>& units, ServeTotals& t) {
   std::map<std::string, size_t> by_key;
   for (size_t i = 0; i < units.size(); ++i) {
     RunUnit& u = units[i];
@@ -137,108 +136,152 @@ ServeTotals serve(std::vector<RunUnit>& units, Store& store, const std::string& 
     t.saved_by_dedup += u.planner->jobs_saved_by_dedup();
     if (u.full_model) ++t.estimate;
   }
-  std::map<std::string, std::string> digests;
-  const auto t_run = Clock::now();
-  auto record = [&](RunUnit& u, const JobSpec& j, const ExecResult& r) {
-    if (!record_assigned(u, j, r, log)) u.planner->finished(j, r);
-    ++u.jobs_done;
-    ++t.done_jobs;
-    ++t.by_status[r.status];
-    if (r.status == Status::kError) ++t.by_class[r.error_class.empty() ? "unknown" : r.error_class];
-    if (t.done_jobs % 25 == 0) {
-      const double secs = std::chrono::duration<double>(Clock::now() - t_run).count();
-      log("jobs " + std::to_string(t.done_jobs) + "/" + std::to_string(std::max(t.estimate, t.done_jobs)) + " | " +
-          fmt(secs > 0 ? static_cast<double>(t.fleet_jobs) / secs : 0) + " jobs/s");
-    }
-  };
-  // Cache hits are committed in one batch per unit each time next() returns
-  // (nothing is acknowledged for them: a crash before that just serves them
-  // from the cache again).
-  std::map<std::string, std::vector<Store::Commit>> cached_commits;
-  auto commit_cached = [&] {
-    for (const auto& [key, commits] : cached_commits) store.commit_results(run, key, commits);
-    cached_commits.clear();
-  };
-  // A job whose result is already known: resumed from the store (this run)
-  // or served by the content-addressed cache. Records it and returns true.
-  CacheWriter cache_writer(store);  // this run's cache entries, written off the broker's thread
-  std::unordered_map<std::string, std::string> key_of;  // job id -> cache key, computed in known()
-  auto known = [&](RunUnit& u, const JobSpec& j) {
-    if (!u.use_store) return false;
-    const int layer = j.assignment.empty() ? static_cast<int>(j.first_node) : 0;
-    for (const auto& r : store.layer_results(run, result_key_of(j), layer))
-      if (r.executor == j.executor && r.tolerance_used == j.tolerance) {
-        ++t.resumed;
-        record(u, j, r);
-        return true;
-      }
-    std::string key = cache_key(j, profile_digest(j, digests), kEngineIdentity);
-    if (auto c = cache_writer.get(key)) {
-      c->cached = true;
-      c->job_id = j.id;
-      cached_commits[result_key_of(j)].push_back(Store::Commit{layer, *c, j.id, encode_job(j)});
-      ++t.cache_hits;
-      record(u, j, *c);
-      return true;
-    }
-    key_of.emplace(j.id, std::move(key));  // for its result, when it comes
-    return false;
-  };
-  size_t rr = 0;
-  auto next = [&]() -> std::optional<JobSpec> {
-    for (size_t k = 0; k < units.size(); ++k) {
-      RunUnit& u = units[(rr + k) % units.size()];
+  return by_key;
+}
+
+// The units' jobs as a broker or a pool takes them (next) and their results
+// as it reports them (done, after each is committed): records them with
+// the planners and in the totals, resumes jobs from the store, serves the
+// content-addressed cache and fills it (group_done, finish).
+class UnitServer {
+ public:
+  UnitServer(std::vector<RunUnit>& units, Store& store, const std::string& run, const LogFn& log, ServeTotals& t)
+      : units_(units), store_(store), run_(run), log_(log), t_(t), by_key_(plan_units(units, t)), cache_writer_(store) {}
+
+  std::optional<JobSpec> next() {
+    for (size_t k = 0; k < units_.size(); ++k) {
+      RunUnit& u = units_[(rr_ + k) % units_.size()];
       std::optional<JobSpec> j;
       while ((j = u.planner->next()) && known(u, *j)) {
       }
       if (!j) {
         // The assigned run reads the recommendations from the store.
         if (u.full_model && !u.full_issued && u.planner->all_done()) commit_cached();
-        while ((j = next_assigned_job(u, store, run, log)) && known(u, *j)) {
+        while ((j = next_assigned_job(u, store_, run_, log_)) && known(u, *j)) {
         }
       }
       if (!j) continue;
       // Stay on this unit until it runs dry: workers keep a few models'
       // activations in memory, so interleaving many models would make
       // them recompute a full-model run for nearly every job.
-      rr = (rr + k) % units.size();
-      if (!j->assignment.empty()) by_key.emplace(result_key_of(*j), rr);
+      rr_ = (rr_ + k) % units_.size();
+      if (!j->assignment.empty()) by_key_.emplace(result_key_of(*j), rr_);
       commit_cached();
       return j;
     }
     commit_cached();
     return std::nullopt;
-  };
-  CacheWriter::Entries to_cache;  // handed to the writer once per group commit
-  auto done = [&](const JobSpec& j, const ExecResult& r) {
-    auto k = key_of.find(j.id);
+  }
+
+  void done(const JobSpec& j, const ExecResult& r) {
+    auto k = key_of_.find(j.id);
     if (r.status != Status::kError || r.error_class == "unsupported" || r.error_class == "compile")
-      to_cache.emplace_back(k != key_of.end() ? std::move(k->second) : cache_key(j, profile_digest(j, digests), kEngineIdentity), r);
-    if (k != key_of.end()) key_of.erase(k);
-    ++t.fleet_jobs;
-    record(units[by_key.at(result_key_of(j))], j, r);
-  };
+      to_cache_.emplace_back(k != key_of_.end() ? std::move(k->second) : key(j), r);
+    if (k != key_of_.end()) key_of_.erase(k);
+    ++t_.fleet_jobs;
+    record(units_[by_key_.at(result_key_of(j))], j, r);
+  }
+  // After each group commit of results: their cache entries.
+  void group_done() { cache_writer_.put(to_cache_); }
+  // Any reported outside a group commit, and the writer's end.
+  void finish() {
+    cache_writer_.put(to_cache_);
+    cache_writer_.finish();
+  }
+  Clock::time_point started() const { return started_; }
+
+ private:
+  std::string key(const JobSpec& j) { return cache_key(j, profile_digest(j, digests_), kEngineIdentity); }
+
+  void record(RunUnit& u, const JobSpec& j, const ExecResult& r) {
+    if (!record_assigned(u, j, r, log_)) u.planner->finished(j, r);
+    ++u.jobs_done;
+    ++t_.done_jobs;
+    ++t_.by_status[r.status];
+    if (r.status == Status::kError) ++t_.by_class[r.error_class.empty() ? "unknown" : r.error_class];
+    if (t_.done_jobs % 25 == 0) {
+      const double secs = std::chrono::duration<double>(Clock::now() - started_).count();
+      log_("jobs " + std::to_string(t_.done_jobs) + "/" + std::to_string(std::max(t_.estimate, t_.done_jobs)) +
+           " | " + fmt(secs > 0 ? static_cast<double>(t_.fleet_jobs) / secs : 0) + " jobs/s");
+    }
+  }
+
+  // A job whose result is already known: resumed from the store (this run)
+  // or served by the content-addressed cache. Records it and returns true.
+  bool known(RunUnit& u, const JobSpec& j) {
+    if (!u.use_store) return false;
+    const int layer = j.assignment.empty() ? static_cast<int>(j.first_node) : 0;
+    for (const auto& r : store_.layer_results(run_, result_key_of(j), layer))
+      if (r.executor == j.executor && r.tolerance_used == j.tolerance) {
+        ++t_.resumed;
+        record(u, j, r);
+        return true;
+      }
+    std::string k = key(j);
+    if (auto c = cache_writer_.get(k)) {
+      c->cached = true;
+      c->job_id = j.id;
+      cached_commits_[result_key_of(j)].push_back(Store::Commit{layer, *c, j.id, encode_job(j)});
+      ++t_.cache_hits;
+      record(u, j, *c);
+      return true;
+    }
+    key_of_.emplace(j.id, std::move(k));  // for its result, when it comes
+    return false;
+  }
+
+  // Cache hits are committed in one batch per unit each time next() returns
+  // (nothing is acknowledged for them: a crash before that just serves them
+  // from the cache again).
+  void commit_cached() {
+    for (const auto& [k, commits] : cached_commits_) store_.commit_results(run_, k, commits);
+    cached_commits_.clear();
+  }
+
+  std::vector<RunUnit>& units_;
+  Store& store_;
+  const std::string& run_;
+  const LogFn& log_;
+  ServeTotals& t_;
+  std::map<std::string, size_t> by_key_;  // the unit of each result key
+  CacheWriter cache_writer_;              // this run's cache entries, written off the dispatching thread
+  const Clock::time_point started_ = Clock::now();
+  std::map<std::string, std::string> digests_;             // of the executors' profiles
+  std::unordered_map<std::string, std::string> key_of_;  // job id -> cache key, computed in known()
+  std::map<std::string, std::vector<Store::Commit>> cached_commits_;
+  CacheWriter::Entries to_cache_;  // handed to the writer once per group commit
+  size_t rr_ = 0;                  // the unit next() looks at first
+};
+
+// Plans the units and runs their jobs: through a FleetBroker bound per `bo`,
+// or through `local` when it is given.
+ServeTotals serve(std::vector<RunUnit>& units, Store& store, const std::string& run, BrokerOptions bo,
+                  const Dispatch* local, const LogFn& log, const std::function<void()>& after_run) {
+  ServeTotals t;
+  UnitServer us(units, store, run, log, t);
+  const FleetBroker::Source next = [&] { return us.next(); };
+  const FleetBroker::Done done = [&](const JobSpec& j, const ExecResult& r) { us.done(j, r); };
+  const std::function<void()> group_done = [&] { us.group_done(); };
   if (!bo.log) bo.log = log;
   std::optional<FleetBroker> broker;
   const std::string header = "run " + run + ": " + std::to_string(units.size()) + " units, " +
                              std::to_string(t.total_layers) + " layers, ~" + std::to_string(t.estimate) + " jobs";
   if (local) {
     log(header + " on local job processes");
-    t.complete = (*local)(next, done, [&] { cache_writer.put(to_cache); });
+    t.complete = (*local)(next, done, group_done);
   } else {
     broker.emplace(store, run, bo);
     t.endpoint = broker->endpoint();
     log(header + "; listening on " + t.endpoint);
-    t.complete = broker->run(next, done, [&] { cache_writer.put(to_cache); });
+    t.complete = broker->run(next, done, group_done);
   }
-  cache_writer.put(to_cache);  // any reported outside a group commit
-  cache_writer.finish();
+  us.finish();
   if (broker) {
     t.fleet = broker->stats();
     t.pending = broker->pending();
   }
   if (after_run) after_run();
-  t.run_s = std::chrono::duration<double>(Clock::now() - t_run).count();
+  t.run_s = std::chrono::duration<double>(Clock::now() - us.started()).count();
   return t;
 }
 
