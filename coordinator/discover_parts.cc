@@ -1,0 +1,167 @@
+#include "coordinator/discover_parts.h"
+
+#include <cctype>
+#include <filesystem>
+#include <sstream>
+
+#include "pipeline/mlir.h"
+#include "pipeline/model_import.h"
+#include "pipeline/profile_merge.h"
+#include "pipeline/base/yaml_strict.h"
+#include "worker/engine/profile.h"
+#include "worker/runner/preload.h"
+
+namespace torq::coordinator {
+
+namespace fs = std::filesystem;
+using namespace pipeline;
+
+namespace {
+
+std::string file_digest(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return sha256_hex(ss.str()).substr(0, 16);
+}
+
+std::string builtin_profile_path(Executor e) {
+  return engine::ExecutorProfile::targets_dir() + "/" + executor_name(e) + ".yaml";
+}
+
+}  // namespace
+
+std::string fmt(double v, int prec) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", prec, v);
+  return b;
+}
+
+std::map<Executor, std::string> read_targets(const std::string& file) {
+  std::ifstream f(file);
+  if (!f) throw PipelineError(file + ": cannot open targets file");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  engine::YamlReader r(file);
+  YAML::Node root = engine::yaml_parse(ss.str(), file);
+  r.expect_map(root, {"nss", "css", "host"}, "targets");
+  std::map<Executor, std::string> out;
+  for (const auto& kv : root) {
+    std::string path = r.str(kv.second, "profile path of " + kv.first.Scalar());
+    if (!path.empty() && path[0] != '/') path = (fs::path(file).parent_path() / path).string();
+    if (!fs::exists(path)) r.fail(kv.second, "profile file '" + path + "' does not exist");
+    engine::ExecutorProfile::load(path);
+    out[*executor_from_name(kv.first.Scalar())] = path;
+  }
+  return out;
+}
+
+size_t export_layer_profiles(const ModelReport& rep, const std::string& dir) {
+  fs::create_directories(dir);
+  size_t n = 0;
+  for (const auto& l : rep.layers)
+    for (const auto& [e, r] : l.results) {
+      if (r.profiles.empty()) continue;
+      std::string stem = l.info.id + "_" + executor_name(e);
+      for (char& c : stem)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+      export_profile(merge_layer_profiles(r.profiles, stem), dir, stem, nullptr);
+      ++n;
+    }
+  return n;
+}
+
+void check_writable_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw PipelineError("output dir " + dir + ": cannot create (" + ec.message() + ")");
+  const std::string probe = dir + "/.torq-write-test";
+  std::ofstream f(probe);
+  if (!f) throw PipelineError("output dir " + dir + ": not writable");
+  f.close();
+  fs::remove(probe, ec);
+}
+
+PlanOptions discover_plan(const DiscoverOptions& o, const std::string& model_name) {
+  PlanOptions po;
+  po.executors = o.executors;
+  po.skip_mode = o.skip_mode;
+  po.filter = o.filter;
+  po.case_prefix = model_name;
+  po.dedup = o.dedup ? (o.dedup_exact ? DedupMode::kExact : DedupMode::kSignature) : DedupMode::kOff;
+  po.job_template.tolerance = o.tolerance;
+  po.job_template.timing_runs = o.collect_timing ? std::max<uint32_t>(1, o.timing_runs) : 1;
+  po.job_template.collect_profile = o.collect_profile;
+  po.job_template.timeout_ms = o.timeout_ms;
+  po.job_template.random_inputs = o.random_inputs;
+  po.job_template.seed = o.seed;
+  po.job_template.input_lo = o.input_lo;
+  po.job_template.input_hi = o.input_hi;
+  po.job_template.bf16_rne = o.rounding == engine::Rounding::kNearestEven;
+  po.job_template.target = o.backend == "toolchain" ? toolchain_target(o.toolchain_file) : "sim";
+  return po;
+}
+
+std::string discover_run_id(const DiscoverOptions& o, const std::string& model_hash, const PlanOptions& po) {
+  std::map<Executor, std::string> digests;
+  for (Executor e : kExecutorPriority) {
+    auto t = po.executor_targets.find(e);
+    digests[e] = file_digest(t != po.executor_targets.end() ? t->second : builtin_profile_path(e));
+  }
+  return sha256_hex(model_hash + "|" + std::to_string(po.job_template.timing_runs) + "|" +
+                    (o.random_inputs ? "r" + std::to_string(o.seed) + "," + fmt(o.input_lo, 3) + "," +
+                                           fmt(o.input_hi, 3)
+                                     : "a" + std::to_string(o.seed)) +
+                    (po.job_template.bf16_rne ? "|rne" : "|trunc") + "|" + digests[Executor::kNss] +
+                    digests[Executor::kCss] + digests[Executor::kHost] +
+                    (o.backend == "sim" ? "" : "|" + po.job_template.target))
+      .substr(0, 16);
+}
+
+LocalWorkersOptions discover_workers(const DiscoverOptions& o, const std::string& store_dir,
+                                     const std::string& cache_dir, const std::string& endpoint) {
+  LocalWorkersOptions lo;
+  lo.workers = std::max(1, o.workers);
+  lo.endpoint = endpoint;
+  lo.cache_dir = cache_dir;
+  lo.threads_per_job = std::max(1, o.threads_per_worker);
+  lo.log_file = store_dir + "/workers.log";
+  lo.target = "local";
+  lo.backend = o.backend;
+  lo.toolchain_file = o.toolchain_file;
+  lo.trusted_cache = true;  // the coordinator's import writes the model there, before any job
+  // The job process imports the model too, as the coordinator does and at
+  // the same time, so the first layer job finds it loaded.
+  if (o.backend == "sim") {
+    runner::PreloadOptions pre;
+    pre.model = fs::absolute(o.model).string();
+    pre.convert_bf16 = o.convert_bf16;
+    pre.rne = o.rounding == engine::Rounding::kNearestEven;
+    pre.seed = o.seed;
+    lo.extra_args = runner::preload_args(pre);
+  }
+  return lo;
+}
+
+void add_mlir_locations(const DiscoverOptions& o, const std::string& name, const onnx::ModelProto& proto,
+                        DiscoverLog& log, ModelReport& rep) {
+  std::string text, path = o.mlir_file;
+  if (path.empty()) {
+    path = o.output_dir + "/" + name + ".torch.mlir";
+    text = emit_torch_mlir(proto);
+    std::ofstream f(path);
+    f << text;
+  } else {
+    std::ifstream f(path);
+    if (!f) throw PipelineError(path + ": cannot open MLIR file");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    text = ss.str();
+  }
+  const MlirMapping mm = map_layer_locations(text, proto);
+  for (const auto& p : mm.problems) log.line("MLIR " + path + ": " + p);
+  for (size_t i = 0; i < rep.layers.size() && i < mm.locations.size(); ++i)
+    rep.layers[i].info.mlir_location = mm.locations[i];
+}
+
+}  // namespace torq::coordinator
