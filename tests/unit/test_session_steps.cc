@@ -1,13 +1,15 @@
 // Session::Steps: run_all taken a node at a time. Every value it returns
 // must be bit-identical to run_all's (dtype, shape, bytes), each name once;
 // a failing node ends the run with EngineError, keeps the values before it
-// and leaves done() true.
+// and leaves done() true. The run frees its own copy of a value after the
+// value's last consumer, as run() does.
 #include <gtest/gtest.h>
 
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 
 #include "pipeline/base/error.h"
@@ -53,6 +55,29 @@ TEST(SessionSteps, EveryValueEqualsRunAllInFp32AndBf16) {
   expect_steps_equal_run_all(m, so);
   so.numerics = Numerics::kBF16;
   expect_steps_equal_run_all(m, so);
+}
+
+TEST(SessionSteps, TheRunFreesItsCopyOfAValueAfterItsLastConsumer) {
+  onnx::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(torq::sim::build_demo_model()));
+  auto s = Session::from_proto(m, SessionOptions{});
+  std::set<std::string> outputs;
+  for (const auto& o : m.graph().output()) outputs.insert(o.name());
+  auto steps = s->start_steps(s->random_inputs(3));
+  std::map<std::string, Tensor> got;
+  while (!steps->done())
+    for (auto& [name, t] : steps->step()) got.emplace(name, t);
+  std::map<const void*, long> held;  // buffer -> values in `got` on it (a Flatten shares its input's)
+  for (const auto& [name, t] : got) ++held[t.raw()];
+  int intermediates = 0;
+  for (const auto& [name, t] : got) {
+    if (s->is_constant(name) || outputs.count(name)) continue;
+    ++intermediates;
+    // Only `got` holds it: the run (still alive) released its copy, or
+    // never kept one beside the plain copy it returned.
+    EXPECT_EQ(t.use_count(), held[t.raw()]) << name;
+  }
+  EXPECT_GT(intermediates, 5);
 }
 
 TEST(SessionSteps, AFailingNodeEndsTheRunAndKeepsTheValuesBefore) {

@@ -701,8 +701,10 @@ std::unique_ptr<Session::Steps> Session::start_steps(const std::vector<Tensor>& 
 
 bool Session::Steps::done() const { return failed_ || (started_ && next_ >= s_->impl_->nodes.size()); }
 
-// As run_impl with every value kept (no activation fused, nothing
-// released), one node per call.
+// As run_impl with no activation fused, one node per call. A value is
+// released (as in run_impl) after its last consumer: the plain copy step()
+// returned is the caller's, and a blocked original would only double the
+// run's memory.
 std::vector<std::pair<std::string, Tensor>> Session::Steps::step() {
   Impl& m = *s_->impl_;
   std::vector<std::pair<std::string, Tensor>> out;
@@ -725,6 +727,7 @@ std::vector<std::pair<std::string, Tensor>> Session::Steps::step() {
   for (int id : n.out)
     if (id >= 0 && values_[static_cast<size_t>(id)].defined())
       out.emplace_back(m.names[static_cast<size_t>(id)], to_plain(values_[static_cast<size_t>(id)], m.env));
+  m.release_inputs(n, next_ - 1, values_);
   return out;
 }
 
