@@ -21,6 +21,8 @@
 #include "pipeline/report.h"
 #include "pipeline/base/config_dir.h"
 
+#include "engine_identity.h"  // generated: cmake/engine_identity.cmake
+
 namespace torq::coordinator {
 
 using namespace pipeline;
@@ -28,8 +30,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Identity of the executor backend in cache keys (as torq-gen-config discover).
-constexpr const char* kEngineIdentity = "torq-sim-0.1";
+// Identity of the executor backend in cache keys (as torq-gen-config
+// discover): a digest of the executor sources this build was made from.
+constexpr const char* kEngineIdentity = TORQ_ENGINE_IDENTITY;
 
 std::string fmt(double v, int prec = 1) {
   char b[64];

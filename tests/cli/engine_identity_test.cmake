@@ -1,0 +1,71 @@
+# cmake/engine_identity.cmake on a scratch source tree: the identity changes
+# when a source's contents, a new source or EXTRA change, and only then
+# (a touch or a revert gives the old identity back, and leaves the header's
+# file alone so nothing that includes it recompiles).
+#   cmake -DSCRIPT=<engine_identity.cmake> -DWORK=<scratch dir> -P engine_identity_test.cmake
+file(REMOVE_RECURSE "${WORK}")
+file(MAKE_DIRECTORY "${WORK}/src/engine")
+file(WRITE "${WORK}/src/engine/conv.cc" "int conv() { return 1; }\n")
+file(WRITE "${WORK}/src/engine/conv.h" "int conv();\n")
+set(out "${WORK}/engine_identity.h")
+
+function(identity extra result)
+  execute_process(COMMAND "${CMAKE_COMMAND}" -DDIR=${WORK}/src -DOUT=${out} "-DEXTRA=${extra}" -P "${SCRIPT}"
+                  RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "engine_identity.cmake failed (${rc}): ${err}")
+  endif()
+  file(STRINGS "${out}" line REGEX "#define TORQ_ENGINE_IDENTITY \"torq-sim-[0-9a-f]+\"")
+  if(NOT line MATCHES "\"torq-sim-([0-9a-f]+)\"")
+    message(FATAL_ERROR "no identity in ${out}")
+  endif()
+  string(LENGTH "${CMAKE_MATCH_1}" n)
+  if(NOT n EQUAL 16)
+    message(FATAL_ERROR "identity ${CMAKE_MATCH_1} is not 16 hex digits")
+  endif()
+  set(${result} "${CMAKE_MATCH_1}" PARENT_SCOPE)
+endfunction()
+
+function(expect_eq a b what)
+  if(NOT a STREQUAL b)
+    message(FATAL_ERROR "${what}: ${a} != ${b}")
+  endif()
+endfunction()
+function(expect_ne a b what)
+  if(a STREQUAL b)
+    message(FATAL_ERROR "${what}: both ${a}")
+  endif()
+endfunction()
+
+identity("dnnl 2.6" base)
+file(TIMESTAMP "${out}" stamp "%s")
+execute_process(COMMAND "${CMAKE_COMMAND}" -E sleep 1.1)
+file(TOUCH "${WORK}/src/engine/conv.cc")
+identity("dnnl 2.6" again)
+expect_eq("${again}" "${base}" "a touched source")
+file(TIMESTAMP "${out}" stamp2 "%s")
+expect_eq("${stamp2}" "${stamp}" "the header rewritten with the same identity")
+
+file(WRITE "${WORK}/src/engine/conv.cc" "int conv() { return 2; }\n")
+identity("dnnl 2.6" edited)
+expect_ne("${edited}" "${base}" "an edited source")
+file(WRITE "${WORK}/src/engine/conv.cc" "int conv() { return 1; }\n")
+identity("dnnl 2.6" reverted)
+expect_eq("${reverted}" "${base}" "a reverted source")
+
+file(WRITE "${WORK}/src/engine/relu.h" "\n")
+identity("dnnl 2.6" added)
+expect_ne("${added}" "${base}" "a new source")
+file(REMOVE "${WORK}/src/engine/relu.h")
+
+file(RENAME "${WORK}/src/engine/conv.h" "${WORK}/src/engine/conv2.h")
+identity("dnnl 2.6" renamed)
+expect_ne("${renamed}" "${base}" "a renamed source")
+file(RENAME "${WORK}/src/engine/conv2.h" "${WORK}/src/engine/conv.h")
+
+identity("dnnl 3.0" lib)
+expect_ne("${lib}" "${base}" "another library version")
+file(WRITE "${WORK}/src/engine/notes.txt" "not a source\n")
+identity("dnnl 2.6" other)
+expect_eq("${other}" "${base}" "a file that is not a source")
+message(STATUS "engine identity ${base}: changes with sources and EXTRA only")
