@@ -8,24 +8,14 @@
 
 #include "coordinator/cache_writer.h"
 #include "pipeline/base/error.h"
+#include "tests/unit/temp_dir.h"
 
 using torq::coordinator::CacheWriter;
 using namespace torq::pipeline;
 
-namespace {
+using torq::test::TempDir;
 
-struct TempDir {
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "torq-cachew-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string path;
-};
+namespace {
 
 ExecResult result(int i) {
   ExecResult r;
@@ -36,9 +26,9 @@ ExecResult result(int i) {
 }
 
 TEST(CacheWriter, EveryEntryIsReadableBeforeAndAfterItIsWritten) {
-  TempDir dir;
+  TempDir dir{"torq-cachew"};
   {
-    auto store = Store::open(dir.path + "/db");
+    auto store = Store::open(dir.path() + "/db");
     CacheWriter w(*store);
     for (int b = 0; b < 20; ++b) {
       CacheWriter::Entries e;
@@ -59,7 +49,7 @@ TEST(CacheWriter, EveryEntryIsReadableBeforeAndAfterItIsWritten) {
     late.emplace_back("late", result(1));
     EXPECT_THROW(w.put(late), PipelineError);
   }
-  auto store = Store::open(dir.path + "/db");  // written for good
+  auto store = Store::open(dir.path() + "/db");  // written for good
   for (int i = 0; i < 2000; ++i) {
     auto got = store->get_cache("key" + std::to_string(i));
     ASSERT_TRUE(got) << i;
@@ -68,8 +58,8 @@ TEST(CacheWriter, EveryEntryIsReadableBeforeAndAfterItIsWritten) {
 }
 
 TEST(CacheWriter, TheNewestEntryOfAKeyWins) {
-  TempDir dir;
-  auto store = Store::open(dir.path + "/db");
+  TempDir dir{"torq-cachew"};
+  auto store = Store::open(dir.path() + "/db");
   CacheWriter w(*store);
   for (int v = 0; v < 50; ++v) {
     CacheWriter::Entries e{{"same", result(v)}, {"other" + std::to_string(v), result(v)}};
@@ -81,8 +71,8 @@ TEST(CacheWriter, TheNewestEntryOfAKeyWins) {
 }
 
 TEST(CacheWriter, AWriteErrorComesOutOfFinish) {
-  TempDir dir;
-  auto store = Store::open(dir.path + "/db");
+  TempDir dir{"torq-cachew"};
+  auto store = Store::open(dir.path() + "/db");
   CacheWriter w(*store);
   CacheWriter::Entries e{{"fine", result(1)}, {"", result(2)}};  // an empty key: the store refuses the batch
   w.put(e);

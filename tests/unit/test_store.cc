@@ -20,24 +20,13 @@
 #include "pipeline/codec.h"
 #include "pipeline/store.h"
 #include "pipeline/store_merge.h"
+#include "tests/unit/temp_dir.h"
 
 using namespace torq::pipeline;
 
-namespace {
+using torq::test::TempDir;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "torq-store-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string path;
-};
+namespace {
 
 ExecResult result(Executor e, Status s, const std::string& job, double max_abs = 0) {
   ExecResult r;
@@ -98,8 +87,8 @@ void raw_write(const std::string& dir, const std::function<void(rocksdb::DB*, ro
 }
 
 TEST(Store, MergeKeepsOneResultPerExecutorInPriorityOrder) {
-  TempDir d;
-  auto s = Store::open(d.path);
+  TempDir d{"torq-store"};
+  auto s = Store::open(d.path());
   s->merge_result("run1", "h", 3, result(Executor::kNss, Status::kDifference, "j-nss-1", 0.5));
   s->merge_result("run1", "h", 3, result(Executor::kCss, Status::kSuccess, "j-css", 0.001));
   s->merge_result("run1", "h", 3, result(Executor::kNss, Status::kSuccess, "j-nss-2", 0.002));
@@ -129,8 +118,8 @@ TEST(Store, MergeKeepsOneResultPerExecutorInPriorityOrder) {
 }
 
 TEST(Store, EraseResultsInOneWriteRemovesTheGivenExecutorsOfTheGivenLayers) {
-  TempDir d;
-  auto s = Store::open(d.path);
+  TempDir d{"torq-store"};
+  auto s = Store::open(d.path());
   for (int l = 0; l < 3; ++l)
     for (Executor e : {Executor::kNss, Executor::kCss, Executor::kHost})
       s->merge_result("r", "h", l, result(e, Status::kSuccess, std::to_string(l)));
@@ -148,8 +137,8 @@ TEST(Store, EraseResultsInOneWriteRemovesTheGivenExecutorsOfTheGivenLayers) {
 }
 
 TEST(Store, EraseRemovesOneExecutorAndEmptyLayersVanish) {
-  TempDir d;
-  auto s = Store::open(d.path);
+  TempDir d{"torq-store"};
+  auto s = Store::open(d.path());
   s->merge_result("r", "h", 0, result(Executor::kNss, Status::kSuccess, "a"));
   s->merge_result("r", "h", 0, result(Executor::kCss, Status::kSuccess, "b"));
   s->merge_result("r", "h", 1, result(Executor::kHost, Status::kSuccess, "c"));
@@ -171,9 +160,9 @@ TEST(Store, EraseRemovesOneExecutorAndEmptyLayersVanish) {
 }
 
 TEST(Store, ReopenKeepsEverything) {
-  TempDir d;
+  TempDir d{"torq-store"};
   {
-    auto s = Store::open(d.path);
+    auto s = Store::open(d.path());
     s->put_model("m1", std::string("\0onnx\xff bytes", 12));
     s->put_model("m1", std::string("\0onnx\xff bytes", 12));  // written once: same bytes is a no-op
     for (int layer : {0, 2, 10, 123})
@@ -187,7 +176,7 @@ TEST(Store, ReopenKeepsEverything) {
     s->put_job_state("run2", "x", 'Q', job("x"));
     s->put_run_meta("run", R"({"model_name":"resnet18","finished":null})");
   }
-  auto s = Store::open(d.path);
+  auto s = Store::open(d.path());
   EXPECT_EQ(s->get_model("m1"), std::string("\0onnx\xff bytes", 12));
   EXPECT_FALSE(s->get_model("m9").has_value());
   const auto all = s->model_results("run", "m1");
@@ -217,14 +206,14 @@ TEST(Store, ReopenKeepsEverything) {
 }
 
 TEST(Store, CommitResultWritesResultAndDoneStateTogether) {
-  TempDir d;
+  TempDir d{"torq-store"};
   {
-    auto s = Store::open(d.path);
+    auto s = Store::open(d.path());
     s->put_job_state("r", "h/7-7/nss", 'L', job("h/7-7/nss"));
     s->commit_result("r", "h", 7, result(Executor::kNss, Status::kSuccess, "h/7-7/nss", 0.01), "h/7-7/nss",
                      job("h/7-7/nss"));
   }
-  auto s = Store::open(d.path);
+  auto s = Store::open(d.path());
   const auto js = s->jobs("r");
   ASSERT_EQ(js.size(), 1u);
   EXPECT_EQ(js.at("h/7-7/nss").first, 'D');
@@ -241,9 +230,9 @@ TEST(Store, CommitResultWritesResultAndDoneStateTogether) {
 }
 
 TEST(Store, BatchedJobStatesAndCacheEntriesAreAllOrNone) {
-  TempDir d;
+  TempDir d{"torq-store"};
   {
-    auto s = Store::open(d.path);
+    auto s = Store::open(d.path());
     s->put_job_states("r", 'L', {{"a", job("a")}, {"b", job("b")}});
     s->put_caches({{"k1", result(Executor::kNss, Status::kSuccess, "a", 0.5)},
                    {"k2", result(Executor::kCss, Status::kSuccess, "b")}});
@@ -254,7 +243,7 @@ TEST(Store, BatchedJobStatesAndCacheEntriesAreAllOrNone) {
     EXPECT_THROW(s->put_job_states("r", 'X', {{"e", job("e")}}), PipelineError);
     EXPECT_THROW(s->put_caches({{"", result(Executor::kNss, Status::kSuccess, "a")}}), PipelineError);
   }
-  auto s = Store::open(d.path);
+  auto s = Store::open(d.path());
   const auto js = s->jobs("r");
   ASSERT_EQ(js.size(), 2u);
   EXPECT_EQ(js.at("a").first, 'L');
@@ -265,8 +254,8 @@ TEST(Store, BatchedJobStatesAndCacheEntriesAreAllOrNone) {
 }
 
 TEST(Store, CachePutGetAndOverwrite) {
-  TempDir d;
-  auto s = Store::open(d.path);
+  TempDir d{"torq-store"};
+  auto s = Store::open(d.path());
   EXPECT_FALSE(s->get_cache("00ff").has_value());
   auto r = result(Executor::kCss, Status::kDifference, "j1", 3.5);
   r.cached = true;
@@ -286,12 +275,12 @@ TEST(Store, CachePutGetAndOverwrite) {
 }
 
 TEST(Store, CorruptValuesAreErrorsNamingTheKeyNotCrashes) {
-  TempDir d;
+  TempDir d{"torq-store"};
   {
-    auto s = Store::open(d.path);
+    auto s = Store::open(d.path());
     s->merge_result("r", "h", 1, result(Executor::kCss, Status::kSuccess, "ok"));
   }
-  raw_write(d.path, [](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* results) {
+  raw_write(d.path(), [](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* results) {
     rocksdb::WriteOptions w;
     ASSERT_TRUE(db->Put(w, results, "r/h/00000002", "not a flatbuffer").ok());
     ASSERT_TRUE(db->Put(w, results, "r/h/00000003", "also garbage").ok());
@@ -304,7 +293,7 @@ TEST(Store, CorruptValuesAreErrorsNamingTheKeyNotCrashes) {
     ASSERT_TRUE(db->Merge(w, results, "r/h/00000004", encode_result(result(Executor::kHost, Status::kSuccess, "x")))
                     .ok());
   });
-  auto s = Store::open(d.path);
+  auto s = Store::open(d.path());
   const std::string m = message_of([&] { s->layer_results("r", "h", 2); });
   EXPECT_NE(m.find("r/h/00000002"), std::string::npos) << m;
   EXPECT_NE(m.find("corrupt layer record"), std::string::npos) << m;
@@ -324,9 +313,9 @@ TEST(Store, CorruptValuesAreErrorsNamingTheKeyNotCrashes) {
 }
 
 TEST(Store, FlushAndCompactionFoldOperandsToTheSameRecord) {
-  TempDir d;
+  TempDir d{"torq-store"};
   {
-    auto s = Store::open(d.path);
+    auto s = Store::open(d.path());
     s->merge_result("r", "h", 0, result(Executor::kNss, Status::kError, "a"));
     s->merge_result("r", "h", 0, result(Executor::kCss, Status::kSuccess, "b"));
     s->merge_result("r", "h", 0, result(Executor::kNss, Status::kSuccess, "c"));
@@ -336,11 +325,11 @@ TEST(Store, FlushAndCompactionFoldOperandsToTheSameRecord) {
     s->erase_result("r", "h", 1, Executor::kNss);
   }
   // Flush and full compaction run PartialMerge and FullMergeV2 on disk.
-  raw_write(d.path, [](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* results) {
+  raw_write(d.path(), [](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* results) {
     ASSERT_TRUE(db->Flush(rocksdb::FlushOptions(), results).ok());
     ASSERT_TRUE(db->CompactRange(rocksdb::CompactRangeOptions(), results, nullptr, nullptr).ok());
   });
-  auto s = Store::open(d.path);
+  auto s = Store::open(d.path());
   const auto rs = s->layer_results("r", "h", 0);
   ASSERT_EQ(rs.size(), 2u);
   EXPECT_EQ(rs[0].job_id, "c");
@@ -350,16 +339,16 @@ TEST(Store, FlushAndCompactionFoldOperandsToTheSameRecord) {
 }
 
 TEST(Store, CorruptJobsCacheAndRunValuesAreErrors) {
-  TempDir d;
-  { auto s = Store::open(d.path); }
+  TempDir d{"torq-store"};
+  { auto s = Store::open(d.path()); }
   {
     std::vector<std::string> names;
-    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), d.path, &names).ok());
+    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), d.path(), &names).ok());
     std::vector<rocksdb::ColumnFamilyDescriptor> descs;
     for (const auto& n : names) descs.emplace_back(n, rocksdb::ColumnFamilyOptions());
     std::vector<rocksdb::ColumnFamilyHandle*> hs;
     rocksdb::DB* db = nullptr;
-    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), d.path, descs, &hs, &db).ok());
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), d.path(), descs, &hs, &db).ok());
     const std::map<std::string, std::pair<std::string, std::string>> junk = {
         {"jobs", {"r/j1", "Xjunk"}}, {"cache", {"cafe", "junk"}}, {"runs", {"r", "{junk"}}};
     for (size_t i = 0; i < names.size(); ++i) {
@@ -371,15 +360,15 @@ TEST(Store, CorruptJobsCacheAndRunValuesAreErrors) {
     for (auto* h : hs) db->DestroyColumnFamilyHandle(h);
     delete db;
   }
-  auto s = Store::open(d.path);
+  auto s = Store::open(d.path());
   EXPECT_NE(message_of([&] { s->jobs("r"); }).find("'r/j1'"), std::string::npos);
   EXPECT_NE(message_of([&] { s->get_cache("cafe"); }).find("'cafe'"), std::string::npos);
   EXPECT_NE(message_of([&] { s->get_run_meta("r"); }).find("'r'"), std::string::npos);
 }
 
 TEST(Store, BadArgumentsAreRejectedBeforeWriting) {
-  TempDir d;
-  auto s = Store::open(d.path);
+  TempDir d{"torq-store"};
+  auto s = Store::open(d.path());
   const auto r = result(Executor::kNss, Status::kSuccess, "j");
   EXPECT_NE(message_of([&] { s->merge_result("a/b", "h", 0, r); }).find("must not contain '/'"), std::string::npos);
   EXPECT_NE(message_of([&] { s->merge_result("a", "", 0, r); }).find("empty model hash"), std::string::npos);
@@ -401,18 +390,18 @@ TEST(Store, OpenInUnwritablePathNamesThePath) {
 }
 
 TEST(Store, OpenTwiceSaysTheStoreIsLocked) {
-  TempDir d;
-  auto s = Store::open(d.path);
-  const std::string m = message_of([&] { Store::open(d.path); });
+  TempDir d{"torq-store"};
+  auto s = Store::open(d.path());
+  const std::string m = message_of([&] { Store::open(d.path()); });
   EXPECT_NE(m.find("already open (locked)"), std::string::npos) << m;
-  EXPECT_NE(m.find(d.path + "/LOCK"), std::string::npos) << m;
+  EXPECT_NE(m.find(d.path() + "/LOCK"), std::string::npos) << m;
   s.reset();
-  EXPECT_NO_THROW(Store::open(d.path));  // released on close
+  EXPECT_NO_THROW(Store::open(d.path()));  // released on close
 }
 
 TEST(Store, ConcurrentMergesFromThreads) {
-  TempDir d;
-  auto s = Store::open(d.path);
+  TempDir d{"torq-store"};
+  auto s = Store::open(d.path());
   std::vector<std::thread> ts;
   for (Executor e : kExecutorPriority)
     ts.emplace_back([&, e] {
@@ -438,7 +427,7 @@ TEST(Store, ConcurrentMergesFromThreads) {
 // there (a synced one is on disk; an unsynced one in the write-ahead log
 // the OS holds), whole.
 void killed_writer_loses_no_reported_commit(bool sync) {
-  TempDir d;
+  TempDir d{"torq-store"};
   const unsigned seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
@@ -452,7 +441,7 @@ void killed_writer_loses_no_reported_commit(bool sync) {
     // Child: no gtest assertions, never returns into the test runner.
     close(fds[0]);
     try {
-      auto s = Store::open(d.path);
+      auto s = Store::open(d.path());
       std::thread([kill_after_us] {
         std::this_thread::sleep_for(std::chrono::microseconds(kill_after_us));
         raise(SIGKILL);
@@ -478,7 +467,7 @@ void killed_writer_loses_no_reported_commit(bool sync) {
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "child status " << status;
 
-  auto s = Store::open(d.path);
+  auto s = Store::open(d.path());
   const auto js = s->jobs("r");
   const auto all = s->model_results("r", "h");
   for (int k : acked) {
