@@ -124,8 +124,7 @@ std::map<std::string, size_t> plan_units(std::vector<RunUnit>& units, ServeTotal
     if (u.full_model) by_key.emplace(u.full_key(), i);
     std::vector<std::string> signatures;
     if (u.plan.dedup != DedupMode::kOff)
-      for (const auto& l : u.model->layers())
-        signatures.push_back(layer_signature(u.model->proto(), u.model->layer_nodes(), l.index, u.plan.dedup));
+      signatures = layer_signatures(u.model->proto(), u.model->layer_nodes(), u.plan.dedup);
     u.plan.job_template.model_hash = u.model->hash();
     u.planner = std::make_unique<Planner>(u.model->hash(), u.model->layers(), signatures, u.plan,
                                           u.layer_tolerances);

@@ -79,19 +79,34 @@ void describe_node(std::ostringstream& os, const onnx::NodeProto& node, const Si
 
 }  // namespace
 
-std::string layer_signature(const onnx::ModelProto& model, const std::vector<LayerNodes>& layers, int index,
-                            DedupMode mode) {
-  const SignatureContext c(model.graph());
+namespace {
+
+std::string signature_of(const onnx::GraphProto& g, const LayerNodes& l, const SignatureContext& c, DedupMode mode) {
   std::ostringstream os;
   // A QDQ layer: every node, with the compute node's signature first.
-  const LayerNodes& l = layers[static_cast<size_t>(index)];
-  describe_node(os, model.graph().node(l.compute), c, mode);
+  describe_node(os, g.node(l.compute), c, mode);
   for (int p : l.nodes)
     if (p != l.compute) {
       os << "||";
-      describe_node(os, model.graph().node(p), c, mode);
+      describe_node(os, g.node(p), c, mode);
     }
   return os.str();
+}
+
+}  // namespace
+
+std::string layer_signature(const onnx::ModelProto& model, const std::vector<LayerNodes>& layers, int index,
+                            DedupMode mode) {
+  return signature_of(model.graph(), layers[static_cast<size_t>(index)], SignatureContext(model.graph()), mode);
+}
+
+std::vector<std::string> layer_signatures(const onnx::ModelProto& model, const std::vector<LayerNodes>& layers,
+                                          DedupMode mode) {
+  const SignatureContext c(model.graph());
+  std::vector<std::string> out;
+  out.reserve(layers.size());
+  for (const auto& l : layers) out.push_back(signature_of(model.graph(), l, c, mode));
+  return out;
 }
 
 std::string Planner::job_id(const std::string& key, int layer, Executor e) {

@@ -26,6 +26,10 @@ enum class DedupMode { kOff, kSignature, kExact };
 // its nodes; kExact adds a hash of initializer values.
 std::string layer_signature(const onnx::ModelProto& model, const std::vector<LayerNodes>& layers, int index,
                             DedupMode mode);
+// layer_signature of every layer, in order, reading the graph's types and
+// initializers once (not once per layer).
+std::vector<std::string> layer_signatures(const onnx::ModelProto& model, const std::vector<LayerNodes>& layers,
+                                          DedupMode mode);
 
 struct PlanOptions {
   std::vector<Executor> executors{Executor::kNss, Executor::kCss, Executor::kHost};  // priority order

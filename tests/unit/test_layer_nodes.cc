@@ -173,6 +173,18 @@ TEST_F(QuantizedDemo, SignaturesTellQuantizationParametersApart) {
   EXPECT_GE(sigs.size(), fp32_sigs.size());
 }
 
+TEST_F(QuantizedDemo, AllSignaturesAtOnceAreEachLayersOwnInEveryMode) {
+  for (const ImportedModel* m : {int8.get(), fp32.get()})
+    for (DedupMode mode : {DedupMode::kSignature, DedupMode::kExact}) {
+      const auto all = layer_signatures(m->proto(), m->layer_nodes(), mode);
+      ASSERT_EQ(all.size(), m->layers().size());
+      for (const auto& l : m->layers())
+        EXPECT_EQ(all[static_cast<size_t>(l.index)], layer_signature(m->proto(), m->layer_nodes(), l.index, mode))
+            << l.id;
+      EXPECT_NE(all.front(), all.back());
+    }
+}
+
 TEST_F(QuantizedDemo, ASubgraphKeepsWholeLayers) {
   const LayerRange r{1, 3};
   const onnx::ModelProto sub = extract_subgraph(*int8, r);
