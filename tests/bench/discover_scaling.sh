@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Discover wall time of the four reference CNNs with 1 and 2 local workers
 # (3 executors, no skip mode, cache and store ignored), jobs/s, and
-# efficiency = (sum of job run times) / (wall time x workers). Each row is
+# efficiency = (sum of job run times) / (wall time x workers), and the CPU
+# the whole command used (user + sys of it and its workers). Each row is
 # the fastest of RUNS runs (default 3; a single sub-second run moves by
-# 20% with whatever else the 2 cores do).
+# 20% with whatever else the 2 cores do). max_sp, at 2 workers: the most
+# any schedule could give over the 1-worker wall with that much CPU on
+# this machine's cores, wall_1 / (cpu_2 / cores).
 # Usage: tests/bench/discover_scaling.sh [--runs N] [BUILD_DIR] [MODEL...]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -16,7 +19,8 @@ gen="$build/bin/torq-gen-config"
 [ -x "$gen" ] || { echo "bench: $gen not built"; exit 2; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 echo "== discover scaling, $(nproc) cores, fastest of $runs runs per row, $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-16s %7s %6s %8s %8s %8s %7s %9s %8s\n' model workers jobs wall_s jobs_s jobs_ph_s effic effic_ph speedup
+printf '%-16s %7s %6s %8s %8s %8s %7s %9s %8s %6s %7s\n' model workers jobs wall_s jobs_s jobs_ph_s effic effic_ph speedup cpu_s max_sp
+TIMEFORMAT='%3U %3S'
 for m in "${models[@]}"; do
   base=""
   for w in 1 2; do
@@ -24,10 +28,12 @@ for m in "${models[@]}"; do
     for ((r = 0; r < runs; r++)); do
       out="$tmp/$m-$w-$r"
       t0=$(date +%s.%N)
-      l=$("$gen" discover --model "$shared/models/$m/model.onnx" --output-dir "$out" --workers "$w" --recompute-cache 2>&1 || true)
+      tm=$( { time "$gen" discover --model "$shared/models/$m/model.onnx" --output-dir "$out" --workers "$w" \
+                --recompute-cache > "$tmp/log" 2>&1 || true; } 2>&1)
       t1=$(date +%s.%N)
+      l=$(cat "$tmp/log")
       d=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.4f", b-a}')
-      if [ -z "$best" ] || awk -v d="$d" -v b="$best" 'BEGIN{exit !(d < b)}'; then best="$d"; log="$l"; bt0="$t0"; bt1="$t1"; fi
+      if [ -z "$best" ] || awk -v d="$d" -v b="$best" 'BEGIN{exit !(d < b)}'; then best="$d"; log="$l"; bt0="$t0"; bt1="$t1"; btm="$tm"; fi
       rm -rf "$out"
     done
     t0="$bt0"; t1="$bt1"
@@ -43,8 +49,12 @@ for m in "${models[@]}"; do
     speed=$(awk -v a="$base" -v b="$total" 'BEGIN{printf "%.2f", a/b}')
     # Efficiency over the job phase only (import and report excluded).
     effph=$(awk -v e="$eff" -v t="$total" -v j="$jw" 'BEGIN{printf "%.2f", e*t/j}')
-    printf '%-16s %7s %6s %8s %8s %8s %7s %9s %8s\n' "$m" "$w" "$jobs" "$total" "$rate" "$jw" "$eff" "$effph" "$speed"
+    cpu=$(echo "$btm" | awk '{printf "%.2f", $1 + $2}')
+    maxsp=-
+    [ "$w" = 1 ] || maxsp=$(awk -v a="$base" -v c="$cpu" -v n="$(nproc)" 'BEGIN{printf "%.2f", a / (c / n)}')
+    printf '%-16s %7s %6s %8s %8s %8s %7s %9s %8s %6s %7s\n' "$m" "$w" "$jobs" "$total" "$rate" "$jw" "$eff" "$effph" "$speed" "$cpu" "$maxsp"
   done
 done
 echo "(wall = whole command incl. import, report and worker exit, timed from outside; effic = sum of job times / (wall x workers); effic_ph the same"
-echo " over the job phase only; goals: efficiency >= 0.8 at 2 workers, squeezenet1.0 < 10 s)"
+echo " over the job phase only; cpu_s = user + sys of the command and its workers; max_sp = wall at 1 worker / (cpu_s / $(nproc) cores),"
+echo " the speedup no schedule of that much CPU could beat; goals: efficiency >= 0.8 at 2 workers, squeezenet1.0 < 10 s)"
