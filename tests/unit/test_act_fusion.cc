@@ -22,37 +22,13 @@
 
 #include "worker/engine/profile.h"
 #include "worker/engine/session.h"
+#include "tests/unit/graph_builder.h"
 
 using namespace torq::engine;
 
+using namespace torq::test;
+
 namespace {
-
-void add_value(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* vs, const std::string& name,
-               std::vector<int64_t> dims) {
-  auto* v = vs->Add();
-  v->set_name(name);
-  auto* tt = v->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-}
-
-void add_init(onnx::GraphProto* g, const std::string& name, std::vector<int64_t> dims, std::vector<float> v) {
-  auto* t = g->add_initializer();
-  t->set_name(name);
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : dims) t->add_dims(d);
-  for (float x : v) t->add_float_data(x);
-}
-
-onnx::NodeProto* add_node(onnx::GraphProto* g, const std::string& op, std::vector<std::string> in,
-                          std::vector<std::string> out) {
-  auto* n = g->add_node();
-  n->set_op_type(op);
-  n->set_name(op + "_" + out[0]);
-  for (auto& i : in) n->add_input(i);
-  for (auto& o : out) n->add_output(o);
-  return n;
-}
 
 // x [1,8,hw,hw] -> Conv(3x3, pad 1, bias) -> c [1,16,hw,hw], then `act`
 // builds the rest and names the outputs.

@@ -19,47 +19,13 @@
 
 #include "worker/engine/profile.h"
 #include "worker/engine/session.h"
+#include "tests/unit/graph_builder.h"
 
 using namespace torq::engine;
 
+using namespace torq::test;
+
 namespace {
-
-void add_value(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* vs, const std::string& name,
-               const std::vector<int64_t>& dims) {
-  auto* v = vs->Add();
-  v->set_name(name);
-  auto* tt = v->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-}
-
-std::vector<float> add_init(onnx::GraphProto* g, const std::string& name, const std::vector<int64_t>& dims,
-                            unsigned seed) {
-  auto* t = g->add_initializer();
-  t->set_name(name);
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  int64_t n = 1;
-  for (int64_t d : dims) {
-    t->add_dims(d);
-    n *= d;
-  }
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) {
-    x = u(rng);
-    t->add_float_data(x);
-  }
-  return v;
-}
-
-void add_node(onnx::GraphProto* g, const std::string& op, std::vector<std::string> in, const std::string& out) {
-  auto* n = g->add_node();
-  n->set_op_type(op);
-  n->set_name(op + "_" + out);
-  for (auto& i : in) n->add_input(i);
-  n->add_output(out);
-}
 
 struct Case {
   std::vector<int64_t> x;  // [..., K]
@@ -75,12 +41,12 @@ onnx::ModelProto bias_model(const Case& c, std::vector<float>* w = nullptr, std:
   m.add_opset_import()->set_version(17);
   auto* g = m.mutable_graph();
   add_value(g->mutable_input(), "x", c.x);
-  const auto wv = add_init(g, "w", {c.x.back(), c.n}, 3);
-  const auto bv = add_init(g, "b", c.bias_dims.empty() ? std::vector<int64_t>{c.n} : c.bias_dims, 4);
+  const auto wv = add_random_init(g, "w", {c.x.back(), c.n}, 3);
+  const auto bv = add_random_init(g, "b", c.bias_dims.empty() ? std::vector<int64_t>{c.n} : c.bias_dims, 4);
   if (w) *w = wv;
   if (bias) *bias = bv;
-  add_node(g, "MatMul", {"x", "w"}, "p");
-  add_node(g, "Add", c.bias_first ? std::vector<std::string>{"b", "p"} : std::vector<std::string>{"p", "b"}, "y");
+  add_node(g, "MatMul", {"x", "w"}, {"p"});
+  add_node(g, "Add", c.bias_first ? std::vector<std::string>{"b", "p"} : std::vector<std::string>{"p", "b"}, {"y"});
   std::vector<int64_t> out = c.x;
   out.back() = c.n;
   if (c.bias_dims.size() > out.size()) out.insert(out.begin(), c.bias_dims.size() - out.size(), 1);

@@ -20,8 +20,11 @@
 #include "worker/engine/kernels/concat_norm.h"
 #include "worker/engine/profile.h"
 #include "worker/engine/session.h"
+#include "tests/unit/graph_builder.h"
 
 using namespace torq::engine;
+
+using namespace torq::test;
 
 namespace {
 
@@ -153,31 +156,8 @@ TEST(ConcatNorm, NewParametersAreReloaded) {
 
 // ---------------------------------------------------------------- in a session
 
-void add_value(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* vs, const std::string& name,
-               std::vector<int64_t> dims) {
-  auto* v = vs->Add();
-  v->set_name(name);
-  auto* tt = v->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-}
-
 void add_init(onnx::GraphProto* g, const std::string& name, const Tensor& t) {
-  auto* p = g->add_initializer();
-  p->set_name(name);
-  p->set_data_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : t.shape()) p->add_dims(d);
-  for (int64_t i = 0; i < t.numel(); ++i) p->add_float_data(t.data<float>()[i]);
-}
-
-onnx::NodeProto* add_node(onnx::GraphProto* g, const std::string& op, std::vector<std::string> in,
-                          std::vector<std::string> out) {
-  auto* n = g->add_node();
-  n->set_op_type(op);
-  n->set_name(op + "_" + out[0]);
-  for (auto& i : in) n->add_input(i);
-  for (auto& o : out) n->add_output(o);
-  return n;
+  torq::test::add_init(g, name, t.shape(), std::vector<float>(t.data<float>(), t.data<float>() + t.numel()));
 }
 
 void set_int(onnx::NodeProto* n, const std::string& name, int64_t v) {

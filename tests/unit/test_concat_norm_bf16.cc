@@ -18,8 +18,11 @@
 
 #include "worker/engine/profile.h"
 #include "worker/engine/session.h"
+#include "tests/unit/graph_builder.h"
 
 using namespace torq::engine;
+
+using namespace torq::test;
 
 namespace {
 
@@ -36,34 +39,6 @@ float bits_f32(uint32_t b) {
 }
 
 float from_bf16(uint16_t b) { return bits_f32(static_cast<uint32_t>(b) << 16); }
-
-void add_value(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* vs, const std::string& name,
-               const std::vector<int64_t>& dims) {
-  auto* v = vs->Add();
-  v->set_name(name);
-  auto* tt = v->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-}
-
-void add_init(onnx::GraphProto* g, const std::string& name, const std::vector<int64_t>& dims,
-              const std::vector<float>& v) {
-  auto* p = g->add_initializer();
-  p->set_name(name);
-  p->set_data_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : dims) p->add_dims(d);
-  for (float f : v) p->add_float_data(f);
-}
-
-onnx::NodeProto* add_node(onnx::GraphProto* g, const std::string& op, const std::vector<std::string>& in,
-                          const std::string& out) {
-  auto* n = g->add_node();
-  n->set_op_type(op);
-  n->set_name(op + "_" + out);
-  for (const auto& i : in) n->add_input(i);
-  n->add_output(out);
-  return n;
-}
 
 // Per-channel BN parameters: every value exact in bf16 (the session rounds
 // initializers to bf16 in bf16 numerics).
@@ -154,12 +129,12 @@ onnx::ModelProto model(const Spec& s, const Params& p) {
       for (int64_t k = 0; k < ci * ci; ++k) wt.push_back(static_cast<float>(u(rng)) / 16.f);
       add_init(g, "w" + std::to_string(i), {ci, ci, 1, 1}, wt);
       piece = "conv" + std::to_string(i);
-      add_node(g, "Conv", {in, "w" + std::to_string(i)}, piece);
+      add_node(g, "Conv", {in, "w" + std::to_string(i)}, {piece});
     }
     pieces.push_back(piece);
     c += ci;
   }
-  auto* cat = add_node(g, "Concat", pieces, "cat");
+  auto* cat = add_node(g, "Concat", pieces, {"cat"});
   auto* axis = cat->add_attribute();
   axis->set_name("axis");
   axis->set_type(onnx::AttributeProto::INT);
@@ -168,17 +143,17 @@ onnx::ModelProto model(const Spec& s, const Params& p) {
   add_init(g, "B", {c}, p.bias);
   add_init(g, "mean", {c}, p.mean);
   add_init(g, "var", {c}, p.var);
-  auto* bn = add_node(g, "BatchNormalization", {"cat", "scale", "B", "mean", "var"}, "bn");
+  auto* bn = add_node(g, "BatchNormalization", {"cat", "scale", "B", "mean", "var"}, {"bn"});
   auto* eps = bn->add_attribute();
   eps->set_name("epsilon");
   eps->set_type(onnx::AttributeProto::FLOAT);
   eps->set_f(p.eps);
-  add_node(g, "Relu", {"bn"}, "y");
+  add_node(g, "Relu", {"bn"}, {"y"});
   if (s.conv_after) {
     std::vector<float> wt;
     for (int64_t k = 0; k < 8 * c; ++k) wt.push_back(static_cast<float>(u(rng)) / 32.f);
     add_init(g, "wz", {8, c, 1, 1}, wt);
-    add_node(g, "Conv", {"y", "wz"}, "z");
+    add_node(g, "Conv", {"y", "wz"}, {"z"});
     add_value(g->mutable_output(), "z", {1, 8, s.h, s.w});
   } else {
     add_value(g->mutable_output(), "y", {1, c, s.h, s.w});

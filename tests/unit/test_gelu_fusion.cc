@@ -18,38 +18,18 @@
 
 #include "worker/engine/profile.h"
 #include "worker/engine/session.h"
+#include "tests/unit/graph_builder.h"
 
 using namespace torq::engine;
 
+using namespace torq::test;
+
 namespace {
 
-void add_value(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* vs, const std::string& name,
-               const std::vector<int64_t>& dims) {
-  auto* v = vs->Add();
-  v->set_name(name);
-  auto* tt = v->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-}
-
 void add_scalar(onnx::GraphProto* g, const std::string& name, float v, std::vector<int64_t> dims = {}) {
-  auto* t = g->add_initializer();
-  t->set_name(name);
-  t->set_data_type(onnx::TensorProto::FLOAT);
   int64_t n = 1;
-  for (int64_t d : dims) {
-    t->add_dims(d);
-    n *= d;
-  }
-  for (int64_t i = 0; i < n; ++i) t->add_float_data(v);
-}
-
-void add_node(onnx::GraphProto* g, const std::string& op, std::vector<std::string> in, const std::string& out) {
-  auto* n = g->add_node();
-  n->set_op_type(op);
-  n->set_name(op + "_" + out);
-  for (auto& i : in) n->add_input(i);
-  n->add_output(out);
+  for (int64_t d : dims) n *= d;
+  add_init(g, name, dims, std::vector<float>(static_cast<size_t>(n), v));
 }
 
 struct Options {
@@ -69,17 +49,17 @@ onnx::ModelProto gelu_model(const Options& o) {
   add_scalar(g, "c", 1.4142135381698608f, o.divisor_dims);
   add_scalar(g, "one", 1.f);
   add_scalar(g, "half", 0.5f);
-  add_node(g, "Neg", {"x"}, "r");
-  add_node(g, "Div", {"r", "c"}, "d");
-  add_node(g, "Erf", {"d"}, "e");
+  add_node(g, "Neg", {"x"}, {"r"});
+  add_node(g, "Div", {"r", "c"}, {"d"});
+  add_node(g, "Erf", {"d"}, {"e"});
   if (o.swapped) {
-    add_node(g, "Add", {"one", "e"}, "a");
-    add_node(g, "Mul", {"a", "r"}, "m");
-    add_node(g, "Mul", {"half", "m"}, "y");
+    add_node(g, "Add", {"one", "e"}, {"a"});
+    add_node(g, "Mul", {"a", "r"}, {"m"});
+    add_node(g, "Mul", {"half", "m"}, {"y"});
   } else {
-    add_node(g, "Add", {"e", "one"}, "a");
-    add_node(g, "Mul", {"r", "a"}, "m");
-    add_node(g, "Mul", {"m", "half"}, "y");
+    add_node(g, "Add", {"e", "one"}, {"a"});
+    add_node(g, "Mul", {"r", "a"}, {"m"});
+    add_node(g, "Mul", {"m", "half"}, {"y"});
   }
   add_value(g->mutable_output(), "y", o.dims);
   if (o.erf_is_output) add_value(g->mutable_output(), "e", o.dims);
