@@ -28,11 +28,19 @@ namespace torq::coordinator {
 using namespace pipeline;
 using Clock = std::chrono::steady_clock;
 
-namespace {
+const char* engine_identity() { return TORQ_ENGINE_IDENTITY; }
 
-// Identity of the executor backend in cache keys (as torq-gen-config
-// discover): a digest of the executor sources this build was made from.
-constexpr const char* kEngineIdentity = TORQ_ENGINE_IDENTITY;
+bool foreign_engine(const std::string& toolchain, const std::string& engine) {
+  if (toolchain.rfind("torq-sim", 0) != 0) return false;  // a toolchain backend's, or none
+  return toolchain.rfind(engine, 0) != 0 || (toolchain.size() > engine.size() && toolchain[engine.size()] != ' ');
+}
+
+bool cacheable(const ExecResult& r, const std::string& engine) {
+  if (r.status == Status::kError && r.error_class != "unsupported" && r.error_class != "compile") return false;
+  return !foreign_engine(r.toolchain, engine);
+}
+
+namespace {
 
 std::string fmt(double v, int prec = 1) {
   char b[64];
@@ -177,8 +185,10 @@ class UnitServer {
 
   void done(const JobSpec& j, const ExecResult& r) {
     auto k = key_of_.find(j.id);
-    if (r.status != Status::kError || r.error_class == "unsupported" || r.error_class == "compile")
-      to_cache_.emplace_back(k != key_of_.end() ? std::move(k->second) : key(j), r);
+    if (cacheable(r, engine_identity())) to_cache_.emplace_back(k != key_of_.end() ? std::move(k->second) : key(j), r);
+    else if (foreign_engine(r.toolchain, engine_identity()) && warned_.insert(r.toolchain).second)
+      log_("warning: worker " + r.worker_id + " runs " + r.toolchain + ", not this coordinator's " +
+           engine_identity() + ": its results are recorded but not cached");
     if (k != key_of_.end()) key_of_.erase(k);
     ++t_.fleet_jobs;
     record(units_[by_key_.at(result_key_of(j))], j, r);
@@ -193,7 +203,7 @@ class UnitServer {
   Clock::time_point started() const { return started_; }
 
  private:
-  std::string key(const JobSpec& j) { return cache_key(j, profile_digest(j, digests_), kEngineIdentity); }
+  std::string key(const JobSpec& j) { return cache_key(j, profile_digest(j, digests_), engine_identity()); }
 
   void record(RunUnit& u, const JobSpec& j, const ExecResult& r) {
     if (!record_assigned(u, j, r, log_)) u.planner->finished(j, r);
@@ -252,6 +262,7 @@ class UnitServer {
   std::unordered_map<std::string, std::string> key_of_;  // job id -> cache key, computed in known()
   std::map<std::string, std::vector<Store::Commit>> cached_commits_;
   CacheWriter::Entries to_cache_;  // handed to the writer once per group commit
+  std::set<std::string> warned_;   // foreign engines already named in the log
   size_t rr_ = 0;                  // the unit next() looks at first
 };
 

@@ -11,6 +11,7 @@
 
 #include "tests/integration/models.h"
 #include "tests/integration/proc.h"
+#include "worker/runner/job_runner.h"
 
 using namespace torq::test;
 using json = nlohmann::ordered_json;
@@ -75,6 +76,14 @@ TEST(DiscoverDemo, EveryLayerReportedWithIdsLocationsAndHostNeverError) {
   EXPECT_TRUE(rep["ops"].contains("Conv_conv1"));
   EXPECT_EQ(rep["ops"]["Conv_conv1"]["recommended_executor"], "css");
   expect_compiler_consistent(rep, comp);
+  // Every result names the engine that computed it: this build's digest,
+  // the identity the coordinator keys its cache on.
+  const std::regex identity("torq-sim-[0-9a-f]{16} \\(oneDNN [0-9]+\\.[0-9]+\\.[0-9]+\\)");
+  for (auto& [id, op] : rep["ops"].items()) {
+    const std::string tc = op["executors"]["css"]["toolchain"];
+    EXPECT_TRUE(std::regex_match(tc, identity)) << id << ": " << tc;
+    EXPECT_EQ(tc, torq::runner::toolchain_identity()) << id;
+  }
   print_counts("demo fp32", rep);
 }
 

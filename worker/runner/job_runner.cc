@@ -10,7 +10,6 @@
 #include <set>
 #include <thread>
 
-#include <oneapi/dnnl/dnnl.h>
 #include <onnx/onnx_pb.h>
 
 #include "pipeline/compare.h"
@@ -84,12 +83,6 @@ ExecResult failed(ExecResult r, const std::string& cls, const std::string& msg, 
 }
 
 }  // namespace
-
-std::string toolchain_identity() {
-  const dnnl_version_t* v = dnnl_version();
-  return "torq-sim 0.1 (oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-         std::to_string(v->patch) + ")";
-}
 
 // A model as a worker holds it: the graph, its layers, and the reference
 // run on the seeded input that gives every layer its real inputs. That run

@@ -119,8 +119,9 @@ class JobRunner {
   std::map<std::string, Preloaded> preloaded_;  // by hash, until a load takes it
 };
 
-// The engine's identity ("torq-sim 0.1 (oneDNN X.Y.Z)"): the reference's,
-// and the sim backend's.
+// The engine's identity, "torq-sim-<digest of the executor sources and
+// libraries it was built from> (oneDNN X.Y.Z, the library it runs on)": the
+// reference's and the sim backend's, in every result. (engine_identity.cc)
 std::string toolchain_identity();
 
 }  // namespace torq::runner

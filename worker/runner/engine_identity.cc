@@ -1,0 +1,19 @@
+// toolchain_identity(): the generated engine digest (cmake/engine_identity.cmake)
+// with the oneDNN actually loaded. Alone in this file so that a changed
+// executor source recompiles only this when the digest changes.
+#include <oneapi/dnnl/dnnl.h>
+
+#include <string>
+
+#include "engine_identity.h"  // generated
+#include "worker/runner/job_runner.h"
+
+namespace torq::runner {
+
+std::string toolchain_identity() {
+  const dnnl_version_t* v = dnnl_version();
+  return std::string(TORQ_ENGINE_IDENTITY) + " (oneDNN " + std::to_string(v->major) + "." +
+         std::to_string(v->minor) + "." + std::to_string(v->patch) + ")";
+}
+
+}  // namespace torq::runner
