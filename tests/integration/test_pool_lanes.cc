@@ -5,10 +5,14 @@
 // caused it, and the jobs that shared its process run again uncharged.
 #include <gtest/gtest.h>
 
+#include <poll.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <deque>
 #include <map>
 #include <string>
+#include <thread>
 
 #include "pipeline/codec.h"
 #include "tests/integration/pool_run.h"
@@ -170,4 +174,32 @@ TEST(PoolLanes, AHangCostsOnlyItsJobWithJobsWaitingBehindIt) {
   EXPECT_EQ(hung.error_class, "timeout");
   EXPECT_EQ(hung.attempts, 1u);
   expect_others_succeeded_uncharged(r);
+}
+
+// Results that wait in the pipe together come out of one service() call,
+// so the caller commits them as one group: 4 jobs written at once (2
+// lanes, 2 waiting), and service() called only once every result has had
+// time to arrive (the demo's layer jobs take well under a millisecond each
+// once the first is back).
+TEST(PoolLanes, ResultsWaitingTogetherComeOutOfOneServiceCall) {
+  const std::string cache = cache_with_demo("lanes-batch");
+  runner::LocalPoolOptions o;
+  o.workers = 2;  // one process of 2 lanes
+  o.lanes = 2;
+  o.queue_ahead = 2;
+  o.cache_dir = cache;
+  runner::LocalPool pool(o);
+  ASSERT_EQ(pool.slots(), 4u);
+  for (const auto& j : demo_jobs({pipeline::Executor::kHost}, 4, 60000)) pool.submit(j);
+  EXPECT_TRUE(pool.service().empty());  // written to the process
+  ASSERT_EQ(pool.busy(), 4u);
+  std::vector<pollfd> fds;
+  for (int fd : pool.wait_fds()) fds.push_back({fd, POLLIN, 0});
+  ASSERT_EQ(fds.size(), 1u);
+  ASSERT_EQ(poll(fds.data(), fds.size(), 30000), 1);  // the first result is in
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const auto got = pool.service();
+  EXPECT_EQ(got.size(), 4u);
+  for (const auto& [job, r] : got) EXPECT_EQ(r.status, pipeline::Status::kSuccess) << job.id << ": " << r.error_message;
+  EXPECT_EQ(pool.busy(), 0u);
 }

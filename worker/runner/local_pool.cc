@@ -265,6 +265,18 @@ void LocalPool::start_queued(std::vector<Finished>& out) {
 }
 
 // One result frame from `s` (or its death).
+namespace {
+
+bool readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  int n;
+  do n = poll(&p, 1, 0);
+  while (n < 0 && errno == EINTR);
+  return n > 0 && (p.revents & POLLIN);
+}
+
+}  // namespace
+
 void LocalPool::read_result(Slot& s, std::vector<Finished>& out) {
   std::optional<std::string> frame;
   std::string why;
@@ -322,6 +334,9 @@ std::vector<LocalPool::Finished> LocalPool::service() {
     Slot& s = *owners[i];
     if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) {
       read_result(s, out);
+      // Lanes often finish together: results already in the pipe are read
+      // now, so the caller commits them as one group.
+      while (!s.running.empty() && readable(s.from_child)) read_result(s, out);
       continue;
     }
     for (const auto& r : s.running)
