@@ -1,9 +1,10 @@
 // GELU fusion (gelu_fusion.h): PyTorch's erf GELU, Div -> Erf -> Add -> Mul
 // -> Mul, runs as one pass headed by the Div. run() fuses, run_all() never
 // does: the two must be bit-identical (NaN, Inf, -0, the vector tail, the
-// parallel path, either operand order), the followers keep their NodeStat
-// with wall time 0, and the values are GELU's. Not fused across a graph
-// output or a second reader, in bf16 numerics, or with a non-scalar divisor.
+// parallel path, either operand order; in bf16 numerics with either
+// rounding too), the followers keep their NodeStat with wall time 0, and the
+// values are GELU's. Not fused across a graph output or a second reader, or
+// with a non-scalar divisor.
 #include <gtest/gtest.h>
 
 #include <onnx/onnx_pb.h>
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "worker/engine/dnnl_util.h"
 #include "worker/engine/profile.h"
 #include "worker/engine/session.h"
 #include "tests/unit/graph_builder.h"
@@ -71,24 +73,26 @@ struct Both {
   RunStats stats;
 };
 
-Both run_both(const onnx::ModelProto& m, Numerics num = Numerics::kAsModel) {
+Both run_both(const onnx::ModelProto& m, Numerics num = Numerics::kAsModel,
+              Rounding rounding = Rounding::kNearestEven) {
   SessionOptions so;
   so.numerics = num;
+  so.rounding = rounding;
   so.profile = std::make_shared<const ExecutorProfile>(ExecutorProfile::resolve("host"));
   auto s = Session::from_proto(m, so);
   Both r;
   r.in = s->random_inputs(7, -6.f, 6.f);
   // Special values at the start and in the last (padded) vector (n >= 11).
-  int64_t n = r.in[0].numel();
-  if (r.in[0].dtype() != DType::kF32) n = 0;  // bf16 numerics: the random bf16 values only
-  float* x = n ? r.in[0].data<float>() : nullptr;
+  const int64_t n = r.in[0].numel();
+  const bool bf16 = r.in[0].dtype() == DType::kBF16;
   const float inf = std::numeric_limits<float>::infinity();
   const std::vector<float> special{std::numeric_limits<float>::quiet_NaN(), inf, -inf, 0.f, -0.f, 1e-30f, -1e-30f,
                                    3e38f, -3e38f, 10.f, -10.f};
-  for (size_t i = 0; n && i < special.size(); ++i) {
-    x[i] = special[i];
-    x[n - 1 - static_cast<int64_t>(i)] = special[i];
-  }
+  for (size_t i = 0; i < special.size(); ++i)
+    for (int64_t at : {static_cast<int64_t>(i), n - 1 - static_cast<int64_t>(i)}) {
+      if (bf16) r.in[0].bf16()[at] = f32_to_bf16(special[i], Rounding::kNearestEven);
+      else r.in[0].data<float>()[at] = special[i];
+    }
   r.fused = s->run(r.in);
   r.stats = s->last_stats();
   const auto all = s->run_all(r.in);
@@ -130,6 +134,30 @@ TEST(GeluFusion, BitIdenticalToTheUnfusedNodes) {
     }
 }
 
+// bf16 numerics: every step rounded to bf16 as the nodes round their
+// outputs, with either rounding; fused only where the Div computes in bf16
+// (a CPU with native bf16), else the nodes run one by one.
+TEST(GeluFusion, BitIdenticalToTheUnfusedNodesInBf16WithEitherRounding) {
+  for (Rounding rounding : {Rounding::kNearestEven, Rounding::kTruncate})
+    for (bool swapped : {false, true})
+      for (const std::vector<int64_t>& dims : {std::vector<int64_t>{2, 3, 37, 41}, std::vector<int64_t>{1, 56, 56, 24},
+                                               std::vector<int64_t>{19}}) {
+        SCOPED_TRACE(std::string(rounding == Rounding::kTruncate ? "truncate, " : "rne, ") +
+                     (swapped ? "swapped, " : "") + std::to_string(dims.size()) + "-D");
+        Options o;
+        o.dims = dims;
+        o.swapped = swapped;
+        const Both r = run_both(gelu_model(o), Numerics::kBF16, rounding);
+        ASSERT_EQ(r.fused[0].dtype(), DType::kBF16);
+        expect_identical(r.fused[0], r.unfused[0]);
+        EXPECT_EQ(ran_fused(r.stats), dnnl_bf16_supported());
+        const bf16_t* y = r.fused[0].bf16();
+        EXPECT_TRUE(std::isnan(bf16_to_f32(y[0])));            // x = NaN
+        EXPECT_EQ(bf16_to_f32(y[2]), std::numeric_limits<float>::infinity());  // r = +inf
+        EXPECT_EQ(bf16_to_f32(y[10]), 10.f);                     // r = 10
+      }
+}
+
 TEST(GeluFusion, ValuesAreGelu) {
   const Both r = run_both(gelu_model({}));
   ASSERT_TRUE(ran_fused(r.stats));
@@ -150,16 +178,13 @@ TEST(GeluFusion, ValuesAreGelu) {
   EXPECT_GT(checked, 9000);
 }
 
-TEST(GeluFusion, NotAcrossAGraphOutputNorInBf16NorWithATensorDivisor) {
+TEST(GeluFusion, NotAcrossAGraphOutputNorWithATensorDivisor) {
   Options out;
   out.erf_is_output = true;
   const Both a = run_both(gelu_model(out));
   for (size_t i = 0; i < 2; ++i) expect_identical(a.fused[i], a.unfused[i]);
   EXPECT_FALSE(ran_fused(a.stats));
 
-  const Both b = run_both(gelu_model({}), Numerics::kBF16);
-  expect_identical(b.fused[0], b.unfused[0]);
-  EXPECT_FALSE(ran_fused(b.stats));
 
   Options vec;
   vec.dims = {2, 3, 5, 4};

@@ -5,16 +5,20 @@
 #include <optional>
 #include <set>
 
+#include "worker/engine/dnnl_util.h"
+
 namespace torq::engine {
 
 namespace {
 
-// The value of a constant fp32 scalar (any rank, one element).
+// The value of a constant fp32 or bf16 scalar (any rank, one element).
 bool f32_scalar(int v, const std::vector<Tensor>& constants, float* out) {
   if (v < 0) return false;
   const Tensor& t = constants[static_cast<size_t>(v)];
-  if (!t.defined() || !t.is_plain() || t.numel() != 1 || t.dtype() != DType::kF32) return false;
-  *out = t.data<float>()[0];
+  if (!t.defined() || !t.is_plain() || t.numel() != 1) return false;
+  if (t.dtype() == DType::kF32) *out = t.data<float>()[0];
+  else if (t.dtype() == DType::kBF16) *out = bf16_to_f32(t.bf16()[0]);
+  else return false;
   return true;
 }
 
@@ -66,7 +70,10 @@ std::optional<ActChain> gelu_at(const Graph& g, int div) {
   ch.head = div;
   ch.followers = {erf, add, mul, half};
   ch.act = {ActKind::kGelu, 0, 0, k1, k2};
-  ch.exact_in_bf16 = false;
+  // In bf16 the Div computes on bf16 values only where kernels run bf16
+  // natively; elsewhere the session hands it fp32 and the fp32 pass would
+  // skip the rounding between steps.
+  ch.exact_in_bf16 = dnnl_bf16_supported();
   return ch;
 }
 

@@ -6,10 +6,12 @@
 // k1 and k2 in FusedActivation::alpha and beta): per element the same IEEE
 // division, libmvec erf (vec_math.h), addition and two multiplications as
 // the five kernels one by one, so the result is bit-identical, NaN, Inf and
-// -0 included (tests/unit/test_gelu_fusion.cc). fp32 only: the chain is not
-// exact in bf16 numerics (the unfused nodes round between steps), and the
-// Div declines (the nodes then run one by one) when x is not a dense fp32
-// tensor or c is not one fp32 value. Never across a value that is a graph
+// -0 included (tests/unit/test_gelu_fusion.cc). In bf16 (bf16 numerics, on
+// a CPU where the kernels compute bf16 natively) the pass rounds each step
+// to bf16 with the session's rounding, as the unfused nodes' outputs are,
+// and is bit-identical to them too. The Div declines (the nodes then run one
+// by one) when x is not a dense fp32 or bf16 tensor or c is not one value of
+// its type. Never across a value that is a graph
 // output or has another reader (d, e, a, m must be private to the chain; x
 // may have any readers). ConvNeXt's 18 GELUs: 5 passes over 8.5 M floats
 // become one.

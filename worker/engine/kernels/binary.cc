@@ -181,16 +181,22 @@ class ArithKernel final : public Kernel {
   }
 
  private:
-  // The fused GELU over a dense fp32 x and one fp32 divisor; false (the
+  // The fused GELU over a dense x and one divisor, both fp32 or both bf16
+  // (bf16 numerics: rounded between steps as the nodes round); false (the
   // chain runs node by node) otherwise.
   bool run_gelu(KernelContext& ctx, const Tensor& x, const Tensor& c) const {
     const FusedActivation& f = *ctx.fused();
-    if (f.kind != ActKind::kGelu || op_ != Arith::kDiv || legacy_.legacy || x.dtype() != DType::kF32 ||
-        c.dtype() != DType::kF32 || c.numel() != 1 || !x.is_plain() || !c.is_plain())
+    const DType dt = x.dtype();
+    if (f.kind != ActKind::kGelu || op_ != Arith::kDiv || legacy_.legacy ||
+        (dt != DType::kF32 && dt != DType::kBF16) || c.dtype() != dt || c.numel() != 1 || !x.is_plain() ||
+        !c.is_plain())
       return false;
-    Tensor out(DType::kF32, x.shape());
-    vm::gelu_f32(static_cast<const float*>(x.raw()), c.data<float>()[0], f.alpha, f.beta,
-                 static_cast<float*>(out.raw()), x.numel());
+    Tensor out(dt, x.shape());
+    if (dt == DType::kF32)
+      vm::gelu_f32(static_cast<const float*>(x.raw()), c.data<float>()[0], f.alpha, f.beta,
+                   static_cast<float*>(out.raw()), x.numel());
+    else
+      vm::gelu_bf16(x.bf16(), bf16_to_f32(c.bf16()[0]), f.alpha, f.beta, out.bf16(), x.numel(), ctx.rounding());
     ctx.output(0) = out;
     return true;
   }

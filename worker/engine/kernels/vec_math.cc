@@ -48,6 +48,48 @@ void gelu_chunk_avx2(const float* x, float c, float k1, float k2, float* out, in
     std::copy(buf, buf + (n - i), out + i);
   }
 }
+// round_to_bf16(v, r) per lane (dtype.h), NaN quieted as it does: the
+// value the next node reads after the previous one's output was rounded.
+__m256 round_bf16_avx2(__m256 v, bool nearest_even) {
+  const __m256i bits = _mm256_castps_si256(v);
+  const __m256i hi = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  __m256i r = bits;
+  if (nearest_even) {
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+    r = _mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7fff)), lsb);
+  }
+  r = _mm256_and_si256(r, hi);
+  const __m256i abs = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff));
+  const __m256i nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f800000));
+  const __m256i quiet = _mm256_and_si256(_mm256_or_si256(bits, _mm256_set1_epi32(0x00400000)), hi);
+  return _mm256_castsi256_ps(_mm256_blendv_epi8(r, quiet, nan));
+}
+// gelu_bf16's chain per 8 lanes: gelu_chunk_avx2's steps, each rounded.
+void gelu_bf16_chunk_avx2(const bf16_t* x, float c, float k1, float k2, bf16_t* out, int64_t n, bool ne) {
+  const __m256 vc = _mm256_set1_ps(c), v1 = _mm256_set1_ps(k1), v2 = _mm256_set1_ps(k2);
+  const auto step = [&](__m128i x16) {
+    const __m256 vx = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(x16), 16));
+    const __m256 d = round_bf16_avx2(_mm256_div_ps(vx, vc), ne);
+    const __m256 e = round_bf16_avx2(_ZGVdN8v_erff(d), ne);
+    const __m256 a = round_bf16_avx2(_mm256_add_ps(e, v1), ne);
+    const __m256 m = round_bf16_avx2(_mm256_mul_ps(vx, a), ne);
+    const __m256i y = _mm256_srli_epi32(_mm256_castps_si256(round_bf16_avx2(_mm256_mul_ps(m, v2), ne)), 16);
+    // 8 x 32-bit lanes to 8 x 16 bits (packus within 128-bit halves, then
+    // the halves' low quadwords together).
+    const __m256i packed = _mm256_packus_epi32(y, y);
+    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08));
+  };
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     step(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
+  if (i < n) {  // the tail through one padded vector, as erf_chunk_avx2
+    alignas(16) bf16_t buf[8] = {};
+    std::copy(x + i, x + n, buf);
+    _mm_store_si128(reinterpret_cast<__m128i*>(buf), step(_mm_load_si128(reinterpret_cast<const __m128i*>(buf))));
+    std::copy(buf, buf + (n - i), out + i);
+  }
+}
 #pragma GCC pop_options
 
 void erf_chunk(const float* in, float* out, int64_t n) {
@@ -100,6 +142,36 @@ void gelu_f32(const float* x, float c, float k1, float k2, float* out, int64_t n
       const float m = xi[i] * a;
       o[i] = m * k2;
     }
+  }
+}
+
+void gelu_bf16(const bf16_t* x, float c, float k1, float k2, bf16_t* out, int64_t n, Rounding r) {
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for if (n > 32768) schedule(static)
+  for (int64_t ch = 0; ch < chunks; ++ch) {
+    const int64_t b = ch * kChunk, len = std::min(kChunk, n - b);
+    if (has_avx2()) {
+      gelu_bf16_chunk_avx2(x + b, c, k1, k2, out + b, len, r == Rounding::kNearestEven);
+      continue;
+    }
+    const size_t un = static_cast<size_t>(len);
+    float xs[kChunk], v[kChunk];
+    bf16_t t[kChunk];
+    const auto to_bf16_and_back = [&] {  // what the next node reads
+      convert_f32_to_bf16(v, t, un, r);
+      convert_bf16_to_f32(t, v, un);
+    };
+    convert_bf16_to_f32(x + b, xs, un);
+    for (int64_t i = 0; i < len; ++i) v[i] = xs[i] / c;
+    to_bf16_and_back();
+    erf_chunk(v, v, len);
+    to_bf16_and_back();
+    for (int64_t i = 0; i < len; ++i) v[i] = v[i] + k1;
+    to_bf16_and_back();
+    for (int64_t i = 0; i < len; ++i) v[i] = xs[i] * v[i];
+    to_bf16_and_back();
+    for (int64_t i = 0; i < len; ++i) v[i] = v[i] * k2;
+    convert_f32_to_bf16(v, out + b, un, r);
   }
 }
 

@@ -23,5 +23,9 @@ void erf_bf16(const bf16_t* in, bf16_t* out_bf16, float* out_f32, int64_t n, Rou
 // Erf (erf_f32's numbers), Add and Mul kernels round it (in == out not
 // allowed); in parallel when n is large.
 void gelu_f32(const float* x, float c, float k1, float k2, float* out, int64_t n);
+// The same chain over bf16 values as bf16 numerics runs it node by node:
+// each step computed in fp32 from bf16 values (erf as erf_f32) and its
+// result rounded to bf16 with `r` before the next step reads it.
+void gelu_bf16(const bf16_t* x, float c, float k1, float k2, bf16_t* out, int64_t n, Rounding r);
 
 }  // namespace torq::engine::vm
