@@ -39,6 +39,10 @@ struct Options {
   bool swapped = false;                     // the Add's and Muls' operands the other way round
   bool erf_is_output = false;               // e also a graph output
   std::vector<int64_t> divisor_dims{};      // the divisor's shape (scalar by default)
+  float k1 = 1.f, k2 = 0.5f;                // the Add's and the last Mul's constants
+  // Which of c, k1, k2 are Constant nodes (which bf16 numerics keeps fp32)
+  // rather than initializers (which it rounds to bf16).
+  bool c_node = false, k1_node = false, k2_node = false;
 };
 
 // x -> Relu -> r (so the chain's x is computed), then the GELU of r.
@@ -48,9 +52,19 @@ onnx::ModelProto gelu_model(const Options& o) {
   m.add_opset_import()->set_version(17);
   auto* g = m.mutable_graph();
   add_value(g->mutable_input(), "x", o.dims);
-  add_scalar(g, "c", 1.4142135381698608f, o.divisor_dims);
-  add_scalar(g, "one", 1.f);
-  add_scalar(g, "half", 0.5f);
+  const auto scalar = [&](const std::string& name, float v, bool node, std::vector<int64_t> dims = {}) {
+    if (!node) return add_scalar(g, name, v, dims);
+    auto* n = add_node(g, "Constant", {}, {name});
+    auto* a = n->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) a->mutable_t()->add_dims(d);
+    a->mutable_t()->add_float_data(v);
+  };
+  scalar("c", 1.4142135381698608f, o.c_node, o.divisor_dims);
+  scalar("one", o.k1, o.k1_node);
+  scalar("half", o.k2, o.k2_node);
   add_node(g, "Neg", {"x"}, {"r"});
   add_node(g, "Div", {"r", "c"}, {"d"});
   add_node(g, "Erf", {"d"}, {"e"});
@@ -156,6 +170,28 @@ TEST(GeluFusion, BitIdenticalToTheUnfusedNodesInBf16WithEitherRounding) {
         EXPECT_EQ(bf16_to_f32(y[2]), std::numeric_limits<float>::infinity());  // r = +inf
         EXPECT_EQ(bf16_to_f32(y[10]), 10.f);                     // r = 10
       }
+}
+
+// Constants bf16 numerics leaves fp32 (Constant nodes): all three fp32,
+// with k1 and k2 not exact in bf16, the chain fuses and reads them as the
+// Add and Mul do (rounded to bf16); an fp32 k1 beside bf16 c and k2, or
+// the other way round, does not fuse. Bit-identical either way.
+TEST(GeluFusion, Bf16WithConstantsOfEitherTypeIsBitIdentical) {
+  for (Rounding rounding : {Rounding::kNearestEven, Rounding::kTruncate}) {
+    Options all_nodes;
+    all_nodes.k1 = 1.1f;
+    all_nodes.k2 = 0.3f;
+    all_nodes.c_node = all_nodes.k1_node = all_nodes.k2_node = true;
+    const Both a = run_both(gelu_model(all_nodes), Numerics::kBF16, rounding);
+    expect_identical(a.fused[0], a.unfused[0]);
+    EXPECT_EQ(ran_fused(a.stats), dnnl_bf16_supported());
+
+    Options mixed = all_nodes;
+    mixed.c_node = mixed.k2_node = false;  // k1 fp32, c and k2 bf16
+    const Both b = run_both(gelu_model(mixed), Numerics::kBF16, rounding);
+    expect_identical(b.fused[0], b.unfused[0]);
+    EXPECT_FALSE(ran_fused(b.stats));
+  }
 }
 
 TEST(GeluFusion, ValuesAreGelu) {

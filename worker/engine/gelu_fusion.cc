@@ -11,14 +11,16 @@ namespace torq::engine {
 
 namespace {
 
-// The value of a constant fp32 or bf16 scalar (any rank, one element).
-bool f32_scalar(int v, const std::vector<Tensor>& constants, float* out) {
+// The value of a constant fp32 or bf16 scalar (any rank, one element); its
+// dtype in *dt.
+bool f32_scalar(int v, const std::vector<Tensor>& constants, float* out, DType* dt) {
   if (v < 0) return false;
   const Tensor& t = constants[static_cast<size_t>(v)];
   if (!t.defined() || !t.is_plain() || t.numel() != 1) return false;
   if (t.dtype() == DType::kF32) *out = t.data<float>()[0];
   else if (t.dtype() == DType::kBF16) *out = bf16_to_f32(t.bf16()[0]);
   else return false;
+  *dt = t.dtype();
   return true;
 }
 
@@ -52,20 +54,25 @@ std::optional<ActChain> gelu_at(const Graph& g, int div) {
   const ActNode& d = g.nodes[static_cast<size_t>(div)];
   if (!d.runs || d.info->op_type() != "Div" || d.in.size() != 2 || d.out.size() != 1 || d.in[0] < 0) return {};
   float c = 0, k1 = 0, k2 = 0;
+  DType tc = DType::kF32, t1 = DType::kF32, t2 = DType::kF32;
   const int x = d.in[0];
-  if (g.constants[static_cast<size_t>(x)].defined() || !f32_scalar(d.in[1], g.constants, &c)) return {};
+  if (g.constants[static_cast<size_t>(x)].defined() || !f32_scalar(d.in[1], g.constants, &c, &tc)) return {};
   const int erf = g.sole_reader(d.out[0], "Erf");
   if (erf < 0) return {};
   const int add = g.sole_reader(g.nodes[static_cast<size_t>(erf)].out[0], "Add");
   if (add < 0 || !f32_scalar(Graph::other_input(g.nodes[static_cast<size_t>(add)], g.nodes[static_cast<size_t>(erf)].out[0]),
-                             g.constants, &k1))
+                             g.constants, &k1, &t1))
     return {};
   const int a = g.nodes[static_cast<size_t>(add)].out[0];
   const int mul = g.sole_reader(a, "Mul");
   if (mul < 0 || Graph::other_input(g.nodes[static_cast<size_t>(mul)], a) != x) return {};
   const int m = g.nodes[static_cast<size_t>(mul)].out[0];
   const int half = g.sole_reader(m, "Mul");
-  if (half < 0 || !f32_scalar(Graph::other_input(g.nodes[static_cast<size_t>(half)], m), g.constants, &k2)) return {};
+  if (half < 0 || !f32_scalar(Graph::other_input(g.nodes[static_cast<size_t>(half)], m), g.constants, &k2, &t2))
+    return {};
+  // Mixed: an fp32 Div (no bf16 input) would run the fp32 pass while a
+  // bf16 k1 or k2 makes its Add or Mul round.
+  if (t1 != tc || t2 != tc) return {};
   ActChain ch;
   ch.head = div;
   ch.followers = {erf, add, mul, half};

@@ -196,7 +196,10 @@ class ArithKernel final : public Kernel {
       vm::gelu_f32(static_cast<const float*>(x.raw()), c.data<float>()[0], f.alpha, f.beta,
                    static_cast<float*>(out.raw()), x.numel());
     else
-      vm::gelu_bf16(x.bf16(), bf16_to_f32(c.bf16()[0]), f.alpha, f.beta, out.bf16(), x.numel(), ctx.rounding());
+      // k1 and k2 as the Add and Mul read them: a bf16 constant as it is,
+      // an fp32 one (a Constant node's) converted to bf16 first.
+      vm::gelu_bf16(x.bf16(), bf16_to_f32(c.bf16()[0]), round_to_bf16(f.alpha, ctx.rounding()),
+                    round_to_bf16(f.beta, ctx.rounding()), out.bf16(), x.numel(), ctx.rounding());
     ctx.output(0) = out;
     return true;
   }
