@@ -1,20 +1,29 @@
 # Writes OUT, a header defining TORQ_ENGINE_IDENTITY: "torq-sim-" and the
-# first 16 hex digits of a SHA-256 over every source under DIR (*.cc, *.h,
-# each by relative path and contents) and EXTRA (library versions). The
-# result cache keys on it, so a changed executor (engine, simulator, runner
-# or a library under them) never reuses a result an older one computed.
-# OUT is rewritten only when the identity changes, so a build recompiles its
-# user only then.
-#   cmake -DDIR=<worker dir> -DOUT=<header> [-DEXTRA=<string>] -P engine_identity.cmake
+# first 16 hex digits of a SHA-256 over every source under the directories
+# DIR ('|'-separated; *.cc, *.h, each by directory name, relative path and
+# contents), EXTRA and the contents of EXTRA_FILE (library versions). The
+# result cache keys on it, so a changed executor (engine, simulator, runner,
+# the pipeline code they use, or a library under them) never reuses a
+# result an older one computed. OUT is rewritten only when the identity
+# changes, so a build recompiles its users only then.
+#   cmake -DDIR=<dir>[|<dir>...] -DOUT=<header> [-DEXTRA=<string>] [-DEXTRA_FILE=<file>] -P engine_identity.cmake
 if(NOT DIR OR NOT OUT)
   message(FATAL_ERROR "engine_identity.cmake: DIR and OUT are required")
 endif()
-file(GLOB_RECURSE sources RELATIVE "${DIR}" "${DIR}/*.cc" "${DIR}/*.h")
-list(SORT sources)
 set(all "${EXTRA}\n")
-foreach(f IN LISTS sources)
-  file(SHA256 "${DIR}/${f}" h)
-  string(APPEND all "${f} ${h}\n")
+if(EXTRA_FILE)
+  file(READ "${EXTRA_FILE}" extra_file)
+  string(APPEND all "${extra_file}\n")
+endif()
+string(REPLACE "|" ";" dirs "${DIR}")
+foreach(dir IN LISTS dirs)
+  get_filename_component(name "${dir}" NAME)
+  file(GLOB_RECURSE sources RELATIVE "${dir}" "${dir}/*.cc" "${dir}/*.h")
+  list(SORT sources)
+  foreach(f IN LISTS sources)
+    file(SHA256 "${dir}/${f}" h)
+    string(APPEND all "${name}/${f} ${h}\n")
+  endforeach()
 endforeach()
 string(SHA256 digest "${all}")
 string(SUBSTRING "${digest}" 0 16 digest)

@@ -31,8 +31,16 @@ using Clock = std::chrono::steady_clock;
 const char* engine_identity() { return TORQ_ENGINE_IDENTITY; }
 
 bool foreign_engine(const std::string& toolchain, const std::string& engine) {
-  if (toolchain.rfind("torq-sim", 0) != 0) return false;  // a toolchain backend's, or none
-  return toolchain.rfind(engine, 0) != 0 || (toolchain.size() > engine.size() && toolchain[engine.size()] != ' ');
+  // The sim backend's identity starts with its engine's; a toolchain
+  // backend's names the engine of its reference run in "[engine ...]".
+  size_t at = 0;
+  if (toolchain.rfind("torq-sim", 0) != 0) {
+    const size_t tag = toolchain.find("[engine ");
+    if (tag == std::string::npos) return false;  // none named
+    at = tag + 8;
+  }
+  const size_t end = toolchain.find_first_of(" ]", at);
+  return toolchain.compare(at, end == std::string::npos ? std::string::npos : end - at, engine) != 0;
 }
 
 bool cacheable(const ExecResult& r, const std::string& engine) {

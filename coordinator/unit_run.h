@@ -39,7 +39,9 @@ namespace torq::coordinator {
 const char* engine_identity();
 // True when `toolchain` (a result's) names a sim engine other than `engine`:
 // a worker built from other sources (or an older build) than this
-// coordinator. A toolchain backend's, or an empty one, is never foreign.
+// coordinator. The sim backend's identity starts with its engine's; a
+// toolchain backend's names the engine of its reference run as
+// "[engine torq-sim-<digest> ...]". One that names none is not foreign.
 bool foreign_engine(const std::string& toolchain, const std::string& engine);
 // Whether a worker's result may enter the cache under `engine`'s keys: not
 // an infrastructure error (a crash or timeout says nothing about the layer;

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "coordinator/unit_run.h"
 #include "pipeline/store.h"
 #include "tests/board/board_fleet.h"
 #include "tests/board/sshd_fixture.h"
@@ -110,6 +111,12 @@ TEST_F(BoardWorker, DemoOverSshGivesTheSimBackendsResults) {
   EXPECT_NE(board["ops"].begin().value()["executors"]["host"]["toolchain"].get<std::string>().find(
                 "on board " + sshd_->address().user + "@127.0.0.1:" + std::to_string(sshd_->port())),
             std::string::npos);
+  // It names the engine of its reference run, this build's: its results may
+  // be cached under this coordinator's keys.
+  const std::string tc = board["ops"].begin().value()["executors"]["host"]["toolchain"];
+  EXPECT_NE(tc.find(std::string("[engine ") + torq::coordinator::engine_identity() + " (oneDNN "), std::string::npos)
+      << tc;
+  EXPECT_FALSE(torq::coordinator::foreign_engine(tc, torq::coordinator::engine_identity())) << tc;
   // Runtime = the board's wall time (bash `time`), in ms: > 0 everywhere it ran.
   size_t timed = 0;
   for (const auto& [id, op] : board["ops"].items())

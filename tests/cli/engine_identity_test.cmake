@@ -1,5 +1,6 @@
-# cmake/engine_identity.cmake on a scratch source tree: the identity changes
-# when a source's contents, a new source or EXTRA change, and only then
+# cmake/engine_identity.cmake on a scratch source tree of two directories:
+# the identity changes when a source's contents (in either directory), a
+# new source, EXTRA or EXTRA_FILE's contents change, and only then
 # (a touch or a revert gives the old identity back, and leaves the header's
 # file alone so nothing that includes it recompiles).
 #   cmake -DSCRIPT=<engine_identity.cmake> -DWORK=<scratch dir> -P engine_identity_test.cmake
@@ -7,10 +8,14 @@ file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}/src/engine")
 file(WRITE "${WORK}/src/engine/conv.cc" "int conv() { return 1; }\n")
 file(WRITE "${WORK}/src/engine/conv.h" "int conv();\n")
+file(MAKE_DIRECTORY "${WORK}/lib/base")  # a second directory (pipeline/ in the build)
+file(WRITE "${WORK}/lib/base/dtype.h" "int round();\n")
+file(WRITE "${WORK}/libs.txt" "protobuf 3.21\n")  # EXTRA_FILE (the versions found at configure time)
 set(out "${WORK}/engine_identity.h")
 
 function(identity extra result)
-  execute_process(COMMAND "${CMAKE_COMMAND}" -DDIR=${WORK}/src -DOUT=${out} "-DEXTRA=${extra}" -P "${SCRIPT}"
+  execute_process(COMMAND "${CMAKE_COMMAND}" "-DDIR=${WORK}/src|${WORK}/lib" -DOUT=${out} "-DEXTRA=${extra}"
+                          -DEXTRA_FILE=${WORK}/libs.txt -P "${SCRIPT}"
                   RESULT_VARIABLE rc ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "engine_identity.cmake failed (${rc}): ${err}")
@@ -65,6 +70,14 @@ file(RENAME "${WORK}/src/engine/conv2.h" "${WORK}/src/engine/conv.h")
 
 identity("dnnl 3.0" lib)
 expect_ne("${lib}" "${base}" "another library version")
+file(WRITE "${WORK}/libs.txt" "protobuf 3.22\n")
+identity("dnnl 2.6" lib_file)
+expect_ne("${lib_file}" "${base}" "another library version in EXTRA_FILE")
+file(WRITE "${WORK}/libs.txt" "protobuf 3.21\n")
+file(WRITE "${WORK}/lib/base/dtype.h" "int round(int);\n")
+identity("dnnl 2.6" second)
+expect_ne("${second}" "${base}" "an edited source in the second directory")
+file(WRITE "${WORK}/lib/base/dtype.h" "int round();\n")
 file(WRITE "${WORK}/src/engine/notes.txt" "not a source\n")
 identity("dnnl 2.6" other)
 expect_eq("${other}" "${base}" "a file that is not a source")

@@ -41,8 +41,13 @@ TEST(EngineIdentity, AnotherOrOlderSimEngineIsForeignAToolchainNever) {
   EXPECT_TRUE(foreign_engine("torq-sim-fedcba9876543210 (oneDNN 2.6.3)", id));
   EXPECT_TRUE(foreign_engine("torq-sim 0.1 (oneDNN 2.6.3)", id));  // before the digest
   EXPECT_TRUE(foreign_engine(id + "ff (oneDNN 2.6.3)", id));       // a longer digest with ours as prefix
-  EXPECT_FALSE(foreign_engine("toolchain sl2610 (/opt/torq; chip sl2610, hw astra)", id));
+  EXPECT_FALSE(foreign_engine("toolchain sl2610 (/opt/torq; chip sl2610, hw astra)", id));  // names none
   EXPECT_FALSE(foreign_engine("", id));
+  // A toolchain backend's names its reference engine; its path may say torq-sim.
+  const std::string tc = "toolchain standin (/b/bin/torq-sim; chip sl2610, hw astra) on board 127.0.0.1 [engine ";
+  EXPECT_FALSE(foreign_engine(tc + id + " (oneDNN 2.6.3)]", id));
+  EXPECT_TRUE(foreign_engine(tc + "torq-sim-fedcba9876543210 (oneDNN 2.6.3)]", id));
+  EXPECT_TRUE(foreign_engine(tc + "torq-sim 0.1 (oneDNN 2.6.3)]", id));
 }
 
 TEST(EngineIdentity, OnlyOwnEnginesLayerVerdictsAreCached) {
@@ -56,5 +61,6 @@ TEST(EngineIdentity, OnlyOwnEnginesLayerVerdictsAreCached) {
   EXPECT_FALSE(cacheable(result(Status::kError, own, "timeout"), id));
   EXPECT_FALSE(cacheable(result(Status::kSuccess, other), id));
   EXPECT_FALSE(cacheable(result(Status::kError, other, "unsupported"), id));
-  EXPECT_TRUE(cacheable(result(Status::kSuccess, "toolchain sl2610 (/opt/torq)"), id));
+  EXPECT_TRUE(cacheable(result(Status::kSuccess, "toolchain sl2610 (/opt/torq) [engine " + own + "]"), id));
+  EXPECT_FALSE(cacheable(result(Status::kSuccess, "toolchain sl2610 (/opt/torq) [engine " + other + "]"), id));
 }

@@ -12,6 +12,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "worker/runner/job_runner.h"
+
 #include "worker/board/remote_script.h"
 
 #include "worker/toolchain/raw_tensor.h"
@@ -102,7 +104,9 @@ ToolchainBackend::~ToolchainBackend() = default;  // the board: lock released, m
 std::string ToolchainBackend::identity() const {
   std::string id = "toolchain " + cfg_.name + " (" + cfg_.path + "; chip " + cfg_.chip + ", hw " + cfg_.hw_type + ")";
   if (board_settings_) id += " on board " + board::to_string(board_settings_->address);
-  return id;
+  // Its results are judged against this worker's engine (the reference run):
+  // the coordinator caches them only when that engine is its own.
+  return id + " [engine " + runner::toolchain_identity() + "]";
 }
 
 bool ToolchainBackend::run_on_board(const Job& job, const Step& run_step, bool profile, uint32_t runs,
