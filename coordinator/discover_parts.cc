@@ -31,12 +31,6 @@ std::string builtin_profile_path(Executor e) {
 
 }  // namespace
 
-std::string fmt(double v, int prec) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.*f", prec, v);
-  return b;
-}
-
 std::map<Executor, std::string> read_targets(const std::string& file) {
   std::ifstream f(file);
   if (!f) throw PipelineError(file + ": cannot open targets file");

@@ -14,6 +14,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "coordinator/discover.h"
+#include "coordinator/fmt.h"
 #include "coordinator/local_fleet.h"
 #include "pipeline/plan.h"
 #include "pipeline/report.h"
@@ -63,7 +64,6 @@ class DiscoverLog {
   bool shown_ = false;
 };
 
-std::string fmt(double v, int prec = 1);
 // Throws PipelineError when the directory cannot be created or written.
 void check_writable_dir(const std::string& dir);
 // --targets FILE: a YAML map from executor name to a profile file (relative

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "coordinator/fmt.h"
 #include "coordinator/unit_run.h"
 #include "pipeline/model_import.h"
 #include "pipeline/report.h"
@@ -19,15 +20,6 @@ namespace fs = std::filesystem;
 using namespace pipeline;
 using Clock = std::chrono::steady_clock;
 
-namespace {
-
-std::string fmt(double v, int prec = 1) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.*f", prec, v);
-  return b;
-}
-
-}  // namespace
 
 void print_serve_totals(const ServeTotals& t, double wall_s, std::ostream& out) {
   std::string classes;

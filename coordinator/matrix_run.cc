@@ -24,6 +24,7 @@
 #include "pipeline/base/utc.h"
 #include "coordinator/assignment_file.h"
 #include "coordinator/fleet_run.h"
+#include "coordinator/fmt.h"
 #include "coordinator/local_fleet.h"
 #include "coordinator/matrix_history.h"
 #include "coordinator/quantized_variant.h"
@@ -47,12 +48,6 @@ using namespace pipeline::matrix;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-std::string fmt(double v, int prec) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.*f", prec, v);
-  return b;
-}
 
 void write_text(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";

@@ -16,19 +16,16 @@
 #include <onnx/onnx_pb.h>
 
 #include "coordinator/assigned_run.h"
+#include "coordinator/fmt.h"
 #include "pipeline/mlir.h"
 #include "pipeline/recommend.h"
 #include "pipeline/report.h"
 #include "pipeline/base/config_dir.h"
 
-#include "engine_identity.h"  // generated: cmake/engine_identity.cmake
-
 namespace torq::coordinator {
 
 using namespace pipeline;
 using Clock = std::chrono::steady_clock;
-
-const char* engine_identity() { return TORQ_ENGINE_IDENTITY; }
 
 bool foreign_engine(const std::string& toolchain, const std::string& engine) {
   // The sim backend's identity starts with its engine's; a toolchain
@@ -49,12 +46,6 @@ bool cacheable(const ExecResult& r, const std::string& engine) {
 }
 
 namespace {
-
-std::string fmt(double v, int prec = 1) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.*f", prec, v);
-  return b;
-}
 
 std::string file_digest(const std::string& path) {
   std::ifstream f(path);
