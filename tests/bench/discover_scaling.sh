@@ -33,16 +33,15 @@ for m in "${models[@]}"; do
       t1=$(date +%s.%N)
       l=$(cat "$tmp/log")
       d=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.4f", b-a}')
-      if [ -z "$best" ] || awk -v d="$d" -v b="$best" 'BEGIN{exit !(d < b)}'; then best="$d"; log="$l"; bt0="$t0"; bt1="$t1"; btm="$tm"; fi
+      if [ -z "$best" ] || awk -v d="$d" -v b="$best" 'BEGIN{exit !(d < b)}'; then best="$d"; log="$l"; btm="$tm"; fi
       rm -rf "$out"
     done
-    t0="$bt0"; t1="$bt1"
     jobs=$(echo "$log" | sed -n 's/^jobs: \([0-9]*\) run.*/\1/p')
     wall=$(echo "$log" | sed -n 's/^wall \([0-9.]*\) s (jobs \([0-9.]*\) s), \([0-9.]*\) jobs\/s, efficiency \([0-9.]*\).*/\1 \2 \3 \4/p')
     read -r total jw rate eff <<< "$wall"
     # The whole command as the user waits for it (process start to exit,
     # workers reaped), not the figure it prints before its last cleanup.
-    real=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}')
+    real=$(awk -v d="$best" 'BEGIN{printf "%.2f", d}')
     eff=$(awk -v e="$eff" -v t="$total" -v r="$real" 'BEGIN{printf "%.2f", e*t/r}')
     total="$real"
     [ -n "$base" ] || base="$total"

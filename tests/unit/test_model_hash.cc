@@ -2,7 +2,6 @@
 // streaming the serialisation through a small buffer (and, for a
 // coordinator's cache, into a file in the same pass) instead of holding it.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -13,6 +12,7 @@
 #include "pipeline/model_import.h"
 #include "pipeline/sha256.h"
 #include "pipeline/types.h"
+#include "tests/unit/temp_dir.h"
 #include "worker/sim/demo_model.h"
 
 namespace fs = std::filesystem;
@@ -44,18 +44,13 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-std::string temp_path(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("torq-model-hash-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  return (dir / name).string();
-}
-
 }  // namespace
 
 TEST(ModelHash, TheStreamedHashIsThatOfTheSerialisedModelAndItsCopyIsTheModel) {
   const std::string bytes = big_model();
+  const torq::test::TempDir dir("torq-model-hash");
   ImportOptions io;
-  io.copy_to = temp_path("copy.onnx");
+  io.copy_to = dir.path("copy.onnx");
   const auto m = ImportedModel::from_bytes(bytes, "big", io);
   ASSERT_GT(m->bytes().size(), 2800000u);
   EXPECT_EQ(m->hash(), torq::pipeline::sha256_hex(m->bytes()));
@@ -65,7 +60,6 @@ TEST(ModelHash, TheStreamedHashIsThatOfTheSerialisedModelAndItsCopyIsTheModel) {
   const auto demo = ImportedModel::from_bytes(torq::sim::build_demo_model(), "demo");
   EXPECT_NE(demo->hash(), m->hash());
   EXPECT_EQ(demo->hash(), torq::pipeline::sha256_hex(demo->bytes()));
-  fs::remove_all(fs::path(io.copy_to).parent_path());
 }
 
 TEST(ModelHash, IncrementalHashEqualsOneShotAndWithoutHashNothingIsWritten) {
@@ -74,13 +68,13 @@ TEST(ModelHash, IncrementalHashEqualsOneShotAndWithoutHashNothingIsWritten) {
   for (size_t at = 0; at < bytes.size(); at += 100003) h.update(bytes.data() + at, std::min<size_t>(100003, bytes.size() - at));
   EXPECT_EQ(h.hex(), torq::pipeline::sha256_hex(bytes));
   EXPECT_EQ(torq::pipeline::sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  const torq::test::TempDir dir("torq-model-hash");
   ImportOptions io;
   io.hash = false;
-  io.copy_to = temp_path("never.onnx");
+  io.copy_to = dir.path("never.onnx");
   const auto m = ImportedModel::from_bytes(bytes, "big", io);
   EXPECT_TRUE(m->hash().empty());
   EXPECT_FALSE(fs::exists(io.copy_to));
-  fs::remove_all(fs::path(io.copy_to).parent_path());
 }
 
 TEST(ModelHash, AnUnwritableCopyIsAnErrorNamingIt) {

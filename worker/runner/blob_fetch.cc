@@ -15,9 +15,6 @@ namespace fs = std::filesystem;
 using pipeline::FleetMessage;
 using pipeline::PipelineError;
 
-// SHA-256 over the chunks as they arrive.
-struct BlobFetch::Digest : pipeline::Sha256 {};
-
 BlobFetch::BlobFetch(std::string hash, std::string cache_dir, uint32_t chunk_bytes, int window, Send send)
     : hash_(std::move(hash)),
       path_(cache_dir + "/" + hash_ + ".onnx"),
@@ -25,8 +22,7 @@ BlobFetch::BlobFetch(std::string hash, std::string cache_dir, uint32_t chunk_byt
       chunk_(std::max<uint32_t>(1, chunk_bytes)),
       window_(std::max(1, window)),
       send_(std::move(send)),
-      file_(tmp_, std::ios::binary | std::ios::trunc),
-      digest_(std::make_unique<Digest>()) {
+      file_(tmp_, std::ios::binary | std::ios::trunc) {
   if (!file_) error_ = tmp_ + ": cannot write the model cache";
   request_more();
 }
@@ -87,7 +83,7 @@ BlobFetch::State BlobFetch::on_chunk(const FleetMessage& m) {
   resync_ = false;
   file_.write(m.blob.data(), static_cast<std::streamsize>(m.blob.size()));
   if (!file_) return fail(tmp_ + ": cannot write the model cache");
-  digest_->update(m.blob);
+  digest_.update(m.blob);
   received_ += m.blob.size();
   if (received_ < total_) {
     if (m.blob.empty()) return fail("empty chunk of model blob " + hash_ + " at offset " + std::to_string(received_));
@@ -96,7 +92,7 @@ BlobFetch::State BlobFetch::on_chunk(const FleetMessage& m) {
   }
   file_.close();
   if (!file_) return fail(tmp_ + ": cannot write the model cache");
-  if (digest_->hex() != hash_) return fail("model blob " + hash_ + " failed SHA-256 verification");
+  if (digest_.hex() != hash_) return fail("model blob " + hash_ + " failed SHA-256 verification");
   std::error_code ec;
   fs::rename(tmp_, path_, ec);
   if (ec) return fail(path_ + ": cannot write the model cache (" + ec.message() + ")");

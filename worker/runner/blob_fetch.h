@@ -21,10 +21,10 @@
 #include <cstdint>
 #include <fstream>
 #include <functional>
-#include <memory>
 #include <string>
 
 #include "pipeline/fleet_codec.h"
+#include "pipeline/sha256.h"
 
 namespace torq::runner {
 
@@ -56,8 +56,7 @@ class BlobFetch {
   int window_;
   Send send_;
   std::ofstream file_;
-  struct Digest;
-  std::unique_ptr<Digest> digest_;
+  pipeline::Sha256 digest_;     // over the chunks as they arrive
   bool sized_ = false;          // total_ known (the first reply came)
   bool resync_ = false;         // asked again from received_: skip chunks until that one
   uint64_t total_ = 0, received_ = 0, requested_ = 0;

@@ -293,40 +293,39 @@ std::shared_ptr<JobRunner::ModelState> JobRunner::load_model(const JobSpec& job)
   return st;
 }
 
-void JobRunner::set_up(ModelState& ms, uint64_t seed, bool bf16_rne) {
-  ModelState* st = &ms;
-  const auto& g = st->proto.graph();
-  st->layers = pipeline::layer_nodes(g);
-  st->outputs_of.emplace(g, st->layers);
-  for (const auto& v : g.value_info()) st->value_info[v.name()] = &v;
-  for (const auto& v : g.input()) st->value_info[v.name()] = &v;
-  for (const auto& v : g.output()) st->value_info[v.name()] = &v;
+void JobRunner::set_up(ModelState& st, uint64_t seed, bool bf16_rne) {
+  const auto& g = st.proto.graph();
+  st.layers = pipeline::layer_nodes(g);
+  st.outputs_of.emplace(g, st.layers);
+  for (const auto& v : g.value_info()) st.value_info[v.name()] = &v;
+  for (const auto& v : g.input()) st.value_info[v.name()] = &v;
+  for (const auto& v : g.output()) st.value_info[v.name()] = &v;
   // The reference run on a seeded input gives every layer its real inputs.
   try {
     engine::SessionOptions so;
     so.threads = threads_;
     so.rounding = bf16_rne ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
-    auto s = engine::Session::from_proto(st->proto, so);
+    auto s = engine::Session::from_proto(st.proto, so);
     for (const auto& init : g.initializer())
-      if (s->is_constant(init.name())) st->constants.insert(init.name());
+      if (s->is_constant(init.name())) st.constants.insert(init.name());
     for (const auto& n : g.node())
       for (const auto& o : n.output())
-        if (!o.empty() && s->is_constant(o)) st->constants.insert(o);
+        if (!o.empty() && s->is_constant(o)) st.constants.insert(o);
     const auto inputs = s->random_inputs(seed, -1.f, 1.f);
-    st->start(std::move(s), inputs);
+    st.start(std::move(s), inputs);
   } catch (const std::exception& e) {
-    st->stopped(e.what());
+    st.stopped(e.what());
     // Keep what is fixed regardless of the run: initializers and Constant nodes.
     for (const auto& init : g.initializer()) {
-      st->keep(init.name(), engine::tensor_from_proto(init));
-      st->constants.insert(init.name());
+      st.keep(init.name(), engine::tensor_from_proto(init));
+      st.constants.insert(init.name());
     }
     for (const auto& n : g.node())
       if (n.op_type() == "Constant" && n.output_size())
         for (const auto& a : n.attribute())
           if (a.name() == "value" && a.has_t()) {
-            st->keep(n.output(0), engine::tensor_from_proto(a.t()));
-            st->constants.insert(n.output(0));
+            st.keep(n.output(0), engine::tensor_from_proto(a.t()));
+            st.constants.insert(n.output(0));
           }
   }
 }

@@ -264,19 +264,24 @@ void LocalPool::start_queued(std::vector<Finished>& out) {
   }
 }
 
-// One result frame from `s` (or its death).
 namespace {
+
+// poll(2) without waiting, retried when a signal interrupts it.
+int poll_now(pollfd* fds, size_t n) {
+  int r;
+  do r = poll(fds, n, 0);
+  while (r < 0 && errno == EINTR);
+  return r;
+}
 
 bool readable(int fd) {
   pollfd p{fd, POLLIN, 0};
-  int n;
-  do n = poll(&p, 1, 0);
-  while (n < 0 && errno == EINTR);
-  return n > 0 && (p.revents & POLLIN);
+  return poll_now(&p, 1) > 0 && (p.revents & POLLIN);
 }
 
 }  // namespace
 
+// One result frame from `s` (or its death).
 void LocalPool::read_result(Slot& s, std::vector<Finished>& out) {
   std::optional<std::string> frame;
   std::string why;
@@ -325,9 +330,7 @@ std::vector<LocalPool::Finished> LocalPool::service() {
       owners.push_back(&s);
     }
   if (fds.empty()) return out;
-  int n;
-  do n = poll(fds.data(), fds.size(), 0);
-  while (n < 0 && errno == EINTR);
+  const int n = poll_now(fds.data(), fds.size());
   if (n < 0) throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
   const auto now = Clock::now();
   for (size_t i = 0; i < fds.size(); ++i) {

@@ -21,7 +21,6 @@ void start_preload(JobRunner& runner, const PreloadOptions& o) {
   if (o.model.empty()) return;
   runner.expect_preload();
   std::thread([&runner, o] {
-    bool handed = false;
     try {
       pipeline::ImportOptions io;
       io.convert_bf16 = o.convert_bf16;
@@ -31,12 +30,11 @@ void start_preload(JobRunner& runner, const PreloadOptions& o) {
       io.hash = false;
       std::unique_ptr<onnx::ModelProto> proto = pipeline::ImportedModel::from_file(o.model, io)->take_proto();
       runner.preload(std::move(proto), o.seed, o.rne);
-      handed = true;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "torq-worker: preload of %s failed (%s); jobs load their models from the cache\n",
                    o.model.c_str(), e.what());
+      runner.preload_failed();
     }
-    if (!handed) runner.preload_failed();
   }).detach();
 }
 

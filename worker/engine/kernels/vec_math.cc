@@ -154,24 +154,11 @@ void gelu_bf16(const bf16_t* x, float c, float k1, float k2, bf16_t* out, int64_
       gelu_bf16_chunk_avx2(x + b, c, k1, k2, out + b, len, r == Rounding::kNearestEven);
       continue;
     }
-    const size_t un = static_cast<size_t>(len);
-    float xs[kChunk], v[kChunk];
-    bf16_t t[kChunk];
-    const auto to_bf16_and_back = [&] {  // what the next node reads
-      convert_f32_to_bf16(v, t, un, r);
-      convert_bf16_to_f32(t, v, un);
-    };
-    convert_bf16_to_f32(x + b, xs, un);
-    for (int64_t i = 0; i < len; ++i) v[i] = xs[i] / c;
-    to_bf16_and_back();
-    erf_chunk(v, v, len);
-    to_bf16_and_back();
-    for (int64_t i = 0; i < len; ++i) v[i] = v[i] + k1;
-    to_bf16_and_back();
-    for (int64_t i = 0; i < len; ++i) v[i] = xs[i] * v[i];
-    to_bf16_and_back();
-    for (int64_t i = 0; i < len; ++i) v[i] = v[i] * k2;
-    convert_f32_to_bf16(v, out + b, un, r);
+    for (int64_t i = b; i < b + len; ++i) {  // erf_chunk's scalar path: std::erf
+      const float xv = bf16_to_f32(x[i]);
+      const float e = round_to_bf16(std::erf(round_to_bf16(xv / c, r)), r);
+      out[i] = f32_to_bf16(round_to_bf16(xv * round_to_bf16(e + k1, r), r) * k2, r);
+    }
   }
 }
 
