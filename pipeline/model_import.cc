@@ -22,15 +22,42 @@ namespace torq::pipeline {
 namespace fs = std::filesystem;
 
 
+namespace {
+
+// The value a layer id names: its compute node's first output, or, when the
+// layer's own QuantizeLinear -> DequantizeLinear pair carries that output to
+// a graph output, the graph output. A quantizer renames the producer of a
+// graph output (ours to <name>_prequant, onnxruntime's to
+// <name>_QuantizeLinear_Input) so that the output keeps its name; the layer
+// keeps the id it has in the fp32 model, as the seed's `_quant` reports do.
+std::string layer_value(const onnx::GraphProto& g, const LayerNodes& ln, const std::set<std::string>& graph_outputs) {
+  const auto& n = g.node(ln.compute);
+  if (n.output_size() == 0) return std::to_string(ln.compute);
+  std::string v = n.output(0);
+  for (const char* op : {"QuantizeLinear", "DequantizeLinear"}) {
+    const int* next = nullptr;
+    for (const int& k : ln.owned)
+      if (g.node(k).op_type() == op && g.node(k).input_size() && g.node(k).input(0) == v && g.node(k).output_size())
+        next = &k;
+    if (!next) return n.output(0);
+    v = g.node(*next).output(0);
+  }
+  return graph_outputs.count(v) ? v : n.output(0);
+}
+
+}  // namespace
+
 std::vector<LayerInfo> list_layers(const onnx::ModelProto& model, std::vector<LayerNodes>* groups) {
   std::vector<LayerNodes> nodes = layer_nodes(model.graph());
+  std::set<std::string> graph_outputs;
+  for (const auto& o : model.graph().output()) graph_outputs.insert(o.name());
   std::vector<LayerInfo> out;
   for (const auto& ln : nodes) {
     const auto& n = model.graph().node(ln.compute);
     LayerInfo l;
     l.index = static_cast<int>(out.size());
     l.op_type = n.op_type();
-    l.id = n.op_type() + "_" + (n.output_size() ? n.output(0) : std::to_string(ln.compute));
+    l.id = n.op_type() + "_" + layer_value(model.graph(), ln, graph_outputs);
     out.push_back(l);
   }
   if (groups) *groups = std::move(nodes);

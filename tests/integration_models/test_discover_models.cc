@@ -101,8 +101,9 @@ TEST(DiscoverSharedModels, Resnet18Bf16) {
 }
 
 // int8 (issue 12): discover --quantize makes the static int8 QDQ model and
-// discovers it. Its layers are the fp32 model's (ids from the compute ops,
-// but the graph output's producer, whose output the Q/DQ pair renames), host
+// discovers it. Its layers are the fp32 model's, ids included (the graph
+// output's producer, whose output the quantizer renames, is named after the
+// graph output its Q/DQ pair writes, as in the seed's `_quant` reports), host
 // reproduces the integer reference exactly, nss runs every layer but
 // `nss_fails` (the chip-calibrated int8 rules), the quantization's own
 // graph-output PCC vs fp32 is printed, and run --quantize passes.
@@ -135,7 +136,7 @@ void check_int8(const std::string& m, const std::string& flags, size_t layers, s
       EXPECT_EQ(nss["error_class"], "unsupported") << qi.key() << ": " << nss.dump();
     }
   }
-  EXPECT_EQ(same_id, layers - 1);
+  EXPECT_EQ(same_id, layers);
   EXPECT_EQ(fails, nss_fails);
   auto run = run_cmd(bin("torq-gen-config") + " run --model " + model_path(m) + " --output-dir " + out +
                      " --quantize " + flags);

@@ -91,6 +91,24 @@ TEST(LayerNodes, AQdqLayerIsTheComputeOpWithItsInputDqsAndOutputQ) {
   EXPECT_EQ(range_nodes(l, 0, 1), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
 }
 
+// Ids name the value a layer computes: Relu's is the graph output y its own
+// Q -> DQ pair writes (a quantizer renamed Relu's output so y keeps its
+// name), whatever Relu's own output is called; Conv's is its own output.
+TEST(LayerNodes, ALayerWhoseQdqPairWritesAGraphOutputIsNamedAfterIt) {
+  G b = conv_relu();
+  std::vector<LayerInfo> ids = list_layers(b.m, nullptr);
+  ASSERT_EQ(ids.size(), 2u);
+  EXPECT_EQ(ids[0].id, "Conv_c");
+  EXPECT_EQ(ids[1].id, "Relu_y");
+  // Read by another node instead of being a graph output: Relu's own name.
+  b.m.mutable_graph()->clear_output();
+  b.node("Sigmoid", {"y"}, {"z"}).output("z");
+  ids = list_layers(b.m, nullptr);
+  ASSERT_EQ(ids.size(), 3u);
+  EXPECT_EQ(ids[1].id, "Relu_r");
+  EXPECT_EQ(ids[2].id, "Sigmoid_z");
+}
+
 TEST(LayerNodes, ADqSharedByTwoConsumersRunsInBothAndIsOutputOfNeither) {
   G b;
   b.node("Relu", {"x"}, {"a"})                                 // 0
@@ -138,6 +156,9 @@ TEST_F(QuantizedDemo, HasTheLayersOfItsFp32OriginalInOrder) {
   ASSERT_EQ(int8->layers().size(), fp32->layers().size());
   for (size_t i = 0; i < fp32->layers().size(); ++i) {
     EXPECT_EQ(int8->layers()[i].op_type, fp32->layers()[i].op_type) << i;
+    // The same ids too, the producer of the graph output (renamed by the
+    // quantizer so the output keeps its name) included.
+    EXPECT_EQ(int8->layers()[i].id, fp32->layers()[i].id) << i;
     EXPECT_EQ(int8->layers()[i].index, static_cast<int>(i));
     EXPECT_EQ(int8->proto().graph().node(int8->node_positions()[i]).op_type(), fp32->layers()[i].op_type);
   }
