@@ -320,21 +320,19 @@ struct FleetBroker::Impl {
     committing.emplace_back(j.spec.id, std::move(r));
   }
   // Group commit of one poll round: every result completed since the last
-  // flush in one synced batch per model (Store::commit_results), and only
-  // then the acknowledgements and `done` reports. A store error propagates
-  // before anything is acknowledged.
+  // flush in one synced batch (Store::commit_results), and only then the
+  // acknowledgements and `done` reports. A store error propagates before
+  // anything is acknowledged.
   void flush() {
     if (!committing.empty()) {
-      std::map<std::string, std::vector<Store::Commit>> by_model;
+      std::vector<Store::KeyedCommit> commits;
+      commits.reserve(committing.size());
       for (const auto& [id, r] : committing) {
         const Job& j = jobs.at(id);
-        by_model[result_key_of(j.spec)].push_back(
-            Store::Commit{static_cast<int>(j.spec.first_node), r, id, j.encoded});
+        commits.push_back({result_key_of(j.spec), {static_cast<int>(j.spec.first_node), r, id, j.encoded}});
       }
-      for (const auto& [hash, commits] : by_model) {
-        store.commit_results(run, hash, commits);
-        ++stats.result_commits;
-      }
+      store.commit_results(run, commits);
+      ++stats.result_commits;
       if (first_sent) stats.dispatch_window_s = std::chrono::duration<double>(Clock::now() - *first_sent).count();
       std::vector<std::pair<std::string, ExecResult>> batch;
       batch.swap(committing);

@@ -18,7 +18,7 @@
 //    `done` is called; the first result of a job wins, later duplicates are
 //    acknowledged (after the first is committed) and dropped. Commits are
 //    grouped: all results received in one poll round go to the store in one
-//    synced batch per model (Store::commit_results), then are acknowledged.
+//    synced batch (Store::commit_results), then are acknowledged.
 //    Likewise the leases of one dispatch round are stored in one batch
 //    (Store::put_job_states) before any of those jobs is sent.
 //  - A frame that is not one valid envelope (verify failure, oversize,

@@ -1,7 +1,6 @@
 #include "coordinator/local_serve.h"
 
 #include <algorithm>
-#include <map>
 #include <utility>
 
 #include "pipeline/codec.h"
@@ -58,14 +57,14 @@ ServeTotals serve_on_pool(std::vector<RunUnit>& units, pipeline::Store& store, c
   const Dispatch dispatch = [&](const FleetBroker::Source& next, const FleetBroker::Done& done,
                                 const std::function<void()>& batch_done) {
     std::vector<std::pair<pipeline::JobSpec, pipeline::ExecResult>> got;
-    // Each group the pool returns: committed (one batch per model), then
-    // reported, as the broker does before it acknowledges.
+    // Each group the pool returns: committed (one batch), then reported, as
+    // the broker does before it acknowledges.
     auto commit = [&] {
-      std::map<std::string, std::vector<pipeline::Store::Commit>> by_model;
+      std::vector<pipeline::Store::KeyedCommit> commits;
+      commits.reserve(got.size());
       for (const auto& [j, r] : got)
-        by_model[pipeline::result_key_of(j)].push_back(
-            pipeline::Store::Commit{static_cast<int>(j.first_node), r, j.id, pipeline::encode_job(j)});
-      for (const auto& [key, commits] : by_model) store.commit_results(run, key, commits, false);
+        commits.push_back({pipeline::result_key_of(j), {static_cast<int>(j.first_node), r, j.id, pipeline::encode_job(j)}});
+      store.commit_results(run, commits, false);
       for (const auto& [j, r] : got) done(j, r);
       got.clear();
       if (batch_done) batch_done();

@@ -232,7 +232,7 @@ class UnitServer {
     if (auto c = cache_writer_.get(k)) {
       c->cached = true;
       c->job_id = j.id;
-      cached_commits_[result_key_of(j)].push_back(Store::Commit{layer, *c, j.id, encode_job(j)});
+      cached_commits_.push_back({result_key_of(j), {layer, *c, j.id, encode_job(j)}});
       ++t_.cache_hits;
       record(u, j, *c);
       return true;
@@ -241,11 +241,11 @@ class UnitServer {
     return false;
   }
 
-  // Cache hits are committed in one batch per unit each time next() returns
+  // Cache hits are committed in one batch each time next() returns
   // (nothing is acknowledged for them: a crash before that just serves them
   // from the cache again).
   void commit_cached() {
-    for (const auto& [k, commits] : cached_commits_) store_.commit_results(run_, k, commits);
+    store_.commit_results(run_, cached_commits_);
     cached_commits_.clear();
   }
 
@@ -259,7 +259,7 @@ class UnitServer {
   const Clock::time_point started_ = Clock::now();
   std::map<std::string, std::string> digests_;             // of the executors' profiles
   std::unordered_map<std::string, std::string> key_of_;  // job id -> cache key, computed in known()
-  std::map<std::string, std::vector<Store::Commit>> cached_commits_;
+  std::vector<Store::KeyedCommit> cached_commits_;
   CacheWriter::Entries to_cache_;  // handed to the writer once per group commit
   std::set<std::string> warned_;   // foreign engines already named in the log
   size_t rr_ = 0;                  // the unit next() looks at first

@@ -428,10 +428,17 @@ void Store::sync_log() {
 
 void Store::commit_results(const std::string& run, const std::string& model_hash, const std::vector<Commit>& commits,
                            bool sync) {
+  std::vector<KeyedCommit> keyed;
+  keyed.reserve(commits.size());
+  for (const auto& c : commits) keyed.push_back(KeyedCommit{model_hash, c});
+  commit_results(run, keyed, sync);
+}
+
+void Store::commit_results(const std::string& run, const std::vector<KeyedCommit>& commits, bool sync) {
   if (commits.empty()) return;
   rocksdb::WriteBatch batch;
   rocksdb::Status st;
-  for (const auto& c : commits) {
+  for (const auto& [model_hash, c] : commits) {
     const std::string rkey = result_key(dir_, run, model_hash, c.layer);
     const std::string jkey = job_key(dir_, run, c.job_id);
     check_job_value(dir_, 'D', c.encoded_job, jkey);
@@ -441,7 +448,7 @@ void Store::commit_results(const std::string& run, const std::string& model_hash
   if (st.ok()) st = db_->Write(sync ? synced() : rocksdb::WriteOptions(), &batch);
   if (!st.ok())
     throw PipelineError(fail_prefix(dir_) + "cannot commit " + std::to_string(commits.size()) +
-                        " result(s), first job '" + commits.front().job_id + "': " + st.ToString());
+                        " result(s), first job '" + commits.front().commit.job_id + "': " + st.ToString());
 }
 
 }  // namespace torq::pipeline

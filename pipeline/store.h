@@ -157,6 +157,13 @@ class Store {
   // disk flush; sync_log() flushes every such commit at once.
   void commit_results(const std::string& run, const std::string& model_hash, const std::vector<Commit>& commits,
                       bool sync = true);
+  // Commits of several models (result keys) in one WriteBatch: a group
+  // commit of whatever finished together costs one disk flush, all or none.
+  struct KeyedCommit {
+    std::string model_hash;
+    Commit commit;
+  };
+  void commit_results(const std::string& run, const std::vector<KeyedCommit>& commits, bool sync = true);
   void sync_log();
 
  private:

@@ -229,6 +229,33 @@ TEST(Store, CommitResultWritesResultAndDoneStateTogether) {
   EXPECT_EQ(s->jobs("r").size(), 1u);
 }
 
+// A group commit of results of several models (a discover's layer jobs and
+// its full-model run, or a matrix's models) is one batch: all or none.
+TEST(Store, ACommitOfSeveralModelsIsOneBatch) {
+  TempDir d{"torq-store"};
+  auto commit = [](const std::string& model, int layer, const std::string& id) {
+    return Store::KeyedCommit{model, {layer, result(Executor::kNss, Status::kSuccess, id, 0.25), id, job(id)}};
+  };
+  {
+    auto s = Store::open(d.path());
+    s->commit_results("r", {commit("m1", 3, "m1/3/nss"), commit("m2", 3, "m2/3/nss"), commit("m1", 4, "m1/4/nss")});
+    // A bad model key in the batch: nothing of it is written.
+    EXPECT_NE(message_of([&] { s->commit_results("r", {commit("m1", 5, "m1/5/nss"), commit("a/b", 5, "x/5/nss")}); })
+                  .find("must not contain '/'"),
+              std::string::npos);
+  }
+  auto s = Store::open(d.path());
+  ASSERT_EQ(s->model_results("r", "m1").size(), 2u);
+  ASSERT_EQ(s->layer_results("r", "m2", 3).size(), 1u);
+  EXPECT_EQ(s->layer_results("r", "m2", 3)[0].job_id, "m2/3/nss");
+  EXPECT_DOUBLE_EQ(s->layer_results("r", "m1", 4)[0].max_abs, 0.25);
+  EXPECT_TRUE(s->layer_results("r", "m1", 5).empty());
+  const auto js = s->jobs("r");
+  EXPECT_EQ(js.size(), 3u);
+  EXPECT_EQ(js.count("m1/5/nss"), 0u);
+  EXPECT_EQ(js.at("m2/3/nss").first, 'D');
+}
+
 TEST(Store, BatchedJobStatesAndCacheEntriesAreAllOrNone) {
   TempDir d{"torq-store"};
   {
