@@ -37,8 +37,7 @@ std::unique_ptr<runner::LocalPool> start_local_pool(const LocalWorkersOptions& l
   runner::LocalPoolOptions po;
   po.workers = std::max(1, lo.workers);
   po.lanes = lo.lanes <= 0 ? po.workers : std::min(lo.lanes, po.workers);
-  const int procs = (po.workers + po.lanes - 1) / po.lanes;
-  po.queue_ahead = (std::max(0, lo.prefetch) * po.workers + procs - 1) / procs;
+  po.queue_ahead = runner::queue_ahead_for(po.workers, po.lanes, std::max(0, lo.prefetch) * po.workers);
   po.worker_binary = lo.worker_binary;
   po.cache_dir = lo.cache_dir;
   po.threads_per_worker = std::max(1, lo.threads_per_job);

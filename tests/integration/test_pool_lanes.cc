@@ -76,6 +76,17 @@ struct Env {  // a variable for the pool's children, unset after
 
 }  // namespace
 
+// The jobs a caller prefetches are spread over the pool's processes, each
+// taking its share rounded up (start_local_pool and the fleet worker).
+TEST(PoolLanes, PrefetchIsSpreadOverTheProcessesRoundedUp) {
+  EXPECT_EQ(torq::runner::queue_ahead_for(2, 2, 4), 4);  // one process
+  EXPECT_EQ(torq::runner::queue_ahead_for(4, 1, 5), 2);  // four: 5 / 4 rounded up
+  EXPECT_EQ(torq::runner::queue_ahead_for(3, 2, 3), 2);  // two (2 + 1 lanes)
+  EXPECT_EQ(torq::runner::queue_ahead_for(2, 9, 3), 3);  // lanes beyond the jobs: one process
+  EXPECT_EQ(torq::runner::queue_ahead_for(0, 0, 1), 1);  // at least one job, one lane
+  EXPECT_EQ(torq::runner::queue_ahead_for(2, 1, -3), 0);
+}
+
 TEST(PoolLanes, TwoLanesGiveTheResultsOfAProcessPerJob) {
   const std::string cache = cache_with_demo("lanes-equal");
   const auto jobs = demo_jobs({pipeline::Executor::kNss, pipeline::Executor::kCss, pipeline::Executor::kHost}, 14,

@@ -94,9 +94,7 @@ struct FleetWorker::Impl {
     // The jobs prefetched beyond capacity wait in the job processes, where
     // a lane that finishes takes the next without a round trip through
     // this process.
-    const int cap = std::max(1, o.capacity), lanes = std::clamp(o.lanes, 1, cap);
-    const int procs = (cap + lanes - 1) / lanes;
-    lo.queue_ahead = (std::max(0, o.prefetch) + procs - 1) / procs;
+    lo.queue_ahead = queue_ahead_for(o.capacity, o.lanes, o.prefetch);
     lo.worker_binary = o.worker_binary;
     lo.cache_dir = o.cache_dir;
     lo.threads_per_worker = o.threads_per_job;

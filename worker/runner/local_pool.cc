@@ -54,6 +54,13 @@ std::string LocalPool::default_worker_binary() {
   return "torq-worker";
 }
 
+int queue_ahead_for(int workers, int lanes, int prefetch) {
+  workers = std::max(1, workers);
+  lanes = std::clamp(lanes, 1, workers);
+  const int procs = (workers + lanes - 1) / lanes;
+  return (std::max(0, prefetch) + procs - 1) / procs;
+}
+
 LocalPool::LocalPool(LocalPoolOptions opts) : opts_(std::move(opts)) {
   if (opts_.worker_binary.empty()) opts_.worker_binary = default_worker_binary();
   if (opts_.workers < 1) opts_.workers = 1;

@@ -51,6 +51,11 @@ struct LocalPoolOptions {
   std::string stderr_file;
 };
 
+// The queue_ahead that keeps `prefetch` jobs in all waiting in the
+// processes of a pool of `workers` jobs at once, `lanes` of them a process
+// (each process takes its share, rounded up).
+int queue_ahead_for(int workers, int lanes, int prefetch);
+
 class LocalPool {
   using Clock = std::chrono::steady_clock;
 
