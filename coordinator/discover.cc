@@ -233,7 +233,7 @@ void Discover::serve() {
 // subgraph's layers come renumbered from 0, under its own name), with
 // their MLIR locations.
 ModelReport Discover::report() {
-  ModelReport rep = unit_report(units_[0], *store_, run_, o_.tolerance, "", [](const std::string&) {});
+  ModelReport rep = unit_layers_report(units_[0], *store_, run_, o_.tolerance);
   for (auto& l : rep.layers) {
     auto prev = prev_by_id_.find(l.info.id);
     if (prev == prev_by_id_.end()) continue;

@@ -345,14 +345,12 @@ std::vector<std::pair<std::optional<Executor>, Status>> unit_recommendations(con
   return out;
 }
 
-ModelReport unit_report(const RunUnit& u, const Store& store, const std::string& run, const Tolerance& tol,
-                        const std::string& mlir_dir, const LogFn& log) {
+ModelReport unit_layers_report(const RunUnit& u, const Store& store, const std::string& run, const Tolerance& tol) {
   ModelReport rep;
   rep.model_name = u.range ? subgraph_name(u.model->name(), *u.range) : u.model->name();
   rep.default_tolerance = tol;
   if (u.fixed_assignment) return rep;  // no layer jobs: nothing per layer to report
   rep.layers = unit_layers(u, store, run);
-  onnx::ModelProto sub;
   if (u.range) {
     std::vector<LayerReport> layers;
     const auto infos = subgraph_layers(*u.model, *u.range);
@@ -361,8 +359,15 @@ ModelReport unit_report(const RunUnit& u, const Store& store, const std::string&
       layers.back().info = infos[i - u.range->first];
     }
     rep.layers = std::move(layers);
-    sub = extract_subgraph(*u.model, *u.range);
   }
+  return rep;
+}
+
+ModelReport unit_report(const RunUnit& u, const Store& store, const std::string& run, const Tolerance& tol,
+                        const std::string& mlir_dir, const LogFn& log) {
+  ModelReport rep = unit_layers_report(u, store, run, tol);
+  if (u.fixed_assignment) return rep;
+  const onnx::ModelProto sub = u.range ? extract_subgraph(*u.model, *u.range) : onnx::ModelProto();
   const onnx::ModelProto& proto = u.range ? sub : u.model->proto();
   const std::string mlir = emit_torch_mlir(proto);
   if (!mlir_dir.empty()) {

@@ -143,12 +143,16 @@ ServeTotals serve_units_on(std::vector<RunUnit>& units, pipeline::Store& store, 
 std::vector<std::pair<std::optional<pipeline::Executor>, pipeline::Status>> unit_recommendations(
     const RunUnit& unit, const pipeline::Store& store, const std::string& run);
 
-// The unit's report from the store (DESIGN §5): every layer with its
-// results, dedup copies, recommendation and MLIR location; a unit with a
-// range reports its layers renumbered from 0 under the subgraph's name with
-// the locations of the subgraph's own import; a fixed-assignment unit has
-// no layers. When `mlir_dir` is non-empty the torch-mlir import is written
-// there as <name>.torch.mlir.
+// The unit's report from the store (DESIGN §5) without MLIR locations:
+// every layer with its results, dedup copies and recommendation; a unit
+// with a range reports its layers renumbered from 0 under the subgraph's
+// name; a fixed-assignment unit has no layers.
+pipeline::ModelReport unit_layers_report(const RunUnit& unit, const pipeline::Store& store, const std::string& run,
+                                         const pipeline::Tolerance& tol);
+
+// unit_layers_report() with each layer's MLIR location in the torch-mlir
+// import we emit (of the subgraph as a standalone model for a range). When
+// `mlir_dir` is non-empty that import is written there as <name>.torch.mlir.
 pipeline::ModelReport unit_report(const RunUnit& unit, const pipeline::Store& store, const std::string& run,
                                   const pipeline::Tolerance& tol, const std::string& mlir_dir, const LogFn& log);
 
