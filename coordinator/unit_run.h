@@ -9,7 +9,7 @@
 //  - Two units of one run must not share a result key (the model hash, or
 //    the job template's result_key): serve_units throws PipelineError.
 //  - Every result reaches the store before it is counted; cache hits are
-//    committed in one batch per unit each time the planner runs dry.
+//    committed in one batch (of every unit) each time the planner runs dry.
 //  - A run id names models + options + profiles: the same units on the same
 //    store resume (finished jobs are not recomputed).
 #pragma once

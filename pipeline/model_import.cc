@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
@@ -25,39 +26,47 @@ namespace fs = std::filesystem;
 namespace {
 
 // The value a layer id names: its compute node's first output, or, when the
-// layer's own QuantizeLinear -> DequantizeLinear pair carries that output to
-// a graph output, the graph output. A quantizer renames the producer of a
-// graph output (ours to <name>_prequant, onnxruntime's to
+// layer's own QuantizeLinear of that output is dequantized into a graph
+// output, the graph output. A quantizer renames the producer of a graph
+// output (ours to <name>_prequant, onnxruntime's to
 // <name>_QuantizeLinear_Input) so that the output keeps its name; the layer
 // keeps the id it has in the fp32 model, as the seed's `_quant` reports do.
-std::string layer_value(const onnx::GraphProto& g, const LayerNodes& ln, const std::set<std::string>& graph_outputs) {
+// The DQ need not be the layer's own: later layers that read the output
+// borrow it. `output_dq`: a DQ's input -> the graph output it writes.
+std::string layer_value(const onnx::GraphProto& g, const LayerNodes& ln,
+                        const std::unordered_map<std::string, std::string>& output_dq) {
   const auto& n = g.node(ln.compute);
   if (n.output_size() == 0) return std::to_string(ln.compute);
-  std::string v = n.output(0);
-  for (const char* op : {"QuantizeLinear", "DequantizeLinear"}) {
-    const int* next = nullptr;
-    for (const int& k : ln.owned)
-      if (g.node(k).op_type() == op && g.node(k).input_size() && g.node(k).input(0) == v && g.node(k).output_size())
-        next = &k;
-    if (!next) return n.output(0);
-    v = g.node(*next).output(0);
+  for (int k : ln.owned) {
+    const auto& q = g.node(k);
+    if (k == ln.compute || !is_qdq_node(q) || q.op_type() != "QuantizeLinear" || q.input_size() == 0 ||
+        q.input(0) != n.output(0) || q.output_size() == 0)
+      continue;
+    auto it = output_dq.find(q.output(0));
+    if (it != output_dq.end()) return it->second;
   }
-  return graph_outputs.count(v) ? v : n.output(0);
+  return n.output(0);
 }
 
 }  // namespace
 
 std::vector<LayerInfo> list_layers(const onnx::ModelProto& model, std::vector<LayerNodes>* groups) {
-  std::vector<LayerNodes> nodes = layer_nodes(model.graph());
+  const onnx::GraphProto& g = model.graph();
+  std::vector<LayerNodes> nodes = layer_nodes(g);
   std::set<std::string> graph_outputs;
-  for (const auto& o : model.graph().output()) graph_outputs.insert(o.name());
+  for (const auto& o : g.output()) graph_outputs.insert(o.name());
+  std::unordered_map<std::string, std::string> output_dq;
+  for (const auto& n : g.node())
+    if (is_qdq_node(n) && n.op_type() == "DequantizeLinear" && n.input_size() && n.output_size() &&
+        graph_outputs.count(n.output(0)))
+      output_dq.emplace(n.input(0), n.output(0));
   std::vector<LayerInfo> out;
   for (const auto& ln : nodes) {
-    const auto& n = model.graph().node(ln.compute);
+    const auto& n = g.node(ln.compute);
     LayerInfo l;
     l.index = static_cast<int>(out.size());
     l.op_type = n.op_type();
-    l.id = n.op_type() + "_" + layer_value(model.graph(), ln, graph_outputs);
+    l.id = n.op_type() + "_" + layer_value(g, ln, output_dq);
     out.push_back(l);
   }
   if (groups) *groups = std::move(nodes);

@@ -100,6 +100,13 @@ TEST(LayerNodes, ALayerWhoseQdqPairWritesAGraphOutputIsNamedAfterIt) {
   ASSERT_EQ(ids.size(), 2u);
   EXPECT_EQ(ids[0].id, "Conv_c");
   EXPECT_EQ(ids[1].id, "Relu_y");
+  // Also read by a later op (whose layer then borrows the DQ): still y.
+  G both = conv_relu();
+  both.node("Sigmoid", {"y"}, {"z"}).output("z");
+  ids = list_layers(both.m, nullptr);
+  ASSERT_EQ(ids.size(), 3u);
+  EXPECT_EQ(ids[1].id, "Relu_y");
+  EXPECT_EQ(ids[2].id, "Sigmoid_z");
   // Read by another node instead of being a graph output: Relu's own name.
   b.m.mutable_graph()->clear_output();
   b.node("Sigmoid", {"y"}, {"z"}).output("z");
