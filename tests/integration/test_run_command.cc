@@ -82,6 +82,24 @@ TEST_F(RunCommand, WithoutReportOrCompilerJsonExitsTwoAndNamesTheDiscoverCommand
       << r.output;
   EXPECT_FALSE(fs::exists(report()));
   EXPECT_FALSE(fs::exists(compiler()));
+  // Nothing else either: no store, no copy of the model left behind.
+  EXPECT_TRUE(fs::is_empty(out()));
+}
+
+// The workers' cache holds the model under its content hash, written in the
+// import's hashing pass; no temporary copy stays beside the output.
+TEST_F(RunCommand, CachesTheModelUnderItsHashAndLeavesNoTemporaryCopy) {
+  ASSERT_NO_FATAL_FAILURE(discover_demo());
+  fs::remove_all(out() + "/.torq-store");
+  const auto r = run();
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::vector<std::string> cached;
+  for (const auto& e : fs::directory_iterator(out() + "/.torq-store/models")) cached.push_back(e.path().filename());
+  ASSERT_EQ(cached.size(), 1u);
+  const std::string bytes = slurp(out() + "/.torq-store/models/" + cached[0]);
+  EXPECT_EQ(cached[0], torq::pipeline::sha256_hex(bytes) + ".onnx");
+  for (const auto& e : fs::directory_iterator(out()))
+    EXPECT_EQ(e.path().filename().string().find(".torq-import"), std::string::npos) << e.path();
 }
 
 TEST_F(RunCommand, AddsFullModelResultToTheReportAndNeverRewritesOps) {
