@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <regex>
 #include <sstream>
 
 #include "coordinator/tool_process.h"
@@ -241,6 +242,24 @@ void adopt_cache_file(const std::string& cache_dir, const std::string& hash) {
   const std::string path = cache_dir + "/" + hash + ".onnx";
   std::filesystem::rename(tmp, path, ec);
   if (ec) throw pipeline::PipelineError(path + ": cannot write (" + ec.message() + ")");
+}
+
+size_t sweep_dead_temp_files(const std::string& dir) {
+  static const std::regex kTemp(R"((?:\.torq-)?import\.(\d+)\.tmp|.+\.tmp\.(\d+))");
+  size_t removed = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string name = e.path().filename().string();
+    if (!std::regex_match(name, m, kTemp)) continue;
+    const std::string digits = m[1].matched ? m[1].str() : m[2].str();
+    if (digits.size() > 9) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    std::error_code rm;
+    if (std::filesystem::remove(e.path(), rm)) ++removed;
+  }
+  return removed;
 }
 
 void LocalWorkers::remove_endpoint_file(const std::string& endpoint) {

@@ -93,6 +93,12 @@ void cache_model_file(const std::string& cache_dir, const pipeline::ImportedMode
 // with an empty hash: the import failed). Throws PipelineError.
 std::string cache_import_path(const std::string& cache_dir);
 void adopt_cache_file(const std::string& cache_dir, const std::string& hash);
+// Removes from `dir` the temporary files of the writes above, of run's
+// import copy and of the workers' fetches (import.<pid>.tmp,
+// .torq-import.<pid>.tmp, <file>.tmp.<pid>) whose process no longer runs on
+// this machine: what a killed discover, run or worker left mid-write (a
+// 30 MB model each). Files of a live pid stay. Returns how many it removed.
+size_t sweep_dead_temp_files(const std::string& dir);
 
 class LocalWorkers {
  public:

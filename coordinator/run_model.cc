@@ -65,8 +65,10 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
     // beside the output and renamed into the cache once there is something
     // to run (an output directory that does not exist holds no
     // configuration: the error below).
-    if (fs::is_directory(o.output_dir))
+    if (fs::is_directory(o.output_dir)) {
+      sweep_dead_temp_files(o.output_dir);
       import_copy = o.output_dir + "/.torq-import." + std::to_string(getpid()) + ".tmp";
+    }
     io.copy_to = import_copy;
     u.model = ImportedModel::from_file(o.model, io);
     name = u.model->name();
@@ -89,6 +91,7 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
                           (range ? " --subgraph-from " + o.subgraph_from + " --subgraph-to " + o.subgraph_to : ""));
     store_dir = o.output_dir + "/.torq-store";
     fs::create_directories(store_dir + "/models");
+    sweep_dead_temp_files(store_dir + "/models");
     LocalWorkersOptions lo;
     lo.workers = std::max(1, o.workers);
     lo.endpoint = endpoint;

@@ -9,6 +9,9 @@
 #include <sstream>
 #include <vector>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "pipeline/sha256.h"
 #include "tests/integration/models.h"
 #include "tests/integration/proc.h"
@@ -100,6 +103,34 @@ TEST_F(RunCommand, CachesTheModelUnderItsHashAndLeavesNoTemporaryCopy) {
   EXPECT_EQ(cached[0], torq::pipeline::sha256_hex(bytes) + ".onnx");
   for (const auto& e : fs::directory_iterator(out()))
     EXPECT_EQ(e.path().filename().string().find(".torq-import"), std::string::npos) << e.path();
+}
+
+// Temporary files a killed discover, run or worker left mid-write (their
+// pid no longer runs) are removed by the next discover or run; those of a
+// live process stay.
+TEST_F(RunCommand, TemporaryFilesOfDeadProcessesAreSweptAndLiveOnesKept) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  const std::string dead = std::to_string(child), live = std::to_string(getpid());
+  const std::string models = out() + "/.torq-store/models";
+  fs::create_directories(models);
+  auto touch = [](const std::string& path) { std::ofstream(path) << "partial"; };
+  const std::vector<std::string> names{"import." + dead + ".tmp", "x.onnx.tmp." + dead, "import." + live + ".tmp",
+                                       "notes.tmp"};
+  for (const auto& n : names) touch(models + "/" + n);
+  touch(out() + "/.torq-import." + dead + ".tmp");
+  touch(out() + "/.torq-import." + live + ".tmp");
+  ASSERT_NO_FATAL_FAILURE(discover_demo());
+  EXPECT_FALSE(fs::exists(models + "/import." + dead + ".tmp"));
+  EXPECT_FALSE(fs::exists(models + "/x.onnx.tmp." + dead));
+  EXPECT_TRUE(fs::exists(models + "/import." + live + ".tmp"));
+  EXPECT_TRUE(fs::exists(models + "/notes.tmp"));  // not a name of ours
+  EXPECT_TRUE(fs::exists(out() + "/.torq-import." + dead + ".tmp"));  // discover sweeps the cache only
+  ASSERT_EQ(run().code, 0);
+  EXPECT_FALSE(fs::exists(out() + "/.torq-import." + dead + ".tmp"));
+  EXPECT_TRUE(fs::exists(out() + "/.torq-import." + live + ".tmp"));
 }
 
 TEST_F(RunCommand, AddsFullModelResultToTheReportAndNeverRewritesOps) {
