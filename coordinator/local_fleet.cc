@@ -18,7 +18,7 @@
 #include <sstream>
 
 #include "coordinator/tool_process.h"
-#include "pipeline/model_import.h"
+#include "pipeline/sha256.h"
 #include "pipeline/types.h"
 
 namespace torq::coordinator {
@@ -213,27 +213,12 @@ std::string LocalWorkers::private_endpoint() {
 PrivateEndpoint::PrivateEndpoint() : endpoint_(LocalWorkers::private_endpoint()) {}
 PrivateEndpoint::~PrivateEndpoint() { LocalWorkers::remove_endpoint_file(endpoint_); }
 
-void cache_model_file(const std::string& cache_dir, const pipeline::ImportedModel& model) {
-  const std::string path = cache_dir + "/" + model.hash() + ".onnx";
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  try {
-    model.write_file(tmp);  // streamed: the bytes are never held whole
-  } catch (...) {
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
-    throw;
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw pipeline::PipelineError(path + ": cannot write (" + ec.message() + ")");
-}
-
 std::string cache_import_path(const std::string& cache_dir) {
   return cache_dir + "/import." + std::to_string(getpid()) + ".tmp";
 }
 
-void adopt_cache_file(const std::string& cache_dir, const std::string& hash) {
-  const std::string tmp = cache_import_path(cache_dir);
+void adopt_cache_file(const std::string& cache_dir, const std::string& hash, const std::string& import_dir) {
+  const std::string tmp = cache_import_path(import_dir.empty() ? cache_dir : import_dir);
   std::error_code ec;
   if (hash.empty()) {
     std::filesystem::remove(tmp, ec);
@@ -244,22 +229,20 @@ void adopt_cache_file(const std::string& cache_dir, const std::string& hash) {
   if (ec) throw pipeline::PipelineError(path + ": cannot write (" + ec.message() + ")");
 }
 
-size_t sweep_dead_temp_files(const std::string& dir) {
-  static const std::regex kTemp(R"((?:\.torq-)?import\.(\d+)\.tmp|.+\.tmp\.(\d+))");
-  size_t removed = 0;
+void sweep_dead_temp_files(const std::string& dir, bool imports_only) {
+  static const std::regex kImport(R"(import\.(\d+)\.tmp)"), kAny(R"(import\.(\d+)\.tmp|.+\.tmp\.(\d+))");
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     std::smatch m;
     const std::string name = e.path().filename().string();
-    if (!std::regex_match(name, m, kTemp)) continue;
+    if (!std::regex_match(name, m, imports_only ? kImport : kAny)) continue;
     const std::string digits = m[1].matched ? m[1].str() : m[2].str();
     if (digits.size() > 9) continue;
     const pid_t pid = static_cast<pid_t>(std::stol(digits));
     if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
     std::error_code rm;
-    if (std::filesystem::remove(e.path(), rm)) ++removed;
+    std::filesystem::remove(e.path(), rm);
   }
-  return removed;
 }
 
 void LocalWorkers::remove_endpoint_file(const std::string& endpoint) {

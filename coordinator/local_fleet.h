@@ -25,10 +25,6 @@
 #include <thread>
 #include <vector>
 
-namespace torq::pipeline {
-class ImportedModel;
-}
-
 namespace torq::coordinator {
 
 struct LocalWorkersOptions {
@@ -54,7 +50,7 @@ struct LocalWorkersOptions {
   std::string backend = "sim";   // sim | toolchain (torq-worker --backend)
   std::string toolchain_file;    // --toolchain, for backend toolchain
   // The caller writes every model the workers run into cache_dir before
-  // it dispatches a job on it (cache_model_file): they use the files without
+  // it dispatches a job on it (adopt_cache_file): they use the files without
   // re-hashing them (torq-worker --trusted-cache).
   bool trusted_cache = false;
   // More torq-worker arguments, e.g. a model to preload (runner/preload.h).
@@ -82,23 +78,21 @@ class PrivateEndpoint {
   std::string endpoint_;
 };
 
-// Writes the model bytes to <cache_dir>/<hash>.onnx atomically, replacing
-// any file there (a trusted cache holds what this process wrote, not what
-// an earlier run may have left): local workers read models from that cache.
-// Throws PipelineError.
-void cache_model_file(const std::string& cache_dir, const pipeline::ImportedModel& model);
-// The same in the pass that imports and hashes the model: the import
-// writes it to cache_import_path() (ImportOptions::copy_to), then
-// adopt_cache_file() renames that to <cache_dir>/<hash>.onnx (or removes it,
-// with an empty hash: the import failed). Throws PipelineError.
+// The workers' copy of a model, written in the pass that imports and hashes
+// it: the import writes it to cache_import_path() (ImportOptions::copy_to),
+// then adopt_cache_file() renames that to <cache_dir>/<hash>.onnx (or
+// removes it, with an empty hash: the import failed). `import_dir`, when
+// not empty, is where the import wrote it (cache_import_path(import_dir)),
+// e.g. beside the output before the cache directory exists. Throws
+// PipelineError.
 std::string cache_import_path(const std::string& cache_dir);
-void adopt_cache_file(const std::string& cache_dir, const std::string& hash);
-// Removes from `dir` the temporary files of the writes above, of run's
-// import copy and of the workers' fetches (import.<pid>.tmp,
-// .torq-import.<pid>.tmp, <file>.tmp.<pid>) whose process no longer runs on
-// this machine: what a killed discover, run or worker left mid-write (a
-// 30 MB model each). Files of a live pid stay. Returns how many it removed.
-size_t sweep_dead_temp_files(const std::string& dir);
+void adopt_cache_file(const std::string& cache_dir, const std::string& hash, const std::string& import_dir = "");
+// Removes from `dir` the temporary files of the writes above and of the
+// workers' fetches (import.<pid>.tmp, <file>.tmp.<pid>; with imports_only,
+// the first kind alone, e.g. in a user's output directory) whose process no
+// longer runs on this machine: what a killed discover, run or worker left
+// mid-write (a 30 MB model each). Files of a live pid stay.
+void sweep_dead_temp_files(const std::string& dir, bool imports_only = false);
 
 class LocalWorkers {
  public:

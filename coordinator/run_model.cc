@@ -5,8 +5,6 @@
 #include <map>
 #include <sstream>
 
-#include <unistd.h>
-
 #include <onnx/onnx_pb.h>
 
 #include "coordinator/assigned_run.h"
@@ -49,7 +47,6 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
   AssignmentFile plan;
   onnx::ModelProto sub_proto;
   std::vector<LayerInfo> layers;
-  std::string import_copy;  // the model as hashed, until it is in the cache
   try {
     if (!o.log_file.empty()) {
       logf.open(o.log_file, std::ios::app);
@@ -62,14 +59,13 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
     io.convert_bf16 = o.convert_bf16;
     io.rounding = o.rounding;
     // The workers' copy of the model is written in the pass that hashes it,
-    // beside the output and renamed into the cache once there is something
+    // beside the output, and adopted into the cache once there is something
     // to run (an output directory that does not exist holds no
     // configuration: the error below).
     if (fs::is_directory(o.output_dir)) {
-      sweep_dead_temp_files(o.output_dir);
-      import_copy = o.output_dir + "/.torq-import." + std::to_string(getpid()) + ".tmp";
+      sweep_dead_temp_files(o.output_dir, true);
+      io.copy_to = cache_import_path(o.output_dir);
     }
-    io.copy_to = import_copy;
     u.model = ImportedModel::from_file(o.model, io);
     name = u.model->name();
     layers = u.model->layers();
@@ -100,21 +96,15 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
     lo.target = "local";
     lo.backend = o.backend;
     lo.toolchain_file = o.toolchain_file;
-    lo.trusted_cache = true;  // cache_model_file below, before any job
+    lo.trusted_cache = true;  // the model's file is adopted below, before any job
     if (o.backend != "sim" && !o.targets_file.empty())
       throw PipelineError("--targets (sim profiles) does not apply to --backend " + o.backend);
     workers = std::make_unique<LocalWorkers>(lo);
     if (o.backend == "toolchain") u.plan.job_template.target = toolchain_target(o.toolchain_file);
-    if (import_copy.empty()) {
-      cache_model_file(lo.cache_dir, *u.model);
-    } else {
-      fs::rename(import_copy, lo.cache_dir + "/" + u.model->hash() + ".onnx");
-      import_copy.clear();
-    }
+    adopt_cache_file(lo.cache_dir, u.model->hash(), o.output_dir);
     store = Store::open(store_dir + "/db");
   } catch (const std::exception& e) {
-    std::error_code ec;
-    if (!import_copy.empty()) fs::remove(import_copy, ec);
+    adopt_cache_file("", "", o.output_dir);  // removes the copy if it is still there
     err << "torq-gen-config: error: " << e.what() << "\n";
     return 2;
   }

@@ -426,29 +426,45 @@ void Store::sync_log() {
   if (!st.ok()) throw PipelineError(fail_prefix(dir_) + "cannot flush the write-ahead log: " + st.ToString());
 }
 
+namespace {
+
+// The results and done job states of `n` commits in one WriteBatch, each
+// key checked before anything is written; at(i) gives the i-th commit's
+// model hash and Commit.
+template <class At>
+void write_commits(const std::string& dir, rocksdb::DB* db, rocksdb::ColumnFamilyHandle* results,
+                   rocksdb::ColumnFamilyHandle* jobs, const std::string& run, size_t n, At at, bool sync) {
+  if (n == 0) return;
+  rocksdb::WriteBatch batch;
+  rocksdb::Status st;
+  for (size_t i = 0; i < n; ++i) {
+    const auto& [model_hash, c] = at(i);
+    const std::string rkey = result_key(dir, run, model_hash, c.layer);
+    const std::string jkey = job_key(dir, run, c.job_id);
+    check_job_value(dir, 'D', c.encoded_job, jkey);
+    if (st.ok()) st = batch.Merge(results, rkey, encode_result(c.result));
+    if (st.ok()) st = batch.Put(jobs, jkey, job_value('D', c.encoded_job));
+  }
+  if (st.ok()) st = db->Write(sync ? synced() : rocksdb::WriteOptions(), &batch);
+  if (!st.ok())
+    throw PipelineError(fail_prefix(dir) + "cannot commit " + std::to_string(n) + " result(s), first job '" +
+                        at(0).second.job_id + "': " + st.ToString());
+}
+
+}  // namespace
+
 void Store::commit_results(const std::string& run, const std::string& model_hash, const std::vector<Commit>& commits,
                            bool sync) {
-  std::vector<KeyedCommit> keyed;
-  keyed.reserve(commits.size());
-  for (const auto& c : commits) keyed.push_back(KeyedCommit{model_hash, c});
-  commit_results(run, keyed, sync);
+  write_commits(dir_, db_, results_, jobs_, run, commits.size(),
+                [&](size_t i) { return std::pair<const std::string&, const Commit&>(model_hash, commits[i]); }, sync);
 }
 
 void Store::commit_results(const std::string& run, const std::vector<KeyedCommit>& commits, bool sync) {
-  if (commits.empty()) return;
-  rocksdb::WriteBatch batch;
-  rocksdb::Status st;
-  for (const auto& [model_hash, c] : commits) {
-    const std::string rkey = result_key(dir_, run, model_hash, c.layer);
-    const std::string jkey = job_key(dir_, run, c.job_id);
-    check_job_value(dir_, 'D', c.encoded_job, jkey);
-    if (st.ok()) st = batch.Merge(results_, rkey, encode_result(c.result));
-    if (st.ok()) st = batch.Put(jobs_, jkey, job_value('D', c.encoded_job));
-  }
-  if (st.ok()) st = db_->Write(sync ? synced() : rocksdb::WriteOptions(), &batch);
-  if (!st.ok())
-    throw PipelineError(fail_prefix(dir_) + "cannot commit " + std::to_string(commits.size()) +
-                        " result(s), first job '" + commits.front().commit.job_id + "': " + st.ToString());
+  write_commits(dir_, db_, results_, jobs_, run, commits.size(),
+                [&](size_t i) {
+                  return std::pair<const std::string&, const Commit&>(commits[i].model_hash, commits[i].commit);
+                },
+                sync);
 }
 
 }  // namespace torq::pipeline

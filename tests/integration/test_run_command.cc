@@ -102,7 +102,7 @@ TEST_F(RunCommand, CachesTheModelUnderItsHashAndLeavesNoTemporaryCopy) {
   const std::string bytes = slurp(out() + "/.torq-store/models/" + cached[0]);
   EXPECT_EQ(cached[0], torq::pipeline::sha256_hex(bytes) + ".onnx");
   for (const auto& e : fs::directory_iterator(out()))
-    EXPECT_EQ(e.path().filename().string().find(".torq-import"), std::string::npos) << e.path();
+    EXPECT_NE(e.path().filename().string().rfind("import.", 0), 0u) << e.path();
 }
 
 // Temporary files a killed discover, run or worker left mid-write (their
@@ -120,17 +120,19 @@ TEST_F(RunCommand, TemporaryFilesOfDeadProcessesAreSweptAndLiveOnesKept) {
   const std::vector<std::string> names{"import." + dead + ".tmp", "x.onnx.tmp." + dead, "import." + live + ".tmp",
                                        "notes.tmp"};
   for (const auto& n : names) touch(models + "/" + n);
-  touch(out() + "/.torq-import." + dead + ".tmp");
-  touch(out() + "/.torq-import." + live + ".tmp");
+  touch(out() + "/import." + dead + ".tmp");
+  touch(out() + "/import." + live + ".tmp");
+  touch(out() + "/x.tmp." + dead);  // a user's file, beside the reports: only import copies go there
   ASSERT_NO_FATAL_FAILURE(discover_demo());
   EXPECT_FALSE(fs::exists(models + "/import." + dead + ".tmp"));
   EXPECT_FALSE(fs::exists(models + "/x.onnx.tmp." + dead));
   EXPECT_TRUE(fs::exists(models + "/import." + live + ".tmp"));
   EXPECT_TRUE(fs::exists(models + "/notes.tmp"));  // not a name of ours
-  EXPECT_TRUE(fs::exists(out() + "/.torq-import." + dead + ".tmp"));  // discover sweeps the cache only
+  EXPECT_TRUE(fs::exists(out() + "/import." + dead + ".tmp"));  // discover sweeps the cache only
   ASSERT_EQ(run().code, 0);
-  EXPECT_FALSE(fs::exists(out() + "/.torq-import." + dead + ".tmp"));
-  EXPECT_TRUE(fs::exists(out() + "/.torq-import." + live + ".tmp"));
+  EXPECT_FALSE(fs::exists(out() + "/import." + dead + ".tmp"));
+  EXPECT_TRUE(fs::exists(out() + "/import." + live + ".tmp"));
+  EXPECT_TRUE(fs::exists(out() + "/x.tmp." + dead));
 }
 
 TEST_F(RunCommand, AddsFullModelResultToTheReportAndNeverRewritesOps) {

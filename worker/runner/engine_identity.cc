@@ -11,9 +11,12 @@
 namespace torq::runner {
 
 std::string toolchain_identity() {
-  const dnnl_version_t* v = dnnl_version();
-  return std::string(TORQ_ENGINE_IDENTITY) + " (oneDNN " + std::to_string(v->major) + "." +
-         std::to_string(v->minor) + "." + std::to_string(v->patch) + ")";
+  static const std::string id = [] {  // every result names it: built once
+    const dnnl_version_t* v = dnnl_version();
+    return std::string(TORQ_ENGINE_IDENTITY) + " (oneDNN " + std::to_string(v->major) + "." +
+           std::to_string(v->minor) + "." + std::to_string(v->patch) + ")";
+  }();
+  return id;
 }
 
 }  // namespace torq::runner
