@@ -502,16 +502,18 @@ struct FleetBroker::Impl {
       bad(w.identity, "result of job " + r.job_id + " names executor " + executor_name(r.executor));
       return;
     }
-    // Lost to the infrastructure (ssh, board unreachable, runner missing):
-    // not the op's result and not an attempt; the job goes back to the queue.
-    if (r.status == Status::kError && r.error_class == "infrastructure") {
+    // Lost to the infrastructure (ssh, board unreachable, runner missing)
+    // or declined unrun by a device that was not Good: not the op's result
+    // and not an attempt; the job goes back to the queue.
+    const bool infra = r.error_class == kInfrastructureClass, declined = r.error_class == kDeclinedClass;
+    if (r.status == Status::kError && (infra || declined)) {
       if (j.state == Job::State::kLeased && j.worker == w.identity) {
         --j.leases;
-        ++stats.infra_requeued;
-        log("job " + j.spec.id + " lost to an infrastructure error on worker " + w.info.worker_id + " (" +
-            r.error_message + "); requeued, not counted as an attempt");
+        ++(infra ? stats.infra_requeued : stats.declined);
+        log("job " + j.spec.id + (infra ? " lost to an infrastructure error on worker " : " declined by worker ") +
+            w.info.worker_id + " (" + r.error_message + "); requeued, not counted as an attempt");
         unlease(j, false);
-        --stats.requeued;  // counted as infra_requeued instead
+        --stats.requeued;  // counted as infra_requeued or declined instead
       }
       acks.emplace_back(w.identity, r.job_id);
       return;

@@ -119,6 +119,7 @@ struct BrokerStats {
   // The q-quantile (0..1) of dispatch_latency_us in milliseconds; -1 when empty.
   double dispatch_latency_ms(double q) const;
   size_t infra_requeued = 0;     // jobs lost to an infrastructure error, requeued (not attempts)
+  size_t declined = 0;           // leases given back unrun by a device not Good, requeued (not attempts)
   // Every worker seen, by worker id: its device health (LAVA's model).
   struct Board {
     std::string target, health, reason, since;

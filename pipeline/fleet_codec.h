@@ -32,6 +32,15 @@ inline constexpr size_t kMaxFleetBlobBytes = size_t{1} << 30;
 // Largest chunk of a blob one BLOB_REPLY carries when a chunk is asked for.
 inline constexpr uint32_t kMaxBlobChunkBytes = uint32_t{4} << 20;
 
+// Error classes of a RESULT that is not the op's outcome: the job goes
+// back to the queue and the lease is not an attempt.
+//  - infrastructure: lost to the device's link (ssh, board unreachable,
+//    runner missing); the device checks its health again.
+//  - declined: given back unrun, the lease having arrived while the
+//    device was not Good (sent before the coordinator heard of the change).
+inline constexpr const char* kInfrastructureClass = "infrastructure";
+inline constexpr const char* kDeclinedClass = "declined";
+
 enum class FleetType {
   kReady,        // worker -> coordinator: registration / capacity change
   kJob,          // coordinator -> worker: one job

@@ -300,6 +300,39 @@ TEST(FleetBroker, SilentWorkersJobIsRequeuedAndEndsAsCrashAfterMaxAttempts) {
   EXPECT_EQ(stored[0].error_class, "crash");
 }
 
+// A lease given back unrun ("declined": it reached a device that was not
+// Good) and one lost to the infrastructure go back to the queue; neither is
+// an attempt, and the summary counts them apart.
+TEST(FleetBroker, DeclinedAndInfrastructureLostLeasesAreRequeuedWithoutAnAttempt) {
+  Harness h("declined", {}, {job(0, Executor::kCss)});
+  h.start();
+  FakeWorker a(h.ctx, h.ep());
+  a.ready("a", "sim", {Executor::kCss}, 1);
+  for (const char* cls : {pipeline::kDeclinedClass, pipeline::kInfrastructureClass}) {
+    auto j = take_jobs(a, 1);
+    ASSERT_EQ(j.size(), 1u) << cls;
+    ExecResult r;
+    r.job_id = j[0].id;
+    r.executor = Executor::kCss;
+    r.status = Status::kError;
+    r.error_class = cls;
+    r.error_message = "worker a is Unknown";
+    a.send(pipeline::encode_result_message(r));
+  }
+  auto j = take_jobs(a, 1);
+  ASSERT_EQ(j.size(), 1u);
+  a.result(j[0].id, Executor::kCss);
+  ASSERT_TRUE(h.wait_finished(5000)) << h.log();
+  auto done = h.done();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].second.status, Status::kSuccess);
+  EXPECT_EQ(done[0].second.attempts, 1u);
+  EXPECT_EQ(h.broker().stats().declined, 1u);
+  EXPECT_EQ(h.broker().stats().infra_requeued, 1u);
+  EXPECT_EQ(h.broker().stats().requeued, 0u);
+  EXPECT_NE(h.log().find("declined by worker a (worker a is Unknown); requeued"), std::string::npos) << h.log();
+}
+
 TEST(FleetBroker, LateAndDuplicateResultsAreAcknowledgedAndDropped) {
   Harness h("dup", {}, {job(0, Executor::kHost), job(1, Executor::kHost)});
   h.start();

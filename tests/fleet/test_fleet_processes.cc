@@ -505,6 +505,77 @@ TEST(FleetHealth, AnInfrastructureErrorRequeuesTheJobAndTriggersACheck) {
   EXPECT_EQ(w1, (std::vector<std::string>{"Unknown", "Good", "Unknown", "Good"}));
 }
 
+// The worker's side of that race, against a coordinator played by hand: it
+// announces Unknown before the infrastructure error's RESULT (so a broker
+// never leases the requeued job straight back), and a lease that reaches it
+// while its check runs (300 ms a job here) is declined, not lost.
+TEST(FleetHealth, AWorkerAnnouncesUnknownBeforeTheLostResultAndDeclinesLeasesMeanwhile) {
+  const std::string dir = fresh_dir("health_declined");
+  const std::string ep = endpoint(free_port());
+  zmq::context_t ctx;
+  zmq::socket_t router(ctx, zmq::socket_type::router);
+  router.set(zmq::sockopt::linger, 0);
+  router.bind(ep);
+  Proc worker({bin("torq-worker"), "--connect", ep, "--id", "w1", "--cache", dir + "/cache", "--capacity", "1",
+               "--heartbeat-ms", "200", "-v"},
+              dir + "/w1.log", {"TORQ_WORKER_FAULT=infra:/3/css", "TORQ_WORKER_DELAY_MS=300"});
+  std::string identity;
+  // The next message other than HEARTBEAT within 60 s.
+  auto next = [&]() -> std::optional<pipeline::FleetMessage> {
+    const auto until = Clock::now() + std::chrono::seconds(60);
+    while (Clock::now() < until) {
+      zmq_pollitem_t item{router.handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, std::chrono::milliseconds(100));
+      if (!(item.revents & ZMQ_POLLIN)) {
+        if (!identity.empty()) {
+          router.send(zmq::buffer(identity), zmq::send_flags::sndmore);
+          router.send(zmq::buffer(pipeline::encode_heartbeat()), zmq::send_flags::none);
+        }
+        continue;
+      }
+      zmq::message_t id, body;
+      EXPECT_TRUE(router.recv(id, zmq::recv_flags::none));
+      EXPECT_TRUE(router.recv(body, zmq::recv_flags::none));
+      identity = id.to_string();
+      auto m = pipeline::decode_fleet_message(body.data(), body.size());
+      if (m.type != pipeline::FleetType::kHeartbeat) return m;
+    }
+    return std::nullopt;
+  };
+  auto lease = [&](const std::string& job_id, pipeline::Executor e) {
+    pipeline::JobSpec j;
+    j.id = job_id;
+    j.model_hash = std::string(64, 'a');
+    j.executor = e;
+    router.send(zmq::buffer(identity), zmq::send_flags::sndmore);
+    router.send(zmq::buffer(pipeline::encode_job_message(pipeline::encode_job(j))), zmq::send_flags::none);
+  };
+  std::vector<std::string> health;
+  for (auto m = next(); m && m->type == pipeline::FleetType::kReady; m = next()) {
+    health.push_back(m->ready.health);
+    if (m->ready.health != "Unknown") break;
+  }
+  ASSERT_EQ(health, (std::vector<std::string>{"Unknown", "Good"})) << worker.output();
+  lease("demo/3/css", pipeline::Executor::kCss);
+  lease("demo/4/css", pipeline::Executor::kCss);
+  std::vector<std::string> seen;  // what came back, in order
+  while (seen.size() < 4) {
+    auto m = next();
+    ASSERT_TRUE(m) << worker.output();
+    if (m->type == pipeline::FleetType::kReady)
+      seen.push_back("READY " + m->ready.health + (m->ready.health_reason.find("infrastructure error") == 0
+                                                         ? " (infrastructure error)" : ""));
+    else if (m->type == pipeline::FleetType::kResult)
+      seen.push_back("RESULT " + m->result.job_id + " " + m->result.error_class);
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"READY Unknown (infrastructure error)",
+                                            "RESULT demo/3/css infrastructure", "RESULT demo/4/css declined",
+                                            "READY Good"}))
+      << worker.output();
+  worker.signal(SIGTERM);
+  EXPECT_EQ(worker.wait(20000), 0) << worker.output();
+}
+
 // Device tags: a matrix target that requires tags is served only by workers
 // offering them; when no registered worker does, the run says so and (with
 // missing_tags: fail) stops with exit 2 instead of starving silently.

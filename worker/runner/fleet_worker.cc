@@ -150,6 +150,9 @@ struct FleetWorker::Impl {
   }
 
   // ---- health (LAVA's model) ----
+  // The coordinator hears of a change before any result that caused it:
+  // it must not lease the requeued job straight back to a device that is
+  // no longer Good.
   void health_changed() {
     log("health " + health.state() + ": " + health.reason());
     send(encode_ready(ready_info()));
@@ -190,10 +193,10 @@ struct FleetWorker::Impl {
   // infrastructure error makes the device Unknown (checked at once).
   void finished(const JobSpec& job, ExecResult r) {
     if (job.id == health_job) return health_check_done(r);
-    const bool infra_error = r.status == Status::kError && r.error_class == "infrastructure";
+    const bool infra_error = r.status == Status::kError && r.error_class == kInfrastructureClass;
     const std::string why = job.id + ": " + r.error_message;
-    send_result(job, std::move(r));
     if (infra_error && health.infrastructure_error(why, Clock::now())) health_changed();
+    send_result(job, std::move(r));
   }
   void poll_health() {
     if (!pool) return;
@@ -317,15 +320,16 @@ struct FleetWorker::Impl {
   void on_job(const JobSpec& job) {
     if (active.count(job.id)) return;  // already running it (a re-sent lease)
     active.insert(job.id);
-    // Not Good (a lease that crossed a health change): back to the queue,
-    // as an infrastructure error, never as the op's failure.
+    // Not Good (a lease sent before the coordinator heard of a health
+    // change): declined unrun, back to the queue; neither an attempt nor
+    // a job lost to the infrastructure.
     if (pool && !health.takes_jobs())
-      return fail(job, "infrastructure", "worker " + opt.worker_id + " is " + health.state() + ": " + health.reason());
+      return fail(job, kDeclinedClass, "worker " + opt.worker_id + " is " + health.state() + ": " + health.reason());
     for (auto it = infra.begin(); it != infra.end(); ++it)
       if (job.id.find(*it) != std::string::npos) {
         infra.erase(it);
-        fail(job, "infrastructure", "injected infrastructure fault (TORQ_WORKER_FAULT)");
         if (health.infrastructure_error("injected fault on " + job.id, Clock::now())) health_changed();
+        fail(job, kInfrastructureClass, "injected infrastructure fault (TORQ_WORKER_FAULT)");
         return;
       }
     if (!pool) {  // benchmark mode: no engine, no model needed
