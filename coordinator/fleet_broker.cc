@@ -447,10 +447,12 @@ struct FleetBroker::Impl {
   void on_ready(const std::string& identity, const WorkerInfo& info) {
     note_health(info);
     auto it = workers.find(identity);
-    if (it != workers.end()) {  // capacity change (0: draining), health or new offer
-      it->second.info = info;
-      log("worker " + info.worker_id + " updated: capacity " + std::to_string(info.capacity) + ", prefetch " +
-          std::to_string(info.prefetch) + ", health " + info.health);
+    if (it != workers.end()) {  // capacity change (0: draining), health or new offer; or a repeat
+      const WorkerInfo was = std::exchange(it->second.info, info);
+      if (was.capacity != info.capacity || was.prefetch != info.prefetch || was.health != info.health ||
+          was.executors != info.executors || was.tags != info.tags || was.target != info.target)
+        log("worker " + info.worker_id + " updated: capacity " + std::to_string(info.capacity) + ", prefetch " +
+            std::to_string(info.prefetch) + ", health " + info.health);
       return;
     }
     for (auto& [other, w] : workers)

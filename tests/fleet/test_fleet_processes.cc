@@ -114,6 +114,50 @@ StoreView read_store(const std::string& db, const std::string& run) {
   return v;
 }
 
+// A coordinator played by hand: a ROUTER that answers with heartbeats.
+struct HandCoordinator {
+  explicit HandCoordinator(std::string endpoint) : ep(std::move(endpoint)), router(ctx, zmq::socket_type::router) {
+    router.set(zmq::sockopt::linger, 0);
+    router.bind(ep);
+  }
+  // The next message other than HEARTBEAT within 60 s.
+  std::optional<pipeline::FleetMessage> next() {
+    const auto until = Clock::now() + std::chrono::seconds(60);
+    while (Clock::now() < until) {
+      zmq_pollitem_t item{router.handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, std::chrono::milliseconds(100));
+      if (!(item.revents & ZMQ_POLLIN)) {
+        if (!identity.empty()) send(pipeline::encode_heartbeat());
+        continue;
+      }
+      zmq::message_t id, body;
+      EXPECT_TRUE(router.recv(id, zmq::recv_flags::none));
+      EXPECT_TRUE(router.recv(body, zmq::recv_flags::none));
+      identity = id.to_string();
+      auto m = pipeline::decode_fleet_message(body.data(), body.size());
+      if (m.type != pipeline::FleetType::kHeartbeat) return m;
+    }
+    return std::nullopt;
+  }
+  // A JOB for the last worker heard (its model is never needed here).
+  void lease(const std::string& job_id, pipeline::Executor e) {
+    pipeline::JobSpec j;
+    j.id = job_id;
+    j.model_hash = std::string(64, 'a');
+    j.executor = e;
+    send(pipeline::encode_job_message(pipeline::encode_job(j)));
+  }
+  void send(const std::string& payload) {
+    router.send(zmq::buffer(identity), zmq::send_flags::sndmore);
+    router.send(zmq::buffer(payload), zmq::send_flags::none);
+  }
+
+  std::string ep;
+  zmq::context_t ctx;
+  zmq::socket_t router;
+  std::string identity;  // of the last worker heard
+};
+
 }  // namespace
 
 TEST(FleetProcesses, DemoOverThreeWorkersMatchesSingleMachineDiscover) {
@@ -511,56 +555,21 @@ TEST(FleetHealth, AnInfrastructureErrorRequeuesTheJobAndTriggersACheck) {
 // while its check runs (300 ms a job here) is declined, not lost.
 TEST(FleetHealth, AWorkerAnnouncesUnknownBeforeTheLostResultAndDeclinesLeasesMeanwhile) {
   const std::string dir = fresh_dir("health_declined");
-  const std::string ep = endpoint(free_port());
-  zmq::context_t ctx;
-  zmq::socket_t router(ctx, zmq::socket_type::router);
-  router.set(zmq::sockopt::linger, 0);
-  router.bind(ep);
-  Proc worker({bin("torq-worker"), "--connect", ep, "--id", "w1", "--cache", dir + "/cache", "--capacity", "1",
+  HandCoordinator c(endpoint(free_port()));
+  Proc worker({bin("torq-worker"), "--connect", c.ep, "--id", "w1", "--cache", dir + "/cache", "--capacity", "1",
                "--heartbeat-ms", "200", "-v"},
               dir + "/w1.log", {"TORQ_WORKER_FAULT=infra:/3/css", "TORQ_WORKER_DELAY_MS=300"});
-  std::string identity;
-  // The next message other than HEARTBEAT within 60 s.
-  auto next = [&]() -> std::optional<pipeline::FleetMessage> {
-    const auto until = Clock::now() + std::chrono::seconds(60);
-    while (Clock::now() < until) {
-      zmq_pollitem_t item{router.handle(), 0, ZMQ_POLLIN, 0};
-      zmq::poll(&item, 1, std::chrono::milliseconds(100));
-      if (!(item.revents & ZMQ_POLLIN)) {
-        if (!identity.empty()) {
-          router.send(zmq::buffer(identity), zmq::send_flags::sndmore);
-          router.send(zmq::buffer(pipeline::encode_heartbeat()), zmq::send_flags::none);
-        }
-        continue;
-      }
-      zmq::message_t id, body;
-      EXPECT_TRUE(router.recv(id, zmq::recv_flags::none));
-      EXPECT_TRUE(router.recv(body, zmq::recv_flags::none));
-      identity = id.to_string();
-      auto m = pipeline::decode_fleet_message(body.data(), body.size());
-      if (m.type != pipeline::FleetType::kHeartbeat) return m;
-    }
-    return std::nullopt;
-  };
-  auto lease = [&](const std::string& job_id, pipeline::Executor e) {
-    pipeline::JobSpec j;
-    j.id = job_id;
-    j.model_hash = std::string(64, 'a');
-    j.executor = e;
-    router.send(zmq::buffer(identity), zmq::send_flags::sndmore);
-    router.send(zmq::buffer(pipeline::encode_job_message(pipeline::encode_job(j))), zmq::send_flags::none);
-  };
   std::vector<std::string> health;
-  for (auto m = next(); m && m->type == pipeline::FleetType::kReady; m = next()) {
+  for (auto m = c.next(); m && m->type == pipeline::FleetType::kReady; m = c.next()) {
     health.push_back(m->ready.health);
     if (m->ready.health != "Unknown") break;
   }
   ASSERT_EQ(health, (std::vector<std::string>{"Unknown", "Good"})) << worker.output();
-  lease("demo/3/css", pipeline::Executor::kCss);
-  lease("demo/4/css", pipeline::Executor::kCss);
+  c.lease("demo/3/css", pipeline::Executor::kCss);
+  c.lease("demo/4/css", pipeline::Executor::kCss);
   std::vector<std::string> seen;  // what came back, in order
   while (seen.size() < 4) {
-    auto m = next();
+    auto m = c.next();
     ASSERT_TRUE(m) << worker.output();
     if (m->type == pipeline::FleetType::kReady)
       seen.push_back("READY " + m->ready.health + (m->ready.health_reason.find("infrastructure error") == 0
@@ -572,6 +581,36 @@ TEST(FleetHealth, AWorkerAnnouncesUnknownBeforeTheLostResultAndDeclinesLeasesMea
                                             "RESULT demo/3/css infrastructure", "RESULT demo/4/css declined",
                                             "READY Good"}))
       << worker.output();
+  worker.signal(SIGTERM);
+  EXPECT_EQ(worker.wait(20000), 0) << worker.output();
+}
+
+// A worker that starts well before its coordinator (whose health check
+// passes meanwhile) keeps the socket ZeroMQ is connecting: the coordinator's
+// first message from it is the READY that says Unknown, so the store's
+// health history starts where the worker did. (It used to replace the
+// socket after the liveness window, and the queued READY went with it.)
+TEST(FleetHealth, AWorkerStartedBeforeItsCoordinatorKeepsItsFirstReady) {
+  const std::string dir = fresh_dir("health_early_worker");
+  const std::string ep = endpoint(free_port());
+  Proc worker({bin("torq-worker"), "--connect", ep, "--id", "w1", "--cache", dir + "/cache", "--capacity", "1",
+               "--heartbeat-ms", "200", "-v"},
+              dir + "/w1.log");
+  ASSERT_TRUE(worker.wait_for("health Good", 60000)) << worker.output();
+  // Past its liveness window (3 heartbeats of 200 ms) with nobody there.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  EXPECT_NE(worker.output().find("no answer from the coordinator yet"), std::string::npos) << worker.output();
+  HandCoordinator c(ep);
+  std::vector<std::string> readies;
+  while (readies.size() < 2) {
+    auto m = c.next();
+    if (!m || m->type != pipeline::FleetType::kReady) break;
+    readies.push_back(m->ready.health + ": " + m->ready.health_reason);
+  }
+  EXPECT_EQ(readies, (std::vector<std::string>{"Unknown: starting: health check before the first job",
+                                               "Good: health check passed"}))
+      << worker.output();
+  EXPECT_EQ(count(worker.output(), "reconnecting"), 0u) << worker.output();
   worker.signal(SIGTERM);
   EXPECT_EQ(worker.wait(20000), 0) << worker.output();
 }

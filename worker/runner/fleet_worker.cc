@@ -116,6 +116,8 @@ struct FleetWorker::Impl {
   std::map<std::string, std::string> unacked;          // job id -> RESULT message
   std::set<std::string> verified;                      // cached models checked this process
   Clock::time_point broker_seen, last_sent;
+  bool heard = false;  // the coordinator has spoken on the current socket
+  int unheard = 0;     // announces since, unanswered: each waits twice as long
   bool draining = false;
   BoardHealth health;
   std::vector<std::string> infra;     // injected one-shot infrastructure faults (test aid)
@@ -231,10 +233,35 @@ struct FleetWorker::Impl {
       sock->set(zmq::sockopt::curve_secretkey, opt.secret_key);
     }
     sock->connect(opt.connect);
+    heard = false;
+    unheard = 0;
+    announce();
+    for (auto& [hash, fetch] : fetches) fetch->restart();  // its requests in flight died with the old socket
+  }
+  // READY, then every result not yet acknowledged.
+  void announce() {
     send(encode_ready(ready_info()));
     for (const auto& [id, msg] : unacked) send(msg);
-    for (auto& [hash, fetch] : fetches) fetch->restart();  // its requests in flight died with the old socket
     broker_seen = Clock::now();
+  }
+  // The coordinator silent for the liveness window. Once it has spoken on
+  // this socket, silence means it died or restarted: a fresh connection.
+  // Before that, ZeroMQ is still connecting (a coordinator starting slower
+  // than this worker) and what is queued would be lost with the socket, the
+  // first READY among it: it is announced again on the same socket instead
+  // (for a coordinator that took the READY and died before answering),
+  // backing off to 64 windows so a worker waiting all night queues little.
+  milliseconds silence_window(milliseconds liveness) const {
+    return heard ? liveness : liveness * (1 << std::min(unheard, 6));
+  }
+  bool on_silence(milliseconds window) {
+    if (heard) {
+      log("coordinator silent for " + std::to_string(window.count()) + " ms; reconnecting");
+      return true;
+    }
+    if (++unheard == 1) log("no answer from the coordinator yet; READY sent again, then at growing intervals");
+    announce();
+    return false;
   }
 
   // True when <cache>/<hash>.onnx is present and its SHA-256 matches (or,
@@ -380,6 +407,7 @@ struct FleetWorker::Impl {
       return true;
     }
     broker_seen = Clock::now();
+    heard = true;
     switch (m.type) {
       case FleetType::kJob: on_job(m.job); break;
       case FleetType::kBlobReply: on_blob(m); break;
@@ -488,10 +516,8 @@ int FleetWorker::run() {
     m.poll_health();
 
     now = Clock::now();
-    if (!reconnect && now - m.broker_seen > broker_timeout) {
-      m.log("coordinator silent for " + std::to_string(broker_timeout.count()) + " ms; reconnecting");
-      reconnect = true;
-    }
+    const milliseconds window = m.silence_window(broker_timeout);
+    if (!reconnect && now - m.broker_seen > window) reconnect = m.on_silence(window);
     if (reconnect) m.connect();
     else if (now - m.last_sent >= hb) m.send(encode_heartbeat());
   }
