@@ -225,20 +225,21 @@ TEST(FleetBroker, DispatchHonoursCreditsAndMatchesExecutorAndTarget) {
 // of its own timeout (600 ms + 200 ms slack here: it is answered at ~1000 ms).
 TEST(FleetBroker, PrefetchingWorkerHoldsCapacityPlusPrefetchAndQueuedLeasesDoNotExpire) {
   BrokerOptions o;
-  o.lease_slack_ms = 200;
+  // Deadlines: 1200 + 400 ms without the prefetch allowance, 2800 ms with it.
+  o.lease_slack_ms = 400;
   std::vector<JobSpec> jobs{job(0, Executor::kNss), job(1, Executor::kNss), job(2, Executor::kNss)};
-  for (auto& j : jobs) j.timeout_ms = 600;
+  for (auto& j : jobs) j.timeout_ms = 1200;
   Harness h("prefetch", o, jobs);
   h.start();
   FakeWorker a(h.ctx, h.ep());
   a.ready("a", "sim", {Executor::kNss}, 1, {}, 1);
   auto held = take_jobs(a, 2);
   ASSERT_EQ(held.size(), 2u) << h.log();
-  EXPECT_TRUE(gets_no_job(a, 500)) << "a holds 1 + 1 prefetched";
-  a.result(held[0].id, Executor::kNss);  // at ~500 ms; the queued job starts now
+  EXPECT_TRUE(gets_no_job(a, 1000)) << "a holds 1 + 1 prefetched";
+  a.result(held[0].id, Executor::kNss);  // at ~1000 ms; the queued job starts now
   auto third = take_jobs(a, 1);
   ASSERT_EQ(third.size(), 1u) << h.log();
-  auto quiet = next_not_ack(a, 500);  // ~1000 ms after its lease: past 600 + 200
+  auto quiet = next_not_ack(a, 1000);  // ~2000 ms after its lease: past 1200 + 400
   EXPECT_FALSE(quiet) << "got " << pipeline::fleet_type_name(quiet->type) << "\n" << h.log();
   a.result(held[1].id, Executor::kNss);
   a.result(third[0].id, Executor::kNss);
@@ -267,7 +268,7 @@ TEST(FleetBroker, SilentWorkersJobIsRequeuedAndEndsAsCrashAfterMaxAttempts) {
   BrokerOptions o;
   o.max_attempts = 2;
   o.heartbeat_ms = 100;
-  o.liveness = 4;
+  o.liveness = 8;  // b must register before a's 800 ms of silence end
   Harness h("silent", o, {job(0, Executor::kCss), job(1, Executor::kCss)});
   h.start();
   FakeWorker a(h.ctx, h.ep()), b(h.ctx, h.ep());
@@ -278,7 +279,7 @@ TEST(FleetBroker, SilentWorkersJobIsRequeuedAndEndsAsCrashAfterMaxAttempts) {
   auto other = take_jobs(b, 1);
   ASSERT_EQ(other.size(), 1u);
   b.result(other[0].id, Executor::kCss);
-  // a goes silent: after 3 heartbeats its job moves to b, which dies too.
+  // a goes silent: after 8 heartbeats its job moves to b, which dies too.
   auto again = take_jobs(b, 1, 3000);
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0].id, first[0].id);
@@ -467,7 +468,12 @@ TEST(FleetBroker, RestartKeepsDoneJobsAndRequeuesLeasedOnes) {
   }
   // A new broker on the same store: the done job is reported from the store,
   // the leased ones run again (one kept by the worker that reconnects).
-  Harness h("restart", {}, jobs, false);
+  // a2 is silent while the test waits on b: 3 s of liveness, and the
+  // recovered leases are released to others after 300 ms.
+  BrokerOptions o2;
+  o2.liveness = 30;
+  o2.recovered_hold_ms = 300;
+  Harness h("restart", o2, jobs, false);
   EXPECT_EQ(h.broker().stats().recovered, 2u);
   h.start();
   std::string kept = first_id == jobs[1].id ? jobs[2].id : jobs[1].id;

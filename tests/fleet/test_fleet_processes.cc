@@ -169,10 +169,12 @@ TEST(FleetProcesses, DemoOverThreeWorkersMatchesSingleMachineDiscover) {
              f.dir + "/local.log");
   ASSERT_EQ(local.wait(120000), 0) << local.output();
 
-  Proc coord = f.coordinator(model, "coordinator.log");
-  // 30 ms a job: the demo's 42 jobs last long enough that every worker is
-  // ready (its health check passed) before two faster ones finish them all.
+  // Every worker is Good (its health check passed) before the coordinator
+  // starts, and dispatch waits for all three; at 30 ms a job, none can
+  // finish the demo's 42 jobs before the others are served.
   for (int i = 0; i < 3; ++i) f.add_worker({"TORQ_WORKER_DELAY_MS=30"});
+  for (const auto& w : f.workers) ASSERT_TRUE(w.wait_for("health Good", 60000)) << w.output();
+  Proc coord = f.coordinator(model, "coordinator.log", {"--min-workers", "3"});
   auto code = coord.wait(120000);
   ASSERT_TRUE(code) << coord.output();
   EXPECT_EQ(*code, 0) << coord.output();
@@ -459,8 +461,8 @@ TEST(FleetProcesses, SubgraphRangeJobSurvivesItsWorkerBeingKilled) {
   while (count(f.workers[0].output(), "finished ") < 24 && Clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ASSERT_EQ(count(f.workers[0].output(), "finished "), 24u) << f.workers[0].output();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  EXPECT_EQ(count(f.workers[0].output(), "-full1_8/"), 0u);  // the range run has not finished on w1
+  ASSERT_TRUE(f.workers[0].wait_for("[fault] hanging on ", 60000)) << f.workers[0].output();
+  EXPECT_EQ(count(f.workers[0].output(), "finished "), 24u);  // the range run has not finished on w1
   // Its job process hangs; killing the worker must not leave it behind.
   const std::vector<pid_t> children = children_of(f.workers[0].pid());
   ASSERT_EQ(children.size(), 1u);
@@ -494,10 +496,10 @@ TEST(FleetHealth, ABadBoardTakesNoJobAndItsTransitionsAreStored) {
   const std::string model = demo_model(f.dir);
   Proc coord = f.coordinator(model, "coordinator.log");
   f.add_worker({"TORQ_WORKER_FAULT=crash:health-check"}, {"--health-retry-s", "1"});
-  // 30 ms a job on w2: the run lasts past w1's health check, which crashes
-  // its job process three times (one per attempt) before w1 is Bad; the
-  // demo's 42 jobs took 0.26 s once, and the summary showed w1 still Unknown.
-  f.add_worker({"TORQ_WORKER_DELAY_MS=30"});
+  // w2 joins once w1 is Bad (its check crashes its job process three times,
+  // once per attempt): a run that ended first would show w1 still Unknown.
+  ASSERT_TRUE(coord.wait_for("worker w1 health Unknown -> Bad", 60000)) << coord.output() << f.workers[0].output();
+  f.add_worker();
   auto code = coord.wait(120000);
   ASSERT_TRUE(code) << coord.output();
   EXPECT_EQ(*code, 0) << coord.output();

@@ -40,10 +40,13 @@ pipeline::ExecResult run_frame(JobRunner& runner, const StdioServeOptions& o, co
     r.job_id = job.id;
     r.executor = job.executor;
     for (const auto& [kind, needle] : o.faults)
-      if (job.id.find(needle) != std::string::npos) {
+      if (job.id.find(needle) != std::string::npos && (kind == "hang" || kind == "crash")) {
+        // Said on stderr (the worker's log) so a test can wait for it.
+        std::fprintf(stderr, "[fault] %s on %s\n", kind == "hang" ? "hanging" : "crashing", job.id.c_str());
+        std::fflush(stderr);
         if (kind == "hang")
           for (;;) pause();
-        if (kind == "crash") std::abort();
+        std::abort();
       }
     if (o.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.delay_ms));
     r = runner.run(job);
