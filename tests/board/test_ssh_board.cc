@@ -313,11 +313,15 @@ TEST_F(SshBoardTest, CommandTimeoutKillsTheRunAndReportsTimedOut) {
   bd->open();
   bd->stage({}, remote_dir_);
   auto t0 = std::chrono::steady_clock::now();
-  RunResult r = bd->run({"sh", "-c", "echo $$ > sleeper.pid; exec sleep 30"}, remote_dir_, 800);
+  // 2 s: time enough for a loaded machine's sshd to start the shell that
+  // writes sleeper.pid, far less than the sleep.
+  RunResult r = bd->run({"sh", "-c", "echo $$ > sleeper.pid; exec sleep 30"}, remote_dir_, 2000);
   EXPECT_TRUE(r.timed_out);
   EXPECT_LT(ms_since(t0), 8000);
   // The sleep on the "board" was killed too (gone, or a zombie nobody reaped).
-  pid_t sleeper = std::stoi(read_file(remote_dir_ + "/sleeper.pid"));
+  const std::string pid_text = read_file(remote_dir_ + "/sleeper.pid");
+  ASSERT_FALSE(pid_text.empty()) << "the remote shell never started";
+  pid_t sleeper = std::stoi(pid_text);
   bool gone = false;
   for (int i = 0; i < 100 && !gone; ++i) {
     std::string stat = read_file("/proc/" + std::to_string(sleeper) + "/stat");
