@@ -144,8 +144,11 @@ int main(int argc, char** argv) {
   app.add_flag("--insecure", o.broker.insecure, "Allow a non-loopback bind without CURVE");
   app.add_option("--max-attempts", o.broker.max_attempts, "Workers a job may outlive before error/crash")
       ->capture_default_str()->check(CLI::Range(1, 100));
-  app.add_option("--heartbeat-ms", o.broker.heartbeat_ms, "Heartbeat interval (liveness 3)")
+  app.add_option("--heartbeat-ms", o.broker.heartbeat_ms, "Heartbeat interval")
       ->capture_default_str()->check(CLI::Range(10, 60000));
+  app.add_option("--liveness", o.broker.liveness,
+                 "Heartbeat intervals a worker may be silent before it is dead and its jobs requeued")
+      ->capture_default_str()->check(CLI::Range(1, 1000));
   app.add_option("--grace-s", grace_s, "On SIGTERM: wait this long for leased jobs")->capture_default_str();
   app.add_option("--min-workers", o.broker.min_workers,
                  "Start dispatching once this many workers have registered (benchmarks)")

@@ -23,6 +23,9 @@ using nlohmann::json;
 namespace {
 
 constexpr int kHeartbeatMs = 200;
+// 1 s of silence is death both ways: kills are seen quickly, and a loop
+// held up for half a second on a loaded CI machine is not a death.
+constexpr const char* kLiveness = "5";
 
 json read_json(const std::string& path) { return json::parse(slurp(path)); }
 
@@ -58,7 +61,8 @@ struct Fleet {
 
   Proc coordinator(const std::string& model, const std::string& log, std::vector<std::string> extra = {}) {
     std::vector<std::string> args = {bin("torq-coordinator"), "--model", model, "--bind", ep, "--db", dir + "/db",
-                                     "--export", dir + "/out", "--heartbeat-ms", std::to_string(kHeartbeatMs)};
+                                     "--export", dir + "/out", "--heartbeat-ms", std::to_string(kHeartbeatMs),
+                                     "--liveness", kLiveness};
     args.insert(args.end(), extra.begin(), extra.end());
     return Proc(args, dir + "/" + log);
   }
@@ -66,7 +70,7 @@ struct Fleet {
     const std::string id = "w" + std::to_string(workers.size() + 1);
     std::vector<std::string> args{bin("torq-worker"), "--connect", ep, "--id", id, "--cache",
                                   dir + "/cache-" + id, "--capacity", "1", "--heartbeat-ms",
-                                  std::to_string(kHeartbeatMs), "-v"};
+                                  std::to_string(kHeartbeatMs), "--liveness", kLiveness, "-v"};
     args.insert(args.end(), extra.begin(), extra.end());
     workers.emplace_back(args, dir + "/" + id + ".log", env);
   }
@@ -198,6 +202,32 @@ TEST(FleetProcesses, DemoOverThreeWorkersMatchesSingleMachineDiscover) {
   const std::string out = coord.output();
   EXPECT_EQ(summary_number(out, "(\\d+) model blobs served"), 3) << out;
   for (const auto& w : f.workers) EXPECT_NE(w.output().find("finished "), std::string::npos) << w.output();
+}
+
+// A frozen worker (SIGSTOP: its connection stays up, it just says nothing)
+// is dead after --liveness heartbeats of silence (5 x 200 ms here) and its
+// jobs move to another worker; thawed, it finds itself forgotten and leaves
+// cleanly on SIGTERM.
+TEST(FleetProcesses, AFrozenWorkerIsDeadAfterItsLivenessAndItsJobsMove) {
+  Fleet f("frozen_worker");
+  const std::string model = demo_model(f.dir);
+  Proc coord = f.coordinator(model, "coordinator.log");
+  f.add_worker({"TORQ_WORKER_DELAY_MS=300"});
+  ASSERT_TRUE(f.workers[0].wait_for("finished ", 60000)) << f.workers[0].output();
+  f.workers[0].signal(SIGSTOP);
+  f.add_worker();
+  auto code = coord.wait(120000);
+  f.workers[0].signal(SIGCONT);
+  ASSERT_TRUE(code) << coord.output();
+  EXPECT_EQ(*code, 0) << coord.output();
+  const std::string out = coord.output();
+  EXPECT_NE(out.find("worker w1 expired (silent for 1000 ms)"), std::string::npos) << out;
+  EXPECT_GE(summary_number(out, "(\\d+) jobs requeued"), 1) << out;
+  EXPECT_EQ(summary_number(out, "(\\d+) crashed"), 0) << out;
+  StoreView v = read_store(f.dir + "/db", run_id(out));
+  EXPECT_EQ(v.results.size(), 14u);
+  for (const auto& [id, st] : v.states) EXPECT_EQ(st, 'D') << id;
+  f.stop_workers();
 }
 
 TEST(FleetProcesses, WorkerKilledMidRunEveryJobExactlyOnceInStore) {
@@ -380,7 +410,8 @@ TEST(FleetProcesses, CurveWorkerWithUnknownKeyGetsNoJobAndTheAllowedOneWorks) {
   ASSERT_TRUE(coord.wait_for("listening on", 30000)) << coord.output();
   auto worker = [&](const std::string& id, std::vector<std::string> keys) {
     std::vector<std::string> args = {bin("torq-worker"), "--connect", f.ep, "--id", id, "--cache",
-                                     f.dir + "/cache-" + id, "--heartbeat-ms", std::to_string(kHeartbeatMs), "-v"};
+                                     f.dir + "/cache-" + id, "--heartbeat-ms", std::to_string(kHeartbeatMs),
+                                     "--liveness", kLiveness, "-v"};
     args.insert(args.end(), keys.begin(), keys.end());
     return Proc(args, f.dir + "/" + id + ".log");
   };
@@ -423,7 +454,7 @@ TEST(FleetProcesses, MatrixSpecRunsOnTheFleetAndBadSpecsAreRejectedWithAPosition
     s << "models:\n  - demo.onnx\nexecutors: [css, host]\noptions:\n  skip_mode: true\n  dedup: true\n";
   }
   Proc coord({bin("torq-coordinator"), "--spec", f.dir + "/spec.yaml", "--bind", f.ep, "--db", f.dir + "/db",
-              "--export", f.dir + "/out", "--heartbeat-ms", std::to_string(kHeartbeatMs)},
+              "--export", f.dir + "/out", "--heartbeat-ms", std::to_string(kHeartbeatMs), "--liveness", kLiveness},
              f.dir + "/coordinator.log");
   f.add_worker();
   auto code = coord.wait(120000);
@@ -452,7 +483,7 @@ TEST(FleetProcesses, SubgraphRangeJobSurvivesItsWorkerBeingKilled) {
     s << "models:\n  - {path: demo.onnx, subgraphs: [{from: 1, to: 8}]}\nmodes: [subgraph]\n";
   }
   Proc coord({bin("torq-coordinator"), "--spec", f.dir + "/spec.yaml", "--bind", f.ep, "--db", f.dir + "/db",
-              "--export", f.dir + "/out", "--heartbeat-ms", std::to_string(kHeartbeatMs)},
+              "--export", f.dir + "/out", "--heartbeat-ms", std::to_string(kHeartbeatMs), "--liveness", kLiveness},
              f.dir + "/coordinator.log");
   // w1 runs the 24 layer jobs (layers 1..8 x 3 executors), then hangs on the
   // range run (its id ends in "-full1_8/0/host").
@@ -635,7 +666,7 @@ TEST(FleetHealth, TaggedTargetsGoToTaggedWorkersAndMissingTagsAreReported) {
   EXPECT_NE(local.output().find("offers tags [sl2610]"), std::string::npos) << local.output();
 
   Proc coord({bin("torq-coordinator"), "--spec", f.dir + "/spec.yaml", "--bind", f.ep, "--db", f.dir + "/db",
-              "--export", f.dir + "/out", "--heartbeat-ms", std::to_string(kHeartbeatMs)},
+              "--export", f.dir + "/out", "--heartbeat-ms", std::to_string(kHeartbeatMs), "--liveness", kLiveness},
              f.dir + "/coordinator.log");
   f.add_worker({}, {"--tags", "sl2610,astra-machina"});
   f.add_worker();

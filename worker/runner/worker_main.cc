@@ -183,6 +183,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 4096));
   app.add_option("--heartbeat-ms", fo.heartbeat_ms, "Fleet: heartbeat interval")->capture_default_str()->check(
       CLI::Range(10, 60000));
+  app.add_option("--liveness", fo.liveness,
+                 "Fleet: heartbeat intervals the coordinator may be silent before this worker reconnects")
+      ->capture_default_str()->check(CLI::Range(1, 1000));
   app.add_flag("--verbose,-v", fo.verbose, "Fleet: log every finished job");
   app.add_flag("--trusted-cache", fo.trusted_cache,
                "Fleet: models in --cache are written whole by the coordinator that started this worker; use them "
