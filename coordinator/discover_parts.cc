@@ -152,10 +152,7 @@ void add_mlir_locations(const DiscoverOptions& o, const std::string& name, const
     ss << f.rdbuf();
     text = ss.str();
   }
-  const MlirMapping mm = map_layer_locations(text, proto);
-  for (const auto& p : mm.problems) log.line("MLIR " + path + ": " + p);
-  for (size_t i = 0; i < rep.layers.size() && i < mm.locations.size(); ++i)
-    rep.layers[i].info.mlir_location = mm.locations[i];
+  for (const auto& p : set_layer_locations(text, proto, rep.layers)) log.line("MLIR " + path + ": " + p);
 }
 
 }  // namespace torq::coordinator

@@ -374,10 +374,7 @@ ModelReport unit_report(const RunUnit& u, const Store& store, const std::string&
     std::ofstream f(mlir_dir + "/" + rep.model_name + ".torch.mlir");
     f << mlir;
   }
-  MlirMapping mm = map_layer_locations(mlir, proto);
-  for (const auto& p : mm.problems) log(u.label + " MLIR: " + p);
-  for (size_t i = 0; i < rep.layers.size() && i < mm.locations.size(); ++i)
-    rep.layers[i].info.mlir_location = mm.locations[i];
+  for (const auto& p : set_layer_locations(mlir, proto, rep.layers)) log(u.label + " MLIR: " + p);
   return rep;
 }
 

@@ -477,4 +477,12 @@ MlirMapping map_layer_locations(const std::string& mlir_text, const onnx::ModelP
   return m;
 }
 
+std::vector<std::string> set_layer_locations(const std::string& mlir_text, const onnx::ModelProto& model,
+                                             std::vector<LayerReport>& layers) {
+  MlirMapping mm = map_layer_locations(mlir_text, model);
+  for (size_t i = 0; i < layers.size() && i < mm.locations.size(); ++i)
+    layers[i].info.mlir_location = std::move(mm.locations[i]);
+  return std::move(mm.problems);
+}
+
 }  // namespace torq::pipeline

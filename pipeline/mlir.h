@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/types.h"
+
 namespace torq::pipeline {
 
 // Emits `model` in the textual form of the torch-mlir ONNX importer
@@ -54,5 +56,10 @@ MlirMapping map_mlir_locations(const std::string& mlir_text, const std::vector<s
 // layer, its compute node's. In a QDQ model the Q/DQ operators are mapped
 // (and verified) too but name no layer, as the seed tool's `_quant` reports.
 MlirMapping map_layer_locations(const std::string& mlir_text, const onnx::ModelProto& model);
+
+// map_layer_locations() written into each report layer's info.mlir_location
+// (layers beyond the mapping keep theirs); returns the mapping's problems.
+std::vector<std::string> set_layer_locations(const std::string& mlir_text, const onnx::ModelProto& model,
+                                             std::vector<LayerReport>& layers);
 
 }  // namespace torq::pipeline
