@@ -78,7 +78,7 @@ TEST(DiscoverDemo, EveryLayerReportedWithIdsLocationsAndHostNeverError) {
   expect_compiler_consistent(rep, comp);
   // Every result names the engine that computed it: this build's digest,
   // the identity the coordinator keys its cache on.
-  const std::regex identity("torq-sim-[0-9a-f]{16} \\(oneDNN [0-9]+\\.[0-9]+\\.[0-9]+\\)");
+  const std::regex identity("torq-sim-[0-9a-f]{16} \\(oneDNN [0-9]+\\.[0-9]+\\.[0-9]+, [a-z0-9_]+\\)");
   for (auto& [id, op] : rep["ops"].items()) {
     const std::string tc = op["executors"]["css"]["toolchain"];
     EXPECT_TRUE(std::regex_match(tc, identity)) << id << ": " << tc;

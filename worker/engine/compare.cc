@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "pipeline/base/error.h"
+#include "worker/engine/cpu_isa.h"
 
 namespace torq::engine {
 
@@ -279,7 +280,7 @@ __attribute__((target_clones("avx2", "default"))) TensorDiff compare_f32(const f
     e[0] = __builtin_convertvector(f[2], v4d);
     e[1] = __builtin_convertvector(f[3], v4d);
   };
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  static const bool avx512 = simd_allowed(Simd::kAvx512);
   struct Bulk {
     const float *pa, *pe;
     int64_t n;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "worker/engine/cpu_isa.h"
 #include "worker/engine/dnnl_util.h"
 #include "worker/engine/kernels/concat_norm.h"
 #include "worker/engine/kernels/nn_impl.h"
@@ -51,9 +52,7 @@ dnnl::memory::desc nhwc_bf16(const Shape& shape) {
 }
 
 bool cpu_has_avx512_bf16() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
-  return has;
+  return simd_allowed(Simd::kAvx512Bf16);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "worker/engine/cpu_isa.h"
+
 namespace torq::engine::vm {
 
 namespace {
@@ -12,8 +14,7 @@ namespace {
 constexpr int64_t kChunk = 4096;  // floats per task (and the bf16 staging buffer)
 
 bool has_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
+  return simd_allowed(Simd::kAvx2);
 }
 
 #pragma GCC push_options

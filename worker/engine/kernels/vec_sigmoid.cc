@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "worker/engine/cpu_isa.h"
+
 namespace torq::engine::vm {
 
 namespace {
@@ -76,8 +78,7 @@ void run(const float* in, float* out, int64_t n, bool swish) {
 }  // namespace
 
 bool fast_sigmoid() {
-  static const bool yes = __builtin_cpu_supports("avx512f");
-  return yes;
+  return simd_allowed(Simd::kAvx512);
 }
 
 void sigmoid_f32(const float* in, float* out, int64_t n) { run(in, out, n, false); }
