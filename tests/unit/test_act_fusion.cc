@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "worker/engine/kernels/vec_sigmoid.h"
 #include "worker/engine/profile.h"
 #include "worker/engine/session.h"
 #include "tests/unit/graph_builder.h"
@@ -150,10 +151,13 @@ TEST(ActFusion, FusedSwishIsTheConvOutputTimesItsSigmoid) {
   ASSERT_EQ(y.shape(), c.shape());
   const float* yp = y.data<float>();
   const float* cp = c.data<float>();
+  // The engine's own sigmoid (AVX-512) is within 2 ulp; oneDNN's swish
+  // post-op, which runs without it, within ~10 (5.8e-7 seen under SSE4.1).
+  const double rel = vm::fast_sigmoid() ? 4e-7 : 1.2e-6;
   int negative = 0;
   for (int64_t i = 0; i < y.numel(); ++i) {
     const double x = cp[i], want = x / (1.0 + std::exp(-x));
-    ASSERT_NEAR(yp[i], want, 4e-7 * std::fabs(want) + 1e-30) << i;
+    ASSERT_NEAR(yp[i], want, rel * std::fabs(want) + 1e-30) << i;
     negative += x < 0;
   }
   EXPECT_GT(negative, 100);  // both branches of the sigmoid were taken

@@ -5,6 +5,8 @@
 #include <optional>
 #include <limits>
 
+#include "worker/engine/dnnl_util.h"
+
 namespace torq::engine {
 
 namespace {
@@ -85,7 +87,11 @@ std::optional<ActChain> concat_norm_chain(const std::vector<ActNode>& nodes, int
   c.head = h;
   c.followers = {b, r};
   c.act = {ActKind::kRelu, 0, 0};
-  c.exact_in_bf16 = true;  // the Concat declines where it cannot match the unfused bf16 numbers
+  // With native bf16 the Concat declines where it cannot match the unfused
+  // bf16 numbers. Without (the session then feeds it f32), its f32 path has
+  // the jit's scale * (1 / sqrt) where the unfused ncsp BatchNormalization
+  // divides, and turns -0 into +0: no fusion in bf16 there.
+  c.exact_in_bf16 = dnnl_bf16_supported();
   c.norm = b;
   const int u = relu.out[0];
   c.norm_to_convs = !keep[static_cast<size_t>(u)] && !readers[static_cast<size_t>(u)].empty();

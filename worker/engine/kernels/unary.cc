@@ -13,6 +13,7 @@
 // C++ path works directly on a blocked buffer when f(0) == 0 (padding stays
 // zero), otherwise on a plain copy.
 #include <cmath>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -263,17 +264,17 @@ class UnaryKernel final : public Kernel {
     DnnlEnv& env = ctx.dnnl();
     DType cdt = elt::dnnl_compute_dtype(x.dtype(), ctx.rounding());
     if (recipe_.steps.size() > 1) cdt = DType::kF32;
-    const Tensor src = elt::convert_keep_layout(x, cdt, env);
-    const dnnl::memory::desc md = md_of(src);
-    if (prims_.empty() || !(md == md_)) {
-      prims_.clear();
-      for (const Step& s : recipe_.steps) {
-        auto d = dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, s.alg, md,
-                                             s.alpha, s.beta);
-        prims_.emplace_back(dnnl::eltwise_forward::primitive_desc(d, env.engine));
-      }
-      md_ = md;
+    Tensor src = elt::convert_keep_layout(x, cdt, env);
+    // oneDNN's jit eltwise leaves a padded blocked layout to its reference
+    // C++ when f(0) != 0 (it must keep the padding 0): HardSigmoid's linear
+    // step on AVX2's nChw8c, say. Its multiply-add rounds twice where the
+    // jit's FMA, and a Conv's fused post-op, round once; so the steps run
+    // on the plain tensor instead, in the jit, with the fused numbers.
+    if (!prepare(md_of(src), env) && !src.is_plain()) {
+      src = to_plain(src, env);
+      prepare(md_of(src), env);
     }
+    const dnnl::memory::desc md = md_of(src);
     Tensor out = alloc_for_md(md, cdt, x.shape());
     auto src_mem = as_memory(src, md, env);
     auto dst_mem = as_memory(out, md, env);
@@ -283,6 +284,23 @@ class UnaryKernel final : public Kernel {
     env.stream.wait();
     if (recipe_.nan_fix) fix_nan(src, out);
     return out;
+  }
+
+  // The steps' primitives for `md` (kept while it repeats); false when one
+  // of them is oneDNN's reference implementation.
+  bool prepare(const dnnl::memory::desc& md, DnnlEnv& env) {
+    if (prims_.empty() || !(md == md_)) {
+      prims_.clear();
+      all_jit_ = true;
+      for (const Step& s : recipe_.steps) {
+        auto d = dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, s.alg, md, s.alpha, s.beta);
+        dnnl::eltwise_forward::primitive_desc pd(d, env.engine);
+        all_jit_ = all_jit_ && std::string(pd.impl_info_str()).rfind("ref", 0) != 0;
+        prims_.emplace_back(pd);
+      }
+      md_ = md;
+    }
+    return all_jit_;
   }
 
   // dst[i] = src[i] wherever src[i] is NaN (same layout and dtype).
@@ -308,6 +326,7 @@ class UnaryKernel final : public Kernel {
   Recipe recipe_;
   dnnl::memory::desc md_;
   std::vector<dnnl::eltwise_forward> prims_;
+  bool all_jit_ = true;
 };
 
 KernelFactory unary(U op) {
