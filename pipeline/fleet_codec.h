@@ -25,7 +25,9 @@
 namespace torq::pipeline {
 
 // Version of the envelope; a message of another version is refused.
-inline constexpr uint16_t kFleetProtocolVersion = 1;
+// 2: a RESULT may carry error class "declined" (below), which a version-1
+// coordinator would record as the op's error.
+inline constexpr uint16_t kFleetProtocolVersion = 2;
 // Largest fleet message a worker accepts (a whole model blob may travel in
 // one BLOB_REPLY). The coordinator accepts only kMaxMessageBytes and less.
 inline constexpr size_t kMaxFleetBlobBytes = size_t{1} << 30;

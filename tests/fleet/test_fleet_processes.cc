@@ -205,9 +205,9 @@ TEST(FleetProcesses, DemoOverThreeWorkersMatchesSingleMachineDiscover) {
 }
 
 // A frozen worker (SIGSTOP: its connection stays up, it just says nothing)
-// is dead after --liveness heartbeats of silence (5 x 200 ms here) and its
-// jobs move to another worker; thawed, it finds itself forgotten and leaves
-// cleanly on SIGTERM.
+// is declared dead for --liveness heartbeats of silence (5 x 200 ms here,
+// as the log says) and its jobs move to another worker; thawed, it finds
+// itself forgotten and leaves cleanly on SIGTERM.
 TEST(FleetProcesses, AFrozenWorkerIsDeadAfterItsLivenessAndItsJobsMove) {
   Fleet f("frozen_worker");
   const std::string model = demo_model(f.dir);
@@ -646,6 +646,31 @@ TEST(FleetHealth, AWorkerStartedBeforeItsCoordinatorKeepsItsFirstReady) {
   EXPECT_EQ(count(worker.output(), "reconnecting"), 0u) << worker.output();
   worker.signal(SIGTERM);
   EXPECT_EQ(worker.wait(20000), 0) << worker.output();
+}
+
+// The same against the real coordinator: the READYs the early worker queued
+// (Unknown, Good, then the same again) register it once, log one update
+// (its health) and store its history from Unknown.
+TEST(FleetHealth, AnEarlyWorkersRepeatedReadysRegisterItOnceAndQuietly) {
+  Fleet f("health_early_fleet");
+  const std::string model = demo_model(f.dir);
+  f.add_worker();
+  ASSERT_TRUE(f.workers[0].wait_for("health Good", 60000)) << f.workers[0].output();
+  ASSERT_TRUE(f.workers[0].wait_for("no answer from the coordinator yet", 60000)) << f.workers[0].output();
+  Proc coord = f.coordinator(model, "coordinator.log");
+  auto code = coord.wait(120000);
+  ASSERT_TRUE(code) << coord.output();
+  EXPECT_EQ(*code, 0) << coord.output();
+  const std::string out = coord.output();
+  EXPECT_EQ(count(out, "worker w1 ready:"), 1u) << out;
+  EXPECT_EQ(count(out, "worker w1 updated:"), 1u) << out;
+  EXPECT_EQ(count(out, "worker w1 health - -> Unknown: starting"), 1u) << out;
+  EXPECT_EQ(summary_number(out, "(\\d+) worker registrations"), 1) << out;
+  f.stop_workers();
+  // The one reconnect: when the finished coordinator said it was shutting down.
+  EXPECT_EQ(count(f.workers[0].output(), "reconnecting"),
+            count(f.workers[0].output(), "(coordinator shutting down); reconnecting"))
+      << f.workers[0].output();
 }
 
 // Device tags: a matrix target that requires tags is served only by workers

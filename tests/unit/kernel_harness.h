@@ -21,6 +21,13 @@
 #include "pipeline/base/error.h"
 #include "worker/engine/kernel.h"
 
+// For the tests that feed a kernel bf16 directly: only where oneDNN has
+// native bf16. Elsewhere the session never does (it feeds kernels f32 and
+// rounds their outputs: bf16 emulated), so there is nothing to test.
+#define TORQ_REQUIRE_NATIVE_BF16()              \
+  if (!::torq::engine::dnnl_bf16_supported()) \
+  GTEST_SKIP() << "no native bf16 on this CPU (or under ONEDNN_MAX_CPU_ISA): kernels never get bf16 here"
+
 namespace torq::engine::test {
 
 // A node of type `op` with inputs in0.. and outputs out0...

@@ -67,6 +67,7 @@ TEST(Norm, BatchNormBlockedAndBf16) {
   EXPECT_FALSE(yb.is_plain());
   expect_near(doubles(to_plain(yb, r.env)), ref, 1e-5);
   // bf16 in, nearest-even: bf16 out within bf16 precision of the reference.
+  TORQ_REQUIRE_NATIVE_BF16();
   Tensor xh = cast_tensor(x, DType::kBF16, Rounding::kNearestEven);
   auto bf = [](const Tensor& t) { return cast_tensor(t, DType::kBF16, Rounding::kNearestEven); };
   const auto ref_h = doubles(r.run_all(n, 9, {f64(xh), f64(bf(s)), f64(bf(b)), f64(bf(m)), f64(bf(v))})[0]);

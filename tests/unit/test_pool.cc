@@ -162,6 +162,7 @@ TEST(Pool, GlobalAveragePoolValues) {
 }
 
 TEST(Pool, Bf16RoundingPolicy) {
+  TORQ_REQUIRE_NATIVE_BF16();
   Runner r;
   auto n = node("AveragePool");
   add_ints(n, "kernel_shape", {1, 3});

@@ -136,6 +136,7 @@ TEST(Unary, BlockedInputsKeepTheirLayout) {
 }
 
 TEST(Unary, Bf16InputRoundsToNearestEvenOrYieldsF32) {
+  TORQ_REQUIRE_NATIVE_BF16();
   Runner r;
   Tensor x(DType::kBF16, {3});
   const float in[3] = {-1.0f, 0.5f, 2.0f};

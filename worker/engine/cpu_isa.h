@@ -1,9 +1,12 @@
-// Which SIMD paths the engine's own kernels may take. A path needs the
-// CPU's instructions and oneDNN's permission: its effective ISA (the CPU's,
-// capped by ONEDNN_MAX_CPU_ISA or DNNL_MAX_CPU_ISA). One variable so takes
-// the whole engine, oneDNN and our kernels alike, down to AVX2 or SSE4.1:
-// the numbers a CPU without AVX-512 gets, reproducible on one that has it
-// (ctest runs the conformance suite so capped).
+// Which SIMD paths the engine's own kernels may take where the path changes
+// the numbers or the fusions (erf, sigmoid, bf16 ConcatNormRelu, the
+// comparison's fast pass). Such a path needs the CPU's instructions and
+// oneDNN's permission: its effective ISA (the CPU's, capped by
+// ONEDNN_MAX_CPU_ISA or DNNL_MAX_CPU_ISA). One variable so takes oneDNN and
+// these kernels down to AVX2 or SSE4.1: the numbers a CPU without AVX-512
+// gets, reproducible on one that has it (ctest runs the conformance and
+// unit suites so capped). Kernels whose vector paths give the same numbers
+// either way (explicit fma, copies) still choose by the CPU alone.
 #pragma once
 
 #include <string>

@@ -40,6 +40,8 @@ namespace {
 // (blob_fetch.h): each is a few ms of the poll loop's time.
 constexpr uint32_t kBlobChunkBytes = uint32_t{1} << 20;
 constexpr int kBlobWindow = 8;
+// Messages queued to the coordinator at most (ZeroMQ's high-water mark).
+constexpr int kSendQueue = 100000;
 
 std::string default_worker_id() {
   char host[256] = {0};
@@ -128,7 +130,8 @@ struct FleetWorker::Impl {
 
   void send(const std::string& payload) {
     try {
-      sock->send(zmq::buffer(payload), zmq::send_flags::dontwait);
+      if (!sock->send(zmq::buffer(payload), zmq::send_flags::dontwait))
+        log("send queue full (" + std::to_string(kSendQueue) + " messages): a message to the coordinator was dropped");
     } catch (const zmq::error_t& e) {
       log(std::string("send failed: ") + e.what());  // the next reconnect resends what matters
     }
@@ -218,8 +221,8 @@ struct FleetWorker::Impl {
     sock->set(zmq::sockopt::linger, 0);
     // A full queue would drop a RESULT silently (sent again only after a
     // reconnect); what is queued is bounded by the capacity anyway.
-    sock->set(zmq::sockopt::sndhwm, 100000);
-    sock->set(zmq::sockopt::rcvhwm, 100000);
+    sock->set(zmq::sockopt::sndhwm, kSendQueue);
+    sock->set(zmq::sockopt::rcvhwm, kSendQueue);
     // A coordinator not listening yet is tried again after 10 ms, not
     // ZeroMQ's default 100 ms: local workers start while the coordinator
     // imports the model and must not find it a moment too early and then
@@ -235,22 +238,20 @@ struct FleetWorker::Impl {
     sock->connect(opt.connect);
     heard = false;
     unheard = 0;
-    announce();
-    for (auto& [hash, fetch] : fetches) fetch->restart();  // its requests in flight died with the old socket
-  }
-  // READY, then every result not yet acknowledged.
-  void announce() {
     send(encode_ready(ready_info()));
     for (const auto& [id, msg] : unacked) send(msg);
+    for (auto& [hash, fetch] : fetches) fetch->restart();  // its requests in flight died with the old socket
     broker_seen = Clock::now();
   }
   // The coordinator silent for the liveness window. Once it has spoken on
   // this socket, silence means it died or restarted: a fresh connection.
   // Before that, ZeroMQ is still connecting (a coordinator starting slower
   // than this worker) and what is queued would be lost with the socket, the
-  // first READY among it: it is announced again on the same socket instead
-  // (for a coordinator that took the READY and died before answering),
-  // backing off to 64 windows so a worker waiting all night queues little.
+  // first READY among it. Only the READY is sent again on the same socket
+  // (for a coordinator that took it and died before answering), backing off
+  // to 64 windows; no heartbeat is queued meanwhile, so a worker waiting all
+  // night queues a few hundred READYs. (Results and blob requests follow
+  // jobs, which only a coordinator that has spoken sends.)
   milliseconds silence_window(milliseconds liveness) const {
     return heard ? liveness : liveness * (1 << std::min(unheard, 6));
   }
@@ -260,7 +261,8 @@ struct FleetWorker::Impl {
       return true;
     }
     if (++unheard == 1) log("no answer from the coordinator yet; READY sent again, then at growing intervals");
-    announce();
+    send(encode_ready(ready_info()));
+    broker_seen = Clock::now();
     return false;
   }
 
@@ -519,7 +521,7 @@ int FleetWorker::run() {
     const milliseconds window = m.silence_window(broker_timeout);
     if (!reconnect && now - m.broker_seen > window) reconnect = m.on_silence(window);
     if (reconnect) m.connect();
-    else if (now - m.last_sent >= hb) m.send(encode_heartbeat());
+    else if (m.heard && now - m.last_sent >= hb) m.send(encode_heartbeat());
   }
 }
 

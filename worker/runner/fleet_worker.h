@@ -7,9 +7,15 @@
 // Protocol, as the worker sees it:
 //  - READY (id, target, executors, toolchain, capacity, running job ids) on
 //    every (re)connection, then the results not yet acknowledged again.
-//  - HEARTBEAT when it has sent nothing for one interval; a coordinator
-//    silent for `liveness` intervals, or one that says DISCONNECT, gets a
-//    fresh connection and a new READY (running jobs keep running).
+//  - HEARTBEAT when it has sent nothing for one interval, once the
+//    coordinator has spoken on this connection; a coordinator silent for
+//    `liveness` intervals after that, or one that says DISCONNECT, gets a
+//    fresh connection and a new READY (running jobs keep running). Before
+//    the coordinator first speaks, silence only re-sends READY on the same
+//    connection (ZeroMQ is still connecting it), at doubling intervals.
+//  - A lease that arrives while the device is not Good goes back unrun as
+//    error class "declined"; a health change is sent (READY) before the
+//    result that caused it.
 //  - A JOB whose model is not in the cache parks until its blob is in: the
 //    blob comes in 1 MiB chunks, 8 asked for at a time (BLOB_REQUEST with
 //    offset and max_bytes; blob_fetch.h), written to a temporary file and

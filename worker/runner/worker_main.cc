@@ -184,7 +184,8 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-ms", fo.heartbeat_ms, "Fleet: heartbeat interval")->capture_default_str()->check(
       CLI::Range(10, 60000));
   app.add_option("--liveness", fo.liveness,
-                 "Fleet: heartbeat intervals the coordinator may be silent before this worker reconnects")
+                 "Fleet: heartbeat intervals the coordinator may be silent before this worker reconnects "
+                 "(before it first answers: sends READY again)")
       ->capture_default_str()->check(CLI::Range(1, 1000));
   app.add_flag("--verbose,-v", fo.verbose, "Fleet: log every finished job");
   app.add_flag("--trusted-cache", fo.trusted_cache,

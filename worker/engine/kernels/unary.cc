@@ -270,10 +270,11 @@ class UnaryKernel final : public Kernel {
     // step on AVX2's nChw8c, say. Its multiply-add rounds twice where the
     // jit's FMA, and a Conv's fused post-op, round once; so the steps run
     // on the plain tensor instead, in the jit, with the fused numbers.
-    if (!prepare(md_of(src), env) && !src.is_plain()) {
+    if (!src.is_plain() && (md_of(src) == ref_md_ || !prepare(md_of(src), env))) {
+      ref_md_ = md_of(src);  // remembered: the next run goes plain at once
       src = to_plain(src, env);
-      prepare(md_of(src), env);
     }
+    prepare(md_of(src), env);
     const dnnl::memory::desc md = md_of(src);
     Tensor out = alloc_for_md(md, cdt, x.shape());
     auto src_mem = as_memory(src, md, env);
@@ -327,6 +328,7 @@ class UnaryKernel final : public Kernel {
   dnnl::memory::desc md_;
   std::vector<dnnl::eltwise_forward> prims_;
   bool all_jit_ = true;
+  dnnl::memory::desc ref_md_;  // a blocked layout whose steps were oneDNN's reference code
 };
 
 KernelFactory unary(U op) {
