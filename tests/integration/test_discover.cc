@@ -251,7 +251,9 @@ TEST(DiscoverSupervision, AKilledDiscoverResumesFromEveryResultItReported) {
   const std::string dir = fresh_dir("killed");
   const std::string model = dir + "/demo.onnx";
   ASSERT_EQ(run_cmd(bin("torq-sim") + " demo --save " + model).code, 0);
-  setenv("TORQ_WORKER_DELAY_MS", "40", 1);  // 42 jobs of 40 ms on 2 lanes: time to kill it
+  // 42 jobs of 120 ms on 2 lanes: after the 25th result, ~1 s to kill it in
+  // even on a loaded machine (40 ms left ~0.34 s).
+  setenv("TORQ_WORKER_DELAY_MS", "120", 1);
   Child c = spawn({gen(), "discover", "--model", model, "--output-dir", dir + "/out", "--workers", "2"});
   unsetenv("TORQ_WORKER_DELAY_MS");
   ASSERT_GT(c.pid, 0);
