@@ -37,7 +37,8 @@ void print_serve_totals(const ServeTotals& t, double wall_s, std::ostream& out) 
       << " jobs requeued, " << f.crashed << " crashed, " << f.duplicates << " duplicate results dropped, "
       << f.bad_frames << " bad frames, " << f.blobs_served << " model blobs served\n";
   if (f.infra_requeued) out << "infra     " << f.infra_requeued << " jobs lost to infrastructure errors, requeued (not attempts)\n";
-  if (f.declined) out << "declined  " << f.declined << " leases given back unrun by boards not Good, requeued (not attempts)\n";
+  if (f.declined)
+    out << "declined  " << f.declined << " leases given back unrun by boards not Good, requeued (not attempts)\n";
   for (const auto& [id, b] : f.boards) {
     std::string tags;
     for (const auto& t : b.tags) tags += (tags.empty() ? "" : ",") + t;
