@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "coordinator/unit_run.h"
 #include "pipeline/mlir.h"
 #include "pipeline/model_import.h"
 #include "pipeline/profile_merge.h"
@@ -108,7 +109,8 @@ std::string discover_run_id(const DiscoverOptions& o, const std::string& model_h
                                      : "a" + std::to_string(o.seed)) +
                     (po.job_template.bf16_rne ? "|rne" : "|trunc") + "|" + digests[Executor::kNss] +
                     digests[Executor::kCss] + digests[Executor::kHost] +
-                    (o.backend == "sim" ? "" : "|" + po.job_template.target))
+                    (o.backend == "sim" ? "" : "|" + po.job_template.target) +
+                    (isa_cap().empty() ? "" : "|isa " + isa_cap()))
       .substr(0, 16);
 }
 

@@ -6,8 +6,10 @@
 #include "coordinator/cache_writer.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <set>
@@ -106,6 +108,14 @@ std::string profiles_text(const PlanOptions& p, std::map<std::string, std::strin
 
 }  // namespace
 
+std::string isa_cap() {
+  const char* v = std::getenv("ONEDNN_MAX_CPU_ISA");
+  if (!v || !*v) v = std::getenv("DNNL_MAX_CPU_ISA");
+  std::string cap = v ? v : "";
+  std::transform(cap.begin(), cap.end(), cap.begin(), [](unsigned char c) { return std::tolower(c); });
+  return cap == "all" ? "" : cap;
+}
+
 std::string units_run_id(const std::string& kind, const std::vector<RunUnit>& units) {
   std::map<std::string, std::string> digests;
   std::vector<std::string> parts;
@@ -114,6 +124,8 @@ std::string units_run_id(const std::string& kind, const std::vector<RunUnit>& un
   std::sort(parts.begin(), parts.end());
   std::string key = kind;
   for (const auto& p : parts) key += "\n" + p;
+  const std::string cap = isa_cap();
+  if (!cap.empty()) key += "\nisa " + cap;
   return sha256_hex(key).substr(0, 16);
 }
 
@@ -202,7 +214,7 @@ class UnitServer {
   Clock::time_point started() const { return started_; }
 
  private:
-  std::string key(const JobSpec& j) { return cache_key(j, profile_digest(j, digests_), engine_identity()); }
+  std::string key(const JobSpec& j) { return cache_key(j, profile_digest(j, digests_), cache_engine_); }
 
   void record(RunUnit& u, const JobSpec& j, const ExecResult& r) {
     if (!record_assigned(u, j, r, log_)) u.planner->finished(j, r);
@@ -262,6 +274,8 @@ class UnitServer {
   std::vector<Store::KeyedCommit> cached_commits_;
   CacheWriter::Entries to_cache_;  // handed to the writer once per group commit
   std::set<std::string> warned_;   // foreign engines already named in the log
+  // The engine part of the cache key: the digest, and the ISA cap if any.
+  const std::string cache_engine_ = engine_identity() + (isa_cap().empty() ? "" : "@" + isa_cap());
   size_t rr_ = 0;                  // the unit next() looks at first
 };
 

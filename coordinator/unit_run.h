@@ -37,6 +37,12 @@ namespace torq::coordinator {
 // cmake/engine_identity.cmake; the sim backend reports the same, followed
 // by its oneDNN version, in every result's `toolchain`).
 const char* engine_identity();
+// The ISA cap the local engine runs under: ONEDNN_MAX_CPU_ISA, else
+// DNNL_MAX_CPU_ISA, lowercased; "" when unset or "all". Part of the cache
+// key and the run id, so a capped run neither reuses nor is reused by an
+// uncapped one. (Workers on other machines with other CPUs are not seen
+// here: the cache does not key on their ISA; README.)
+std::string isa_cap();
 // True when `toolchain` (a result's) names a sim engine other than `engine`:
 // a worker built from other sources (or an older build) than this
 // coordinator. The sim backend's identity starts with its engine's; a

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "tests/integration/models.h"
@@ -280,6 +281,41 @@ TEST(DiscoverSupervision, AKilledDiscoverResumesFromEveryResultItReported) {
     for (const char* e : {"nss", "css", "host"})
       EXPECT_EQ(a["ops"][id]["executors"][e]["status"], op["executors"][e]["status"]) << id << " " << e;
   }
+}
+
+// ONEDNN_MAX_CPU_ISA gives the numbers of a CPU without AVX-512 (cpu_isa.h):
+// a capped discover must compute them, not resume the uncapped results in
+// the same output directory (or be resumed by an uncapped one); the cap is
+// read case-blind, and every result names the ISA that computed it.
+TEST(DiscoverCache, AnIsaCappedRunNeitherReusesNorIsReusedByAnUncappedOne) {
+  const std::string dir = fresh_dir("isa_cap");
+  const std::string model = dir + "/demo.onnx";
+  ASSERT_EQ(run_cmd(bin("torq-sim") + " demo --save " + model).code, 0);
+  const std::string cmd = gen() + " discover --model " + model + " --output-dir " + dir + "/out --workers 2";
+  const std::regex counts(R"(jobs: (\d+) run, (\d+) resumed from the store, (\d+) from the cache)");
+  auto run = [&](const std::string& env) {
+    const auto r = run_cmd(env + cmd);
+    EXPECT_EQ(r.code, 0) << r.output;
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(r.output, m, counts)) << r.output;
+    return std::string(m[1]) + " run, " + std::string(m[2]) + " resumed, " + std::string(m[3]) + " cached";
+  };
+  auto toolchains = [&] {
+    std::set<std::string> t;
+    const auto rep = read_json(dir + "/out/torq_gen_config_demo.json");
+    for (auto& [id, op] : rep["ops"].items()) t.insert(op["executors"]["host"]["toolchain"].get<std::string>());
+    return t;
+  };
+  const std::string uncapped = torq::runner::toolchain_identity();  // this test runs uncapped
+  EXPECT_EQ(run(""), "42 run, 0 resumed, 0 cached");
+  EXPECT_EQ(toolchains(), std::set<std::string>{uncapped});
+  EXPECT_EQ(run("ONEDNN_MAX_CPU_ISA=AVX2 "), "42 run, 0 resumed, 0 cached");
+  const std::set<std::string> capped = toolchains();
+  ASSERT_EQ(capped.size(), 1u);
+  EXPECT_NE(capped.begin()->find(", avx2)"), std::string::npos) << *capped.begin();
+  EXPECT_EQ(run("ONEDNN_MAX_CPU_ISA=avx2 "), "0 run, 42 resumed, 0 cached");
+  EXPECT_EQ(run(""), "0 run, 42 resumed, 0 cached");
+  EXPECT_EQ(toolchains(), std::set<std::string>{uncapped});
 }
 
 TEST(DiscoverTargets, CustomProfileReplacesTheBuiltinOneAndTyposAreLocated) {
