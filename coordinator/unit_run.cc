@@ -229,13 +229,16 @@ class UnitServer {
     }
   }
 
-  // A job whose result is already known: resumed from the store (this run)
-  // or served by the content-addressed cache. Records it and returns true.
+  // A job whose result is already known: resumed from the store (this run;
+  // not a result of another engine, as after a rebuild into the same output
+  // directory) or served by the content-addressed cache. Records it and
+  // returns true.
   bool known(RunUnit& u, const JobSpec& j) {
     if (!u.use_store) return false;
     const int layer = j.assignment.empty() ? static_cast<int>(j.first_node) : 0;
     for (const auto& r : store_.layer_results(run_, result_key_of(j), layer))
-      if (r.executor == j.executor && r.tolerance_used == j.tolerance) {
+      if (r.executor == j.executor && r.tolerance_used == j.tolerance &&
+          !foreign_engine(r.toolchain, engine_identity())) {
         ++t_.resumed;
         record(u, j, r);
         return true;

@@ -254,6 +254,22 @@ std::map<int, std::vector<ExecResult>> Store::model_results(const std::string& r
   return out;
 }
 
+std::vector<std::string> Store::result_runs() const {
+  std::vector<std::string> runs;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), results_));
+  for (it->SeekToFirst(); it->Valid();) {
+    const std::string key = it->key().ToString();
+    const size_t slash = key.find('/');
+    if (slash == std::string::npos || slash == 0)
+      throw PipelineError(fail_prefix(dir_) + "malformed results key '" + key + "' (no run id)");
+    runs.push_back(key.substr(0, slash));
+    it->Seek(runs.back() + "0");  // past "<run>/...": '/' + 1 == '0'
+  }
+  if (!it->status().ok())
+    throw PipelineError(fail_prefix(dir_) + "cannot scan " + kResults + " keys: " + it->status().ToString());
+  return runs;
+}
+
 void Store::erase_result(const std::string& run, const std::string& model_hash, int layer, Executor e) {
   const std::string key = result_key(dir_, run, model_hash, layer);
   check_write(dir_, db_->Merge(synced(), results_, key, store_detail::erase_operand(e)), kResults, key);

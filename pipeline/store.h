@@ -82,6 +82,8 @@ class Store {
   // Any undecodable record is a PipelineError naming its key. The map is a
   // consistent snapshot of the store.
   std::map<int, std::vector<ExecResult>> model_results(const std::string& run, const std::string& model_hash) const;
+  // The run ids that have results, in order.
+  std::vector<std::string> result_runs() const;
   // Removes one executor's result of a layer (used when a layer must be re-tested).
   // Erasing a result that is not there is a no-op. Written as a merge operand
   // so it orders correctly against concurrent merge_result calls.

@@ -12,6 +12,8 @@
 
 #include "tests/integration/models.h"
 #include "tests/integration/proc.h"
+#include "pipeline/model_import.h"
+#include "pipeline/store.h"
 #include "worker/runner/job_runner.h"
 
 using namespace torq::test;
@@ -316,6 +318,43 @@ TEST(DiscoverCache, AnIsaCappedRunNeitherReusesNorIsReusedByAnUncappedOne) {
   EXPECT_EQ(run("ONEDNN_MAX_CPU_ISA=avx2 "), "0 run, 42 resumed, 0 cached");
   EXPECT_EQ(run(""), "0 run, 42 resumed, 0 cached");
   EXPECT_EQ(toolchains(), std::set<std::string>{uncapped});
+}
+
+// After a rebuild that changed the engine, a discover into the same output
+// directory computes again what the old engine computed: the store's
+// results of another engine are not resumed (as the cache never serves
+// them). The old engine is played by rewriting the stored host results'
+// toolchain to another digest.
+TEST(DiscoverCache, ResultsOfAnotherEngineAreNotResumed) {
+  const std::string dir = fresh_dir("foreign_resume");
+  const std::string model = dir + "/demo.onnx";
+  ASSERT_EQ(run_cmd(bin("torq-sim") + " demo --save " + model).code, 0);
+  const std::string cmd = gen() + " discover --model " + model + " --output-dir " + dir + "/out --workers 2";
+  ASSERT_EQ(run_cmd(cmd).code, 0);
+  const std::string older = "torq-sim-0123456789abcdef (oneDNN 2.6.3, avx512_core_bf16)";
+  {
+    auto store = torq::pipeline::Store::open(dir + "/out/.torq-store/db");
+    const auto runs = store->result_runs();
+    ASSERT_EQ(runs.size(), 1u);
+    const std::string hash = torq::pipeline::ImportedModel::from_file(model)->hash();
+    const auto layers = store->model_results(runs[0], hash);
+    ASSERT_EQ(layers.size(), 14u);
+    for (const auto& [layer, results] : layers)
+      for (auto r : results)
+        if (r.executor == torq::pipeline::Executor::kHost) {
+          r.toolchain = older;
+          store->merge_result(runs[0], hash, layer, r);
+        }
+  }
+  const auto again = run_cmd(cmd);
+  ASSERT_EQ(again.code, 0) << again.output;
+  // The 14 host jobs come from this engine's cache (the first run filled it;
+  // after a real rebuild they would run): not the older engine's results.
+  EXPECT_NE(again.output.find("jobs: 0 run, 28 resumed from the store, 14 from the cache"), std::string::npos)
+      << again.output;
+  const auto rep = read_json(dir + "/out/torq_gen_config_demo.json");
+  for (auto& [id, op] : rep["ops"].items())
+    EXPECT_EQ(op["executors"]["host"]["toolchain"], torq::runner::toolchain_identity()) << id;
 }
 
 TEST(DiscoverTargets, CustomProfileReplacesTheBuiltinOneAndTyposAreLocated) {

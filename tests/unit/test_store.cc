@@ -256,6 +256,19 @@ TEST(Store, ACommitOfSeveralModelsIsOneBatch) {
   EXPECT_EQ(js.at("m2/3/nss").first, 'D');
 }
 
+TEST(Store, ResultRunsListsEachRunWithResultsOnce) {
+  TempDir d{"torq-store"};
+  auto s = Store::open(d.path());
+  EXPECT_TRUE(s->result_runs().empty());
+  auto commit = [](const std::string& model, int layer, const std::string& id) {
+    return Store::KeyedCommit{model, {layer, result(Executor::kNss, Status::kSuccess, id, 0.25), id, job(id)}};
+  };
+  s->commit_results("run2", {commit("m1", 3, "m1/3/nss"), commit("m2", 1, "m2/1/nss")});
+  s->commit_results("run1", {commit("m1", 0, "m1/0/nss")});
+  s->commit_results("run10", {commit("m1", 7, "m1/7/nss")});
+  EXPECT_EQ(s->result_runs(), (std::vector<std::string>{"run1", "run10", "run2"}));
+}
+
 TEST(Store, BatchedJobStatesAndCacheEntriesAreAllOrNone) {
   TempDir d{"torq-store"};
   {
