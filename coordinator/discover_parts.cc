@@ -110,7 +110,7 @@ std::string discover_run_id(const DiscoverOptions& o, const std::string& model_h
                     (po.job_template.bf16_rne ? "|rne" : "|trunc") + "|" + digests[Executor::kNss] +
                     digests[Executor::kCss] + digests[Executor::kHost] +
                     (o.backend == "sim" ? "" : "|" + po.job_template.target) +
-                    (isa_cap().empty() ? "" : "|isa " + isa_cap()))
+                    isa_cap_suffix("|isa "))
       .substr(0, 16);
 }
 

@@ -116,6 +116,11 @@ std::string isa_cap() {
   return cap == "all" ? "" : cap;
 }
 
+std::string isa_cap_suffix(const std::string& sep) {
+  const std::string cap = isa_cap();
+  return cap.empty() ? "" : sep + cap;
+}
+
 std::string units_run_id(const std::string& kind, const std::vector<RunUnit>& units) {
   std::map<std::string, std::string> digests;
   std::vector<std::string> parts;
@@ -124,8 +129,7 @@ std::string units_run_id(const std::string& kind, const std::vector<RunUnit>& un
   std::sort(parts.begin(), parts.end());
   std::string key = kind;
   for (const auto& p : parts) key += "\n" + p;
-  const std::string cap = isa_cap();
-  if (!cap.empty()) key += "\nisa " + cap;
+  key += isa_cap_suffix("\nisa ");
   return sha256_hex(key).substr(0, 16);
 }
 
@@ -278,7 +282,7 @@ class UnitServer {
   CacheWriter::Entries to_cache_;  // handed to the writer once per group commit
   std::set<std::string> warned_;   // foreign engines already named in the log
   // The engine part of the cache key: the digest, and the ISA cap if any.
-  const std::string cache_engine_ = engine_identity() + (isa_cap().empty() ? "" : "@" + isa_cap());
+  const std::string cache_engine_ = engine_identity() + isa_cap_suffix("@");
   size_t rr_ = 0;                  // the unit next() looks at first
 };
 

@@ -43,6 +43,9 @@ const char* engine_identity();
 // uncapped one. (Workers on other machines with other CPUs are not seen
 // here: the cache does not key on their ISA; README.)
 std::string isa_cap();
+// `sep` + isa_cap() when there is a cap, else "": the suffix the cache key's
+// engine part and the run ids take.
+std::string isa_cap_suffix(const std::string& sep);
 // True when `toolchain` (a result's) names a sim engine other than `engine`:
 // a worker built from other sources (or an older build) than this
 // coordinator. The sim backend's identity starts with its engine's; a
