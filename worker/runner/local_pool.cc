@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "worker/runner/frame_io.h"
+#include "worker/runner/job_env.h"
 
 extern char** environ;
 
@@ -108,8 +109,12 @@ void LocalPool::spawn(Slot& s) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  std::vector<std::string> env = job_environment(environ);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, opts_.worker_binary.c_str(), &fa, &attr, argv.data(), environ);
+  const int rc = posix_spawn(&pid, opts_.worker_binary.c_str(), &fa, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   close(in_pipe[0]);

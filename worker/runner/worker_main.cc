@@ -297,7 +297,9 @@ int main(int argc, char** argv) {
   // and trims the heap after it, so each job page-faults its memory in
   // again (a quarter of a discover's job time). Blocks up to 64 MB come from
   // the heap and freed memory stays for the next job instead: the process
-  // holds its peak, which it reaches again at the next job anyway.
+  // holds its peak, which it reaches again at the next job anyway. (Its
+  // lanes share that heap, on huge pages, when started by a LocalPool:
+  // job_env.h.)
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   runner::JobRunner runner(fetch, id, make_backend(backend, threads), threads);
