@@ -53,12 +53,34 @@ TEST(JobEnv, TheTunablesAreAddedToWhatTheUserSets) {
             "glibc.malloc.arena_max_x=3:glibc.malloc.arena_max=1:glibc.malloc.hugetlb=1");
 }
 
-TEST(JobEnv, GlibcTunablesIsReplacedInPlaceOrAddedAndTheRestKept) {
-  EXPECT_EQ(env_of({"A=1", "B=2"}),
-            (std::vector<std::string>{"A=1", "B=2", "GLIBC_TUNABLES=glibc.malloc.arena_max=1:glibc.malloc.hugetlb=1"}));
+TEST(JobEnv, GlibcTunablesIsReplacedInPlaceOrAddedAndTheCallersValueCarried) {
+  const std::string ours = "GLIBC_TUNABLES=glibc.malloc.arena_max=1:glibc.malloc.hugetlb=1";
+  EXPECT_EQ(env_of({"A=1", "B=2"}), (std::vector<std::string>{"A=1", "B=2", ours, "TORQ_CALLER_GLIBC_TUNABLES="}));
   EXPECT_EQ(env_of({"A=1", "GLIBC_TUNABLES=glibc.malloc.hugetlb=0", "B=2", "GLIBC_TUNABLES=x=1"}),
-            (std::vector<std::string>{"A=1", "GLIBC_TUNABLES=glibc.malloc.hugetlb=0:glibc.malloc.arena_max=1", "B=2"}));
-  EXPECT_EQ(env_of({}), (std::vector<std::string>{"GLIBC_TUNABLES=glibc.malloc.arena_max=1:glibc.malloc.hugetlb=1"}));
+            (std::vector<std::string>{"A=1", "GLIBC_TUNABLES=glibc.malloc.hugetlb=0:glibc.malloc.arena_max=1", "B=2",
+                                      "TORQ_CALLER_GLIBC_TUNABLES=glibc.malloc.hugetlb=0"}));
+  // A caller that is itself a job process: what it carries is replaced.
+  EXPECT_EQ(env_of({"TORQ_CALLER_GLIBC_TUNABLES=old", "GLIBC_TUNABLES=a.b=1"}),
+            (std::vector<std::string>{"GLIBC_TUNABLES=a.b=1:glibc.malloc.arena_max=1:glibc.malloc.hugetlb=1",
+                                      "TORQ_CALLER_GLIBC_TUNABLES=a.b=1"}));
+  EXPECT_EQ(env_of({}), (std::vector<std::string>{ours, "TORQ_CALLER_GLIBC_TUNABLES="}));
+}
+
+TEST(JobEnv, AJobProcessPutsTheCallersTunablesBack) {
+  setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=1:glibc.malloc.hugetlb=1", 1);
+  setenv("TORQ_CALLER_GLIBC_TUNABLES", "glibc.malloc.tcache_count=0", 1);
+  runner::restore_caller_tunables();
+  ASSERT_NE(std::getenv("GLIBC_TUNABLES"), nullptr);
+  EXPECT_STREQ(std::getenv("GLIBC_TUNABLES"), "glibc.malloc.tcache_count=0");
+  EXPECT_EQ(std::getenv("TORQ_CALLER_GLIBC_TUNABLES"), nullptr);
+  setenv("TORQ_CALLER_GLIBC_TUNABLES", "", 1);  // the caller had none
+  runner::restore_caller_tunables();
+  EXPECT_EQ(std::getenv("GLIBC_TUNABLES"), nullptr);
+  EXPECT_EQ(std::getenv("TORQ_CALLER_GLIBC_TUNABLES"), nullptr);
+  setenv("GLIBC_TUNABLES", "x.y=2", 1);  // not a job process: left alone
+  runner::restore_caller_tunables();
+  EXPECT_STREQ(std::getenv("GLIBC_TUNABLES"), "x.y=2");
+  unsetenv("GLIBC_TUNABLES");
 }
 
 namespace {
@@ -94,6 +116,7 @@ void write_relu_chain(const std::string& dir) {
 
 struct JobProcess {
   std::string tunables;  // GLIBC_TUNABLES as the process was given it
+  std::string caller;    // and TORQ_CALLER_GLIBC_TUNABLES
   long huge_kb = -1;     // its anonymous memory in transparent huge pages, after the jobs
   int succeeded = 0;
 };
@@ -144,6 +167,7 @@ JobProcess run_big_jobs(const std::string& dir, const std::string& user) {
   std::istringstream env(slurp(dir + "/env"));
   for (std::string line; std::getline(env, line);)
     if (line.rfind("GLIBC_TUNABLES=", 0) == 0) out.tunables = line.substr(15);
+    else if (line.rfind("TORQ_CALLER_GLIBC_TUNABLES=", 0) == 0) out.caller = line.substr(27);
   std::string pid = slurp(dir + "/pid");
   pid.erase(pid.find_last_not_of('\n') + 1);
   if (!pid.empty()) out.huge_kb = anon_huge_kb(pid);  // idle and alive until the pool goes
@@ -165,6 +189,7 @@ TEST(JobEnv, APoolsJobProcessGetsTheTunablesAndItsHeapIsInHugePages) {
   const JobProcess users = run_big_jobs(dir, "glibc.malloc.hugetlb=0");
   EXPECT_EQ(users.succeeded, 4);
   EXPECT_EQ(users.tunables, "glibc.malloc.hugetlb=0:glibc.malloc.arena_max=1");
+  EXPECT_EQ(users.caller, "glibc.malloc.hugetlb=0");
   const std::string thp = slurp("/sys/kernel/mm/transparent_hugepage/enabled");
   if (thp.find("[never]") != std::string::npos || thp.empty())
     GTEST_SKIP() << "this kernel gives no transparent huge pages (" << thp << "): their use is not checked";

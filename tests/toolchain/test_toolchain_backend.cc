@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -237,6 +239,20 @@ TEST(ToolchainCli, BadToolchainFileIsExit2WithLineColumn) {
   EXPECT_NE(n.output.find("--backend toolchain needs --toolchain"), std::string::npos) << n.output;
 }
 
+// dir/tc.yaml: the stand-in toolchain with its run argv starting with
+// `head` (YAML items) instead of torq-sim's torq-run-module, and
+// TORQ_SIM_BIN set for its other tools. False if the stand-in's run argv
+// is not where it was.
+bool write_standin_with_run(const std::string& dir, const std::string& head) {
+  std::string yaml = slurp(standin_yaml());
+  const std::string from = "run:\n  argv: [\"{torq_sim}\", torq-run-module,";
+  if (yaml.find(from) == std::string::npos) return false;
+  yaml.replace(yaml.find(from), from.size(), "run:\n  argv: [" + head + ",");
+  std::ofstream(dir + "/tc.yaml") << yaml;
+  setenv("TORQ_SIM_BIN", bin("torq-sim").c_str(), 1);
+  return true;
+}
+
 TEST(ToolchainDiscover, DemoMatchesTheSimBackend) {
   const std::string dir = fresh_dir("toolchain/demo-model");
   const std::string model = dir + "/demo.onnx";
@@ -254,12 +270,7 @@ TEST(ToolchainDiscover, ARunFailureReachesTheReportWithTheToolsDiagnostic) {
   const std::string tool = script(dir, "bad-run",
                                   "if [ \"$1\" = host ]; then echo 'error: HAL_ERROR: out of device memory' >&2; exit 3; fi\n"
                                   "shift\nexec \"" + bin("torq-sim") + "\" torq-run-module \"$@\"");
-  std::string yaml = slurp(standin_yaml());
-  const std::string from = "run:\n  argv: [\"{torq_sim}\", torq-run-module,";
-  ASSERT_NE(yaml.find(from), std::string::npos);
-  yaml.replace(yaml.find(from), from.size(), "run:\n  argv: [\"" + tool + "\", \"{executor}\",");
-  std::ofstream(dir + "/tc.yaml") << yaml;
-  setenv("TORQ_SIM_BIN", bin("torq-sim").c_str(), 1);
+  ASSERT_TRUE(write_standin_with_run(dir, "\"" + tool + "\", \"{executor}\""));
   const auto d = discover(model, dir + "/out", "--workers 2 --skip-executors nss,css --backend toolchain --toolchain " +
                                                    dir + "/tc.yaml");
   EXPECT_EQ(d.code, 1) << d.output;  // every layer fails everywhere: critical
@@ -270,6 +281,35 @@ TEST(ToolchainDiscover, ARunFailureReachesTheReportWithTheToolsDiagnostic) {
   EXPECT_NE(host["failure_report"]["summary"].get<std::string>().find("HAL_ERROR: out of device memory"),
             std::string::npos)
       << host.dump();
+}
+
+// The tools run with the caller's GLIBC_TUNABLES, not with the ones a job
+// process gets for its own allocator (worker/runner/job_env.h): a
+// toolchain's compiler is many threads, which one malloc arena would
+// serialise. The stand-in's run tool records what it was started with.
+TEST(ToolchainDiscover, TheToolsRunWithTheCallersGlibcTunables) {
+  const std::string dir = fresh_dir("toolchain/tunables");
+  const std::string model = dir + "/demo.onnx";
+  std::ofstream(model, std::ios::binary) << sim::build_demo_model();
+  const std::string tool = script(dir, "env-run",
+                                  "echo \"GLIBC_TUNABLES=${GLIBC_TUNABLES-(unset)}\" >> \"" + dir + "/seen\"\n"
+                                  "exec \"" + bin("torq-sim") + "\" torq-run-module \"$@\"");
+  ASSERT_TRUE(write_standin_with_run(dir, "\"" + tool + "\""));
+  const std::string flags = "--workers 1 --skip-executors nss,css --backend toolchain --toolchain " + dir + "/tc.yaml";
+  auto seen = [&] {
+    std::set<std::string> lines;
+    std::istringstream in(slurp(dir + "/seen"));
+    for (std::string l; std::getline(in, l);) lines.insert(l);
+    std::filesystem::remove(dir + "/seen");
+    return lines;
+  };
+  const auto unset = discover(model, dir + "/out1", flags);
+  EXPECT_EQ(unset.code, 0) << unset.output;
+  EXPECT_EQ(seen(), std::set<std::string>{"GLIBC_TUNABLES=(unset)"});
+  const auto set = run_cmd("GLIBC_TUNABLES=glibc.malloc.tcache_count=0 timeout 600 " + bin("torq-gen-config") +
+                           " discover --model '" + model + "' --output-dir '" + dir + "/out2' -q " + flags);
+  EXPECT_EQ(set.code, 0) << set.output;
+  EXPECT_EQ(seen(), std::set<std::string>{"GLIBC_TUNABLES=glibc.malloc.tcache_count=0"});
 }
 
 }  // namespace

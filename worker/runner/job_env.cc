@@ -1,6 +1,8 @@
 #include "worker/runner/job_env.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace torq::runner {
 
@@ -36,18 +38,29 @@ std::string job_tunables(const std::string& value) {
 
 std::vector<std::string> job_environment(char* const* env) {
   std::vector<std::string> out;
-  bool found = false;
+  std::optional<std::string> caller;
   const size_t n = std::strlen(kVar);
+  const std::string saved = std::string(kCallerTunablesVar) + "=";
   for (char* const* e = env; e != nullptr && *e != nullptr; ++e) {
+    if (std::strncmp(*e, saved.c_str(), saved.size()) == 0) continue;  // set below
     if (std::strncmp(*e, kVar, n) != 0) {
       out.emplace_back(*e);
-    } else if (!found) {  // (a second one, which getenv would not see, is dropped)
-      found = true;
-      out.push_back(kVar + job_tunables(*e + n));
+    } else if (!caller) {  // (a second one, which getenv would not see, is dropped)
+      caller = *e + n;
+      out.push_back(kVar + job_tunables(*caller));
     }
   }
-  if (!found) out.push_back(kVar + job_tunables(""));
+  if (!caller) out.push_back(kVar + job_tunables(""));
+  out.push_back(saved + caller.value_or(""));
   return out;
+}
+
+void restore_caller_tunables() {
+  const char* caller = std::getenv(kCallerTunablesVar);
+  if (caller == nullptr) return;
+  if (*caller == '\0') unsetenv("GLIBC_TUNABLES");
+  else setenv("GLIBC_TUNABLES", caller, 1);
+  unsetenv(kCallerTunablesVar);
 }
 
 }  // namespace torq::runner

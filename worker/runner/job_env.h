@@ -16,6 +16,10 @@
 // glibc.malloc.hugetlb=1 (madvise: huge pages where the kernel's
 // transparent_hugepage setting is "madvise" or "always"; ignored by glibc
 // before 2.35). A tunable the user's own GLIBC_TUNABLES sets stays as set.
+// They are the job process's alone: the caller's value travels along in
+// TORQ_CALLER_GLIBC_TUNABLES and the job process puts it back at start
+// (restore_caller_tunables), so the tools it runs (a toolchain's compiler,
+// many threads, and ssh) start as the caller would have started them.
 #pragma once
 
 #include <string>
@@ -30,8 +34,17 @@ inline constexpr const char* kJobMallocTunables[] = {"glibc.malloc.arena_max=1",
 // when unset) with each of kJobMallocTunables it does not set appended.
 std::string job_tunables(const std::string& value);
 
+// Carries the caller's GLIBC_TUNABLES (empty: it had none) to the job process.
+inline constexpr const char kCallerTunablesVar[] = "TORQ_CALLER_GLIBC_TUNABLES";
+
 // `env` (a NULL-terminated environ array) with GLIBC_TUNABLES replaced by
-// job_tunables() of it (added when absent); the rest as it is, in order.
+// job_tunables() of it (added when absent) and kCallerTunablesVar set to
+// its value; the rest as it is, in order.
 std::vector<std::string> job_environment(char* const* env);
+
+// In a job process: GLIBC_TUNABLES back to the caller's (unset when it had
+// none) when kCallerTunablesVar says what it was, and kCallerTunablesVar
+// removed. glibc has read the tunables by then; only children see this.
+void restore_caller_tunables();
 
 }  // namespace torq::runner

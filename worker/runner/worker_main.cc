@@ -34,6 +34,7 @@
 #include "worker/board/address.h"
 #include "worker/runner/fleet_worker.h"
 #include "worker/runner/frame_io.h"
+#include "worker/runner/job_env.h"
 #include "worker/runner/job_runner.h"
 #include "worker/runner/preload.h"
 #include "worker/runner/stdio_serve.h"
@@ -152,6 +153,7 @@ int check_backend(const BackendChoice& b) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  runner::restore_caller_tunables();  // a pool's job process: its tools start as its caller would
   CLI::App app{"torq-worker: runs executor-discovery jobs (sim or toolchain backend)"};
   bool stdio = false;
   std::string cache_dir = ".torq-cache/models";
