@@ -19,12 +19,12 @@ gen="$build/bin/torq-gen-config"
 [ -x "$gen" ] || { echo "bench: $gen not built"; exit 2; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 echo "== discover scaling, $(nproc) cores, fastest of $runs runs per row, $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-16s %7s %6s %8s %8s %8s %7s %9s %8s %6s %7s\n' model workers jobs wall_s jobs_s jobs_ph_s effic effic_ph speedup cpu_s max_sp
+printf '%-16s %7s %6s %8s %8s %8s %8s %7s %9s %8s %6s %7s\n' model workers jobs wall_s wall_med jobs_s jobs_ph_s effic effic_ph speedup cpu_s max_sp
 TIMEFORMAT='%3U %3S'
 for m in "${models[@]}"; do
   base=""
   for w in 1 2; do
-    best=""
+    best=""; walls=()
     for ((r = 0; r < runs; r++)); do
       out="$tmp/$m-$w-$r"
       t0=$(date +%s.%N)
@@ -33,9 +33,11 @@ for m in "${models[@]}"; do
       t1=$(date +%s.%N)
       l=$(cat "$tmp/log")
       d=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.4f", b-a}')
+      walls+=("$d")
       if [ -z "$best" ] || awk -v d="$d" -v b="$best" 'BEGIN{exit !(d < b)}'; then best="$d"; log="$l"; btm="$tm"; fi
       rm -rf "$out"
     done
+    med=$(printf '%s\n' "${walls[@]}" | sort -n | awk '{v[NR]=$1} END{printf "%.2f", NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}')
     jobs=$(echo "$log" | sed -n 's/^jobs: \([0-9]*\) run.*/\1/p')
     wall=$(echo "$log" | sed -n 's/^wall \([0-9.]*\) s (jobs \([0-9.]*\) s), \([0-9.]*\) jobs\/s, efficiency \([0-9.]*\).*/\1 \2 \3 \4/p')
     read -r total jw rate eff <<< "$wall"
@@ -51,9 +53,9 @@ for m in "${models[@]}"; do
     cpu=$(echo "$btm" | awk '{printf "%.2f", $1 + $2}')
     maxsp=-
     [ "$w" = 1 ] || maxsp=$(awk -v a="$base" -v c="$cpu" -v n="$(nproc)" 'BEGIN{printf "%.2f", a / (c / n)}')
-    printf '%-16s %7s %6s %8s %8s %8s %7s %9s %8s %6s %7s\n' "$m" "$w" "$jobs" "$total" "$rate" "$jw" "$eff" "$effph" "$speed" "$cpu" "$maxsp"
+    printf '%-16s %7s %6s %8s %8s %8s %8s %7s %9s %8s %6s %7s\n' "$m" "$w" "$jobs" "$total" "$med" "$rate" "$jw" "$eff" "$effph" "$speed" "$cpu" "$maxsp"
   done
 done
-echo "(wall = whole command incl. import, report and worker exit, timed from outside; effic = sum of job times / (wall x workers); effic_ph the same"
+echo "(wall = whole command incl. import, report and worker exit, timed from outside, fastest run; wall_med = median run; effic = sum of job times / (wall x workers); effic_ph the same"
 echo " over the job phase only; cpu_s = user + sys of the command and its workers; max_sp = wall at 1 worker / (cpu_s / $(nproc) cores),"
 echo " the speedup no schedule of that much CPU could beat; goals: efficiency >= 0.8 at 2 workers, squeezenet1.0 < 10 s)"
