@@ -159,27 +159,36 @@ std::optional<JobSpec> Planner::next() {
   // The broker asks whenever it has room; at the end of a run every layer
   // is in flight or done, and a scan per ask would make the run quadratic.
   if (ready_ == 0) return std::nullopt;
+  while (!followups_.empty()) {
+    const size_t i = *followups_.begin();
+    followups_.erase(followups_.begin());
+    if (ready(state_[i])) return issue(i);
+  }
   for (size_t n = 0; n < state_.size(); ++n) {
     const size_t i = (cursor_ + n) % state_.size();
-    auto& st = state_[i];
-    if (st.done || st.pending.empty() || (opts_.skip_mode && st.in_flight)) continue;
-    const Executor e = st.pending.front();
-    st.pending.erase(st.pending.begin());
-    st.in_flight = true;
-    if (!ready(st)) --ready_;
+    if (!ready(state_[i])) continue;
     cursor_ = opts_.skip_mode ? i + 1 : i;
-    JobSpec j = opts_.job_template;
-    j.model_hash = hash_;
-    j.first_node = j.last_node = static_cast<uint32_t>(i);
-    j.executor = e;
-    if (auto tt = opts_.executor_targets.find(e); tt != opts_.executor_targets.end()) j.target = tt->second;
-    j.id = job_id(j.result_key.empty() ? hash_ : j.result_key, static_cast<int>(i), e);
-    auto t = tolerances_.find(static_cast<int>(i));
-    if (t != tolerances_.end()) j.tolerance = t->second;
-    ++issued_;
-    return j;
+    return issue(i);
   }
   return std::nullopt;
+}
+
+JobSpec Planner::issue(size_t i) {
+  auto& st = state_[i];
+  const Executor e = st.pending.front();
+  st.pending.erase(st.pending.begin());
+  st.in_flight = true;
+  if (!ready(st)) --ready_;
+  JobSpec j = opts_.job_template;
+  j.model_hash = hash_;
+  j.first_node = j.last_node = static_cast<uint32_t>(i);
+  j.executor = e;
+  if (auto tt = opts_.executor_targets.find(e); tt != opts_.executor_targets.end()) j.target = tt->second;
+  j.id = job_id(j.result_key.empty() ? hash_ : j.result_key, static_cast<int>(i), e);
+  auto t = tolerances_.find(static_cast<int>(i));
+  if (t != tolerances_.end()) j.tolerance = t->second;
+  ++issued_;
+  return j;
 }
 
 bool Planner::all_done() const {
@@ -200,6 +209,7 @@ void Planner::finished(const JobSpec& job, const ExecResult& r) {
       st.done = true;
     } else {
       ++estimate_;
+      followups_.insert(job.first_node);
     }
   } else if (st.pending.empty()) {
     st.done = true;

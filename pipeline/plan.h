@@ -87,8 +87,16 @@ class Planner {
   std::map<int, Tolerance> tolerances_;
   std::vector<LayerState> state_;
   std::map<int, int> dedup_of_;
+  // The job of layer i, its executor the first pending (which it takes off).
+  JobSpec issue(size_t i);
   size_t cursor_ = 0;
   size_t ready_ = 0;  // layers for which ready() holds: next() scans only when some are
+  // Skip mode: layers whose executor failed and whose next one waits. They
+  // go first, lowest layer first, while their inputs are recent: the
+  // cursor would reach them only on its next sweep from layer 0, and a job
+  // process keeps reference values for layers only a window behind its
+  // newest job (worker/runner/reference_release.h).
+  std::set<size_t> followups_;
   size_t estimate_ = 0, saved_ = 0;
   size_t issued_ = 0, finished_ = 0;  // jobs handed out by next() / reported to finished()
 };

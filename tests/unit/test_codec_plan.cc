@@ -133,6 +133,25 @@ TEST(Planner, SkipModeIssuesTheNextExecutorOnlyAfterAFailure) {
   EXPECT_FALSE(p.next());  // host never needed
 }
 
+// A failed layer's next executor goes before the layers the cursor comes
+// to next, lowest layer first (a job process keeps the reference values of
+// recent layers only): not on the next sweep from layer 0.
+TEST(Planner, SkipModeIssuesAFollowUpBeforeNewLayersLowestFirst) {
+  PlanOptions po;
+  po.skip_mode = true;
+  Planner p("hash", layers(6), {}, po, {});
+  std::vector<JobSpec> first;
+  for (int i = 0; i < 4; ++i) first.push_back(*p.next());  // nss of layers 0..3 in flight
+  ExecResult err;
+  err.status = Status::kError;
+  p.finished(first[2], err);
+  p.finished(first[0], err);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(p.next()->id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"hash/0/css", "hash/2/css", "hash/4/nss", "hash/5/nss"}));
+  EXPECT_FALSE(p.next());
+}
+
 // all_done (the cue for the assigned full-model run) waits for every issued
 // job, whatever order they finish in.
 TEST(Planner, AllDoneOnlyWhenEveryIssuedJobFinished) {
