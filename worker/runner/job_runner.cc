@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -16,6 +18,7 @@
 #include "pipeline/layer_nodes.h"
 #include "pipeline/sha256.h"
 #include "worker/runner/compare_outputs.h"
+#include "worker/runner/reference_release.h"
 #include "pipeline/base/error.h"
 #include "pipeline/base/onnx_scope.h"
 #include "worker/engine/session.h"
@@ -82,6 +85,29 @@ ExecResult failed(ExecResult r, const std::string& cls, const std::string& msg, 
   return r;
 }
 
+// Each value's last layer whose job reads it: its nodes' inputs and its outputs.
+std::map<std::string, uint32_t> last_readers(const onnx::GraphProto& g, const std::vector<pipeline::LayerNodes>& layers,
+                                             const pipeline::RangeOutputs& outputs_of) {
+  std::map<std::string, uint32_t> last;
+  for (uint32_t l = 0; l < layers.size(); ++l) {
+    for (int pos : pipeline::range_nodes(layers, l, l))
+      for (const auto& in : base::node_reads(g.node(pos))) last[in] = l;
+    for (const auto& o : outputs_of(l, l)) last[o] = l;
+  }
+  return last;
+}
+
+// Layers a reference value is kept past its last reader: TORQ_REFERENCE_WINDOW
+// (a test's knob; < 0 keeps every value), else 32, which jobs dispatched in
+// layer order with a few in flight do not reach back past.
+int release_window() {
+  static const int w = [] {
+    const char* e = std::getenv("TORQ_REFERENCE_WINDOW");
+    return e && *e ? std::atoi(e) : 32;
+  }();
+  return w;
+}
+
 }  // namespace
 
 // A model as a worker holds it: the graph, its layers, and the reference
@@ -100,6 +126,7 @@ struct JobRunner::ModelState {
   // it is defined or the run ends); nullopt if the run never defines it.
   std::optional<Tensor> value(const std::string& name) {
     std::unique_lock<std::mutex> lk(mu_);
+    if (release_ && release_->released(name)) rewind(lk, name);
     if (!values_.count(name)) {
       advance(lk, [&] { return values_.count(name) > 0; }, true);
       demand_ = std::max(demand_, steps_done_);
@@ -117,6 +144,26 @@ struct JobRunner::ModelState {
     std::unique_lock<std::mutex> lk(mu_);
     const size_t stop = steps_done_ + kChunk;
     advance(lk, [&] { return steps_done_ >= demand_ + kAhead || steps_done_ >= stop; }, false);
+  }
+  // Releasing what no job will read (reference_release.h): set up once the
+  // layers are known, before the run starts; `restart` makes a second run
+  // (its session and steps) for a rewind.
+  using Restart = std::function<std::pair<std::unique_ptr<engine::Session>, std::unique_ptr<engine::Session::Steps>>()>;
+  void release_behind(ReferenceRelease r, Restart restart) {
+    std::lock_guard<std::mutex> lk(mu_);
+    release_.emplace(std::move(r));
+    restart_ = std::move(restart);
+  }
+  // A job of layers [first, last] starts (it reads nothing before this) or ends.
+  void job_started(uint32_t first, uint32_t last) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!release_) return;
+    release_->job_started(first, last);
+    release_due();
+  }
+  void job_ended(uint32_t first) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (release_) release_->job_ended(first);
   }
   // A value fixed whatever the run (the constants when the run cannot start).
   void keep(const std::string& name, Tensor t) {
@@ -169,7 +216,9 @@ struct JobRunner::ModelState {
       lk.lock();
       stepping_ = false;
       ++steps_done_;
-      for (auto& [name, t] : got) values_.emplace(std::move(name), std::move(t));
+      for (auto& [name, t] : got)
+        if (values_.emplace(name, std::move(t)).second && release_ && !constants.count(name)) release_->held(name);
+      release_due();
       if (!err.empty()) error_ = err;
       if (steps_->done()) {
         steps_.reset();
@@ -178,9 +227,45 @@ struct JobRunner::ModelState {
       cv_.notify_all();
     }
   }
+  void release_due() {
+    if (release_)
+      for (const auto& name : release_->due()) values_.erase(name);
+  }
+  // `name` was released: a second run from the start gives back every
+  // released value (they equal the first run's: same session, inputs and
+  // threads) and from then on nothing is released. Steps like advance().
+  void rewind(std::unique_lock<std::mutex>& lk, const std::string& name) {
+    cv_.wait(lk, [&] { return !stepping_; });
+    if (!release_->released(name)) return;  // another job's rewind gave it back
+    std::set<std::string> wanted = release_->released();
+    release_->keep_all();
+    stepping_ = true;
+    lk.unlock();
+    std::fprintf(stderr,
+                 "[reference] '%s' was released, with %zu values in all: running the reference again from its start "
+                 "to give them back (this model's values are kept from now on)\n",
+                 name.c_str(), wanted.size());
+    std::vector<std::pair<std::string, Tensor>> back;
+    std::string err;
+    try {
+      auto [session, steps] = restart_();
+      while (back.size() < wanted.size() && !steps->done())
+        for (auto& [n, t] : steps->step())
+          if (wanted.count(n)) back.emplace_back(std::move(n), std::move(t));
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+    lk.lock();
+    stepping_ = false;
+    for (auto& [n, t] : back) values_.emplace(std::move(n), std::move(t));
+    if (!err.empty() && error_.empty()) error_ = "the second reference run failed: " + err;
+    cv_.notify_all();
+  }
   std::mutex mu_;
   std::condition_variable cv_;
   bool stepping_ = false;
+  std::optional<ReferenceRelease> release_;
+  Restart restart_;
   size_t steps_done_ = 0, demand_ = 0;  // steps taken; the most a value() needed
   std::unique_ptr<engine::Session> session_;
   std::unique_ptr<engine::Session::Steps> steps_;
@@ -312,6 +397,12 @@ void JobRunner::set_up(ModelState& st, uint64_t seed, bool bf16_rne) {
       for (const auto& o : n.output())
         if (!o.empty() && s->is_constant(o)) st.constants.insert(o);
     const auto inputs = s->random_inputs(seed, -1.f, 1.f);
+    st.release_behind(ReferenceRelease(last_readers(st.proto.graph(), st.layers, *st.outputs_of), release_window()),
+                      [&proto = st.proto, so, seed] {
+                        auto again = engine::Session::from_proto(proto, so);
+                        auto steps = again->start_steps(again->random_inputs(seed, -1.f, 1.f));
+                        return std::make_pair(std::move(again), std::move(steps));
+                      });
     st.start(std::move(s), inputs);
   } catch (const std::exception& e) {
     st.stopped(e.what());
@@ -545,6 +636,12 @@ ExecResult JobRunner::run(const JobSpec& job) {
   if (job.last_node >= ms->layers.size())
     return fail("import", "node " + std::to_string(job.last_node) + " out of range (model has " +
                               std::to_string(ms->layers.size()) + " layers)");
+  ms->job_started(job.first_node, job.last_node);
+  struct Ended {
+    ModelState& ms;
+    uint32_t first;
+    ~Ended() { ms.job_ended(first); }
+  } ended{*ms, job.first_node};
   if (!job.assignment.empty()) return run_assigned(job, *ms, r, t0);
   SubModel sm;
   if (!materialise(*ms, job, job.first_node, job.last_node, nullptr, &sm)) return fail("reference", sm.error);

@@ -1,0 +1,52 @@
+#include "worker/runner/reference_release.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace torq::runner {
+
+ReferenceRelease::ReferenceRelease(std::map<std::string, uint32_t> last_reader, int window)
+    : last_reader_(std::move(last_reader)), window_(window) {}
+
+void ReferenceRelease::job_started(uint32_t first, uint32_t last) {
+  active_.insert(first);
+  front_ = std::max<int64_t>(front_, last);
+}
+
+void ReferenceRelease::job_ended(uint32_t first) {
+  auto it = active_.find(first);
+  if (it != active_.end()) active_.erase(it);
+}
+
+void ReferenceRelease::held(const std::string& name) {
+  if (window_ < 0) return;
+  auto it = last_reader_.find(name);
+  held_.emplace(it == last_reader_.end() ? -1 : static_cast<int64_t>(it->second), name);
+}
+
+int64_t ReferenceRelease::floor() const {
+  if (window_ < 0 || front_ < 0) return -1;
+  int64_t f = front_ - window_;
+  if (!active_.empty()) f = std::min<int64_t>(f, *active_.begin());
+  // A value no layer reads goes once any job has started.
+  return std::max<int64_t>(f, 0);
+}
+
+std::vector<std::string> ReferenceRelease::due() {
+  std::vector<std::string> out;
+  const int64_t f = floor();
+  while (!held_.empty() && held_.begin()->first < f) {
+    out.push_back(held_.begin()->second);
+    released_.insert(held_.begin()->second);
+    held_.erase(held_.begin());
+  }
+  return out;
+}
+
+void ReferenceRelease::keep_all() {
+  window_ = -1;
+  held_.clear();
+  released_.clear();
+}
+
+}  // namespace torq::runner
