@@ -1,7 +1,10 @@
 #include "worker/runner/reference_release.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <utility>
+
+#include "pipeline/base/onnx_scope.h"
 
 namespace torq::runner {
 
@@ -47,6 +50,25 @@ void ReferenceRelease::keep_all() {
   window_ = -1;
   held_.clear();
   released_.clear();
+}
+
+std::map<std::string, uint32_t> last_readers(const onnx::GraphProto& g, const std::vector<pipeline::LayerNodes>& layers,
+                                             const pipeline::RangeOutputs& outputs_of) {
+  std::map<std::string, uint32_t> last;
+  for (uint32_t l = 0; l < layers.size(); ++l) {
+    for (int pos : pipeline::range_nodes(layers, l, l))
+      for (const auto& in : base::node_reads(g.node(pos))) last[in] = l;
+    for (const auto& o : outputs_of(l, l)) last[o] = l;
+  }
+  return last;
+}
+
+int release_window() {
+  static const int w = [] {
+    const char* e = std::getenv("TORQ_REFERENCE_WINDOW");
+    return e && *e ? std::atoi(e) : 32;
+  }();
+  return w;
 }
 
 }  // namespace torq::runner

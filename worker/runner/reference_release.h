@@ -18,6 +18,10 @@
 #include <string>
 #include <vector>
 
+#include <onnx/onnx_pb.h>
+
+#include "pipeline/layer_nodes.h"
+
 namespace torq::runner {
 
 class ReferenceRelease {
@@ -50,5 +54,15 @@ class ReferenceRelease {
   std::multimap<int64_t, std::string> held_;  // by last reader (-1: none)
   std::set<std::string> released_;
 };
+
+// Each value's last layer whose job reads it: its nodes' inputs and its
+// outputs (RangeOutputs of the layer alone).
+std::map<std::string, uint32_t> last_readers(const onnx::GraphProto& g, const std::vector<pipeline::LayerNodes>& layers,
+                                             const pipeline::RangeOutputs& outputs_of);
+
+// Layers a reference value is kept past its last reader: TORQ_REFERENCE_WINDOW
+// (a test's knob; < 0 keeps every value), else 32, which jobs dispatched in
+// layer order with a few in flight do not reach back past.
+int release_window();
 
 }  // namespace torq::runner
