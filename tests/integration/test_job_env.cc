@@ -6,9 +6,13 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <gnu/libc-version.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -29,6 +33,18 @@ std::vector<std::string> env_of(std::vector<std::string> vars) {
   p.push_back(nullptr);
   return runner::job_environment(p.data());
 }
+
+// This process's GLIBC_TUNABLES, put back as it was when it goes.
+struct SavedTunables {
+  std::optional<std::string> value;
+  SavedTunables() {
+    if (const char* v = std::getenv("GLIBC_TUNABLES")) value = v;
+  }
+  ~SavedTunables() {
+    if (value) setenv("GLIBC_TUNABLES", value->c_str(), 1);
+    else unsetenv("GLIBC_TUNABLES");
+  }
+};
 
 // kB of anonymous memory in transparent huge pages (smaps_rollup).
 long anon_huge_kb(const std::string& pid) {
@@ -67,6 +83,7 @@ TEST(JobEnv, GlibcTunablesIsReplacedInPlaceOrAddedAndTheCallersValueCarried) {
 }
 
 TEST(JobEnv, AJobProcessPutsTheCallersTunablesBack) {
+  SavedTunables saved;
   setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=1:glibc.malloc.hugetlb=1", 1);
   setenv("TORQ_CALLER_GLIBC_TUNABLES", "glibc.malloc.tcache_count=0", 1);
   runner::restore_caller_tunables();
@@ -80,7 +97,6 @@ TEST(JobEnv, AJobProcessPutsTheCallersTunablesBack) {
   setenv("GLIBC_TUNABLES", "x.y=2", 1);  // not a job process: left alone
   runner::restore_caller_tunables();
   EXPECT_STREQ(std::getenv("GLIBC_TUNABLES"), "x.y=2");
-  unsetenv("GLIBC_TUNABLES");
 }
 
 namespace {
@@ -133,13 +149,14 @@ JobProcess run_big_jobs(const std::string& dir, const std::string& user) {
       << " \"$@\"\n";
   }
   EXPECT_EQ(run_cmd("chmod +x " + wrapper).code, 0);
-  if (!user.empty()) setenv("GLIBC_TUNABLES", user.c_str(), 1);
+  SavedTunables saved;
+  if (user.empty()) unsetenv("GLIBC_TUNABLES");
+  else setenv("GLIBC_TUNABLES", user.c_str(), 1);
   runner::LocalPoolOptions o;
   o.workers = 1;
   o.cache_dir = dir;
   o.worker_binary = wrapper;
   runner::LocalPool pool(o);
-  unsetenv("GLIBC_TUNABLES");
   std::deque<pipeline::JobSpec> jobs;
   for (uint32_t i = 0; i < 4; ++i) {
     pipeline::JobSpec j;
@@ -193,6 +210,11 @@ TEST(JobEnv, APoolsJobProcessGetsTheTunablesAndItsHeapIsInHugePages) {
   const std::string thp = slurp("/sys/kernel/mm/transparent_hugepage/enabled");
   if (thp.find("[never]") != std::string::npos || thp.empty())
     GTEST_SKIP() << "this kernel gives no transparent huge pages (" << thp << "): their use is not checked";
+  if (slurp("/proc/self/status").find("THP_enabled:\t0") != std::string::npos)
+    GTEST_SKIP() << "transparent huge pages are disabled for this process (prctl): their use is not checked";
+  int major = 0, minor = 0;
+  if (std::sscanf(gnu_get_libc_version(), "%d.%d", &major, &minor) != 2 || major * 100 + minor < 235)
+    GTEST_SKIP() << "glibc " << gnu_get_libc_version() << " has no glibc.malloc.hugetlb: huge pages not checked";
   EXPECT_GE(ours.huge_kb, 2048) << "transparent_hugepage " << thp;
   if (thp.find("[madvise]") != std::string::npos) {
     EXPECT_EQ(users.huge_kb, 0);

@@ -48,13 +48,16 @@ TEST(ReferenceRelease, ARunningJobHoldsEverythingFromItsFirstLayer) {
   EXPECT_EQ(r.due(), (std::vector<std::string>{"a", "b"}));
 }
 
-TEST(ReferenceRelease, KeepAllForgetsWhatWasReleasedAndReleasesNoMore) {
-  ReferenceRelease r({{"x", 0}}, 0);
+TEST(ReferenceRelease, AfterStopNothingMoreGoesAndOnlyWhatIsGivenBackIsHeldAgain) {
+  ReferenceRelease r({{"x", 0}, {"z", 0}}, 0);
   r.held("x");
+  r.held("z");
   r.job_started(5, 5);
-  EXPECT_EQ(r.due(), std::vector<std::string>{"x"});
-  r.keep_all();
+  EXPECT_EQ(r.due(), (std::vector<std::string>{"x", "z"}));
+  r.stop();  // a rewind starts
+  r.given_back("x");  // and gives back x only (it failed before z)
   EXPECT_FALSE(r.released("x"));
+  EXPECT_TRUE(r.released("z"));  // asked for again, z rewinds again
   r.held("y");
   r.job_started(50, 50);
   EXPECT_TRUE(r.due().empty());

@@ -453,16 +453,24 @@ ExecResult JobRunner::run(const JobSpec& job) {
     uint32_t first;
     ~Ended() { ms.job_ended(first); }
   } ended{*ms, job.first_node};
-  if (!job.assignment.empty()) return run_assigned(job, *ms, r, t0);
+  try {
+    return job.assignment.empty() ? run_layers(job, *ms, r, t0) : run_assigned(job, *ms, r, t0);
+  } catch (const ReferenceLost& e) {  // a rewind that failed (reference_release.h)
+    return fail("reference", e.what());
+  }
+}
+
+ExecResult JobRunner::run_layers(const JobSpec& job, ModelState& ms, ExecResult r, Clock::time_point t0) {
+  auto fail = [&](const std::string& cls, const std::string& msg) { return failed(r, cls, msg, t0); };
   SubModel sm;
-  if (!materialise(*ms, job, job.first_node, job.last_node, nullptr, &sm)) return fail("reference", sm.error);
+  if (!materialise(ms, job, job.first_node, job.last_node, nullptr, &sm)) return fail("reference", sm.error);
   const onnx::ModelProto& sub = sm.proto;
   const std::vector<Tensor>& feeds = sm.feeds;
   const std::vector<std::string>& outs = sm.outs;
   const engine::Rounding rounding = job.bf16_rne ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
   // Reference: the fp32 host computation of the same sub-model (kept from
   // the full-model run when that computed it on these inputs).
-  std::vector<Tensor> expected = full_run_outputs(*ms, job, outs);
+  std::vector<Tensor> expected = full_run_outputs(ms, job, outs);
   if (expected.empty()) try {
     engine::SessionOptions so;
     so.threads = threads_;
@@ -487,7 +495,7 @@ ExecResult JobRunner::run(const JobSpec& job) {
   for (size_t i = 0; i < actual.size() && i < expected.size(); ++i)
     r.outputs.push_back(diff_output(outs[i], actual[i], expected[i], job.tolerance));
   pipeline::judge(&r, job.tolerance);
-  ms->step_ahead();  // for the next jobs: part of this one's time
+  ms.step_ahead();  // for the next jobs: part of this one's time
   r.host_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   return r;
 }

@@ -99,6 +99,11 @@ class JobRunner {
   // values entering the range, runs each layer where assigned (or where the
   // compiler decides), compares the range's outputs with the reference.
   // `r` carries the job's result header; t0 is when the job started.
+  // A layer (or range) job: the sub-model of [first_node, last_node] on the
+  // reference's values, its fp32 host reference and the job's executor,
+  // compared. `r` carries the job's result header; t0 is when it started.
+  pipeline::ExecResult run_layers(const pipeline::JobSpec& job, ModelState& ms, pipeline::ExecResult r,
+                                  std::chrono::steady_clock::time_point t0);
   pipeline::ExecResult run_assigned(const pipeline::JobSpec& job, ModelState& ms, pipeline::ExecResult r,
                                     std::chrono::steady_clock::time_point t0);
 

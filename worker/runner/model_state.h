@@ -5,6 +5,7 @@
 
 #include <condition_variable>
 #include <cstdio>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -18,12 +19,18 @@
 #include <onnx/onnx_pb.h>
 
 #include "pipeline/layer_nodes.h"
+#include "pipeline/types.h"
 #include "worker/engine/session.h"
 #include "worker/engine/tensor.h"
 #include "worker/runner/job_runner.h"
 #include "worker/runner/reference_release.h"
 
 namespace torq::runner {
+
+// A released reference value that a failed second run could not give back.
+struct ReferenceLost : pipeline::PipelineError {
+  using pipeline::PipelineError::PipelineError;
+};
 
 // A model as a worker holds it: the graph, its layers, and the reference
 // run on the seeded input that gives every layer its real inputs. That run
@@ -41,7 +48,12 @@ struct JobRunner::ModelState {
   // it is defined or the run ends); nullopt if the run never defines it.
   std::optional<engine::Tensor> value(const std::string& name) {
     std::unique_lock<std::mutex> lk(mu_);
-    if (release_ && release_->released(name)) rewind(lk, name);
+    if (release_ && release_->released(name)) {
+      rewind(lk, name);
+      if (release_->released(name))
+        throw ReferenceLost("the reference value '" + name +
+                            "' was let go and a second reference run could not give it back: " + error_);
+    }
     if (!values_.count(name)) {
       advance(lk, [&] { return values_.count(name) > 0; }, true);
       demand_ = std::max(demand_, steps_done_);
@@ -149,11 +161,13 @@ struct JobRunner::ModelState {
   // `name` was released: a second run from the start gives back every
   // released value (they equal the first run's: same session, inputs and
   // threads) and from then on nothing is released. Steps like advance().
+  // Should that run fail, what it did not give back stays released: asked
+  // for, it is a ReferenceLost (the job's error), never a stand-in.
   void rewind(std::unique_lock<std::mutex>& lk, const std::string& name) {
     cv_.wait(lk, [&] { return !stepping_; });
     if (!release_->released(name)) return;  // another job's rewind gave it back
     std::set<std::string> wanted = release_->released();
-    release_->keep_all();
+    release_->stop();
     stepping_ = true;
     lk.unlock();
     std::fprintf(stderr,
@@ -172,7 +186,10 @@ struct JobRunner::ModelState {
     }
     lk.lock();
     stepping_ = false;
-    for (auto& [n, t] : back) values_.emplace(std::move(n), std::move(t));
+    for (auto& [n, t] : back) {
+      release_->given_back(n);
+      values_.emplace(std::move(n), std::move(t));
+    }
     if (!err.empty() && error_.empty()) error_ = "the second reference run failed: " + err;
     cv_.notify_all();
   }

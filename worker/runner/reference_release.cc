@@ -46,10 +46,9 @@ std::vector<std::string> ReferenceRelease::due() {
   return out;
 }
 
-void ReferenceRelease::keep_all() {
+void ReferenceRelease::stop() {
   window_ = -1;
   held_.clear();
-  released_.clear();
 }
 
 std::map<std::string, uint32_t> last_readers(const onnx::GraphProto& g, const std::vector<pipeline::LayerNodes>& layers,

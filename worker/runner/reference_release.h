@@ -41,8 +41,10 @@ class ReferenceRelease {
   std::vector<std::string> due();
   bool released(const std::string& name) const { return released_.count(name) > 0; }
   const std::set<std::string>& released() const { return released_; }
-  // After a rewind has given the released values back: keep everything.
-  void keep_all();
+  // At a rewind: nothing more is released (what is held stays held).
+  void stop();
+  // A released value the rewind gave back.
+  void given_back(const std::string& name) { released_.erase(name); }
 
  private:
   int64_t floor() const;  // values whose last reader is below it are due
