@@ -69,9 +69,10 @@ TEST(ReferenceRelease, AfterStopNothingMoreGoesAndOnlyWhatIsGivenBackIsHeldAgain
 
 namespace {
 
-struct Window {  // TORQ_REFERENCE_WINDOW for the pool's children, unset after
-  explicit Window(const char* v) { setenv("TORQ_REFERENCE_WINDOW", v, 1); }
-  ~Window() { unsetenv("TORQ_REFERENCE_WINDOW"); }
+struct Env {  // a variable for the pool's children, unset after
+  std::string name;
+  Env(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
+  ~Env() { unsetenv(name.c_str()); }
 };
 
 pipeline::JobSpec demo_job(uint32_t layer, pipeline::Executor e, const std::string& tag = "") {
@@ -99,7 +100,7 @@ TEST(ReferenceRelease, LateJobsGetTheValuesBackFromASecondRunAndTheSameResults) 
   jobs.push_back(demo_job(0, pipeline::Executor::kHost, "/late"));
   jobs.push_back(demo_job(5, pipeline::Executor::kCss, "/late"));
   auto run = [&](const char* window, const std::string& log) {
-    Window w(window);
+    Env w("TORQ_REFERENCE_WINDOW", window);
     runner::LocalPoolOptions o;
     o.workers = 1;
     o.cache_dir = dir;
@@ -128,4 +129,36 @@ TEST(ReferenceRelease, LateJobsGetTheValuesBackFromASecondRunAndTheSameResults) 
   EXPECT_EQ(rewinds, 1u) << log;
   EXPECT_NE(log.find("running the reference again from its start"), std::string::npos) << log;
   EXPECT_EQ(slurp(dir + "/kept.log").find("[reference] "), std::string::npos);
+}
+
+// The second run fails (an injected fault): a late job whose values it did
+// not give back is an error of class reference that says so, never a result
+// on stand-in values; the jobs before it are unharmed.
+TEST(ReferenceRelease, AFailedSecondRunIsTheLateJobsReferenceError) {
+  const std::string dir = fresh_dir("reference-release-fault");
+  ASSERT_EQ(run_cmd(bin("torq-sim") + " demo --save " + dir + "/demo.onnx").code, 0);
+  std::deque<pipeline::JobSpec> jobs;
+  for (uint32_t l = 0; l < 14; ++l) jobs.push_back(demo_job(l, pipeline::Executor::kHost));
+  jobs.push_back(demo_job(0, pipeline::Executor::kHost, "/late"));
+  Env w("TORQ_REFERENCE_WINDOW", "2");
+  Env f("TORQ_REFERENCE_REWIND_FAULT", "1");
+  runner::LocalPoolOptions o;
+  o.workers = 1;
+  o.cache_dir = dir;
+  o.stderr_file = dir + "/worker.log";
+  const auto r = run_on_pool(o, jobs);
+  ASSERT_EQ(r.size(), 15u);
+  for (uint32_t l = 0; l < 14; ++l) {
+    const auto& ok = r.at("demo/" + std::to_string(l) + "/host");
+    EXPECT_EQ(ok.status, pipeline::Status::kSuccess) << l << ": " << ok.error_message;
+  }
+  const auto& late = r.at("demo/0/host/late");
+  EXPECT_EQ(late.status, pipeline::Status::kError);
+  EXPECT_EQ(late.error_class, "reference");
+  EXPECT_NE(late.error_message.find("was let go and a second reference run could not give it back"),
+            std::string::npos)
+      << late.error_message;
+  EXPECT_NE(late.error_message.find("injected by TORQ_REFERENCE_REWIND_FAULT=1"), std::string::npos)
+      << late.error_message;
+  EXPECT_TRUE(late.outputs.empty());
 }

@@ -210,6 +210,9 @@ void JobRunner::set_up(ModelState& st, uint64_t seed, bool bf16_rne) {
     const auto inputs = s->random_inputs(seed, -1.f, 1.f);
     st.release_behind(ReferenceRelease(last_readers(st.proto.graph(), st.layers, *st.outputs_of), release_window()),
                       [&proto = st.proto, so, seed] {
+                        // (A test's fault: the second run fails at once.)
+                        if (const char* f = std::getenv("TORQ_REFERENCE_REWIND_FAULT"); f && std::string(f) == "1")
+                          throw std::runtime_error("injected by TORQ_REFERENCE_REWIND_FAULT=1");
                         auto again = engine::Session::from_proto(proto, so);
                         auto steps = again->start_steps(again->random_inputs(seed, -1.f, 1.f));
                         return std::make_pair(std::move(again), std::move(steps));
