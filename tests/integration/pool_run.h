@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "pipeline/codec.h"
 #include "tests/integration/proc.h"
@@ -15,12 +16,9 @@
 
 namespace torq::test {
 
-// Runs `jobs` on a pool made with `o` (its worker binary is the build's
-// torq-worker); results by job id, each exactly once.
-inline std::map<std::string, pipeline::ExecResult> run_on_pool(runner::LocalPoolOptions o,
-                                                               std::deque<pipeline::JobSpec> jobs) {
-  o.worker_binary = bin("torq-worker");
-  runner::LocalPool pool(o);
+// Runs `jobs` on `pool` (which stays up after); results by job id, each exactly once.
+inline std::map<std::string, pipeline::ExecResult> run_jobs(runner::LocalPool& pool,
+                                                            std::deque<pipeline::JobSpec> jobs) {
   std::map<std::string, pipeline::ExecResult> out;
   pool.run(
       [&]() -> std::optional<pipeline::JobSpec> {
@@ -31,6 +29,15 @@ inline std::map<std::string, pipeline::ExecResult> run_on_pool(runner::LocalPool
       },
       [&](const pipeline::JobSpec& j, pipeline::ExecResult r) { EXPECT_TRUE(out.emplace(j.id, r).second) << j.id; });
   return out;
+}
+
+// Runs `jobs` on a pool made with `o` (its worker binary is the build's
+// torq-worker); results by job id, each exactly once.
+inline std::map<std::string, pipeline::ExecResult> run_on_pool(runner::LocalPoolOptions o,
+                                                               std::deque<pipeline::JobSpec> jobs) {
+  o.worker_binary = bin("torq-worker");
+  runner::LocalPool pool(o);
+  return run_jobs(pool, std::move(jobs));
 }
 
 // A result without what depends on timing and placement.

@@ -168,17 +168,10 @@ JobProcess run_big_jobs(const std::string& dir, const std::string& user) {
     jobs.push_back(j);
   }
   JobProcess out;
-  pool.run(
-      [&]() -> std::optional<pipeline::JobSpec> {
-        if (jobs.empty()) return std::nullopt;
-        auto j = jobs.front();
-        jobs.pop_front();
-        return j;
-      },
-      [&](const pipeline::JobSpec& j, pipeline::ExecResult r) {
-        EXPECT_EQ(r.status, pipeline::Status::kSuccess) << j.id << ": " << r.error_message;
-        out.succeeded += r.status == pipeline::Status::kSuccess;
-      });
+  for (const auto& [id, r] : run_jobs(pool, std::move(jobs))) {
+    EXPECT_EQ(r.status, pipeline::Status::kSuccess) << id << ": " << r.error_message;
+    out.succeeded += r.status == pipeline::Status::kSuccess;
+  }
   // (glibc cuts the original GLIBC_TUNABLES string in /proc/PID/environ
   // while it parses it, so the script's `env` says what the pool passed.)
   std::istringstream env(slurp(dir + "/env"));
