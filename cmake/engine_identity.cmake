@@ -1,7 +1,8 @@
 # Writes OUT, a header defining TORQ_ENGINE_IDENTITY: "torq-sim-" and the
 # first 16 hex digits of a SHA-256 over every source under the directories
-# DIR ('|'-separated; *.cc, *.h, each by directory name, relative path and
-# contents), EXTRA and the contents of EXTRA_FILE (library versions). The
+# DIR ('|'-separated; *.cc, *.h and CMakeLists.txt, each by directory name,
+# relative path and contents), EXTRA and the contents of EXTRA_FILE (library
+# versions, compiler, build type and flags). The
 # result cache keys on it, so a changed executor (engine, simulator, runner,
 # the pipeline code they use, or a library under them) never reuses a
 # result an older one computed. OUT is rewritten only when the identity
@@ -18,7 +19,7 @@ endif()
 string(REPLACE "|" ";" dirs "${DIR}")
 foreach(dir IN LISTS dirs)
   get_filename_component(name "${dir}" NAME)
-  file(GLOB_RECURSE sources RELATIVE "${dir}" "${dir}/*.cc" "${dir}/*.h")
+  file(GLOB_RECURSE sources RELATIVE "${dir}" "${dir}/*.cc" "${dir}/*.h" "${dir}/CMakeLists.txt")
   list(SORT sources)
   foreach(f IN LISTS sources)
     file(SHA256 "${dir}/${f}" h)
