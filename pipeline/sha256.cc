@@ -16,8 +16,23 @@
 
 namespace torq::pipeline {
 
+namespace {
+
+// OpenSSL 3 looks EVP_sha256() up in its provider tables at every
+// EVP_DigestInit_ex (an "implicit fetch", about 0.17 us here of a 0.4 us
+// digest of a cache key); fetched once, the digest is kept for the process.
+const EVP_MD* sha256_md() {
+  static const EVP_MD* md = [] {
+    const EVP_MD* f = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    return f ? f : EVP_sha256();
+  }();
+  return md;
+}
+
+}  // namespace
+
 Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
-  if (!ctx_ || !EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr)) {
+  if (!ctx_ || !EVP_DigestInit_ex(ctx_, sha256_md(), nullptr)) {
     EVP_MD_CTX_free(ctx_);
     throw PipelineError("SHA-256 init failed");
   }
