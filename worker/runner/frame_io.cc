@@ -1,5 +1,6 @@
 #include "worker/runner/frame_io.h"
 
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -31,11 +32,23 @@ static size_t read_all(int fd, char* p, size_t n) {
   return got;
 }
 
+// Header and payload in one writev: a reader blocked on the pipe wakes once
+// per frame with the whole of it there, not on the 4-byte header first and
+// then again for the payload (two wake-ups, each an IPI in a VM).
 bool write_frame(int fd, const std::string& payload) {
   const uint32_t n = static_cast<uint32_t>(payload.size());
   const char hdr[4] = {static_cast<char>(n & 0xff), static_cast<char>((n >> 8) & 0xff),
                        static_cast<char>((n >> 16) & 0xff), static_cast<char>((n >> 24) & 0xff)};
-  return write_all(fd, hdr, 4) && write_all(fd, payload.data(), payload.size());
+  iovec iov[2] = {{const_cast<char*>(hdr), 4}, {const_cast<char*>(payload.data()), payload.size()}};
+  ssize_t w;
+  do w = ::writev(fd, iov, 2);
+  while (w < 0 && errno == EINTR);
+  if (w <= 0) return false;
+  // A short write (a frame larger than the pipe's free space): the rest in order.
+  size_t done = static_cast<size_t>(w);
+  if (done < 4) return write_all(fd, hdr + done, 4 - done) && write_all(fd, payload.data(), payload.size());
+  done -= 4;
+  return write_all(fd, payload.data() + done, payload.size() - done);
 }
 
 std::optional<std::string> read_frame(int fd, size_t max_bytes) {
