@@ -3,22 +3,12 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <stdexcept>
 
 namespace torq::runner {
-
-static bool write_all(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
 
 // Returns bytes read (< n only at EOF).
 static size_t read_all(int fd, char* p, size_t n) {
@@ -34,21 +24,32 @@ static size_t read_all(int fd, char* p, size_t n) {
 
 // Header and payload in one writev: a reader blocked on the pipe wakes once
 // per frame with the whole of it there, not on the 4-byte header first and
-// then again for the payload (two wake-ups, each an IPI in a VM).
+// then again for the payload (two wake-ups, each an IPI in a VM). A short
+// write (a signal after part of a frame larger than the pipe's free space
+// went in) advances through the two pieces and writes the rest.
 bool write_frame(int fd, const std::string& payload) {
   const uint32_t n = static_cast<uint32_t>(payload.size());
-  const char hdr[4] = {static_cast<char>(n & 0xff), static_cast<char>((n >> 8) & 0xff),
-                       static_cast<char>((n >> 16) & 0xff), static_cast<char>((n >> 24) & 0xff)};
-  iovec iov[2] = {{const_cast<char*>(hdr), 4}, {const_cast<char*>(payload.data()), payload.size()}};
-  ssize_t w;
-  do w = ::writev(fd, iov, 2);
-  while (w < 0 && errno == EINTR);
-  if (w <= 0) return false;
-  // A short write (a frame larger than the pipe's free space): the rest in order.
-  size_t done = static_cast<size_t>(w);
-  if (done < 4) return write_all(fd, hdr + done, 4 - done) && write_all(fd, payload.data(), payload.size());
-  done -= 4;
-  return write_all(fd, payload.data() + done, payload.size() - done);
+  char hdr[4] = {static_cast<char>(n & 0xff), static_cast<char>((n >> 8) & 0xff),
+                 static_cast<char>((n >> 16) & 0xff), static_cast<char>((n >> 24) & 0xff)};
+  iovec iov[2] = {{hdr, 4}, {const_cast<char*>(payload.data()), payload.size()}};
+  iovec* next = iov;
+  int left = payload.empty() ? 1 : 2;
+  while (left > 0) {
+    const ssize_t w = ::writev(fd, next, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    for (size_t done = static_cast<size_t>(w); done > 0;) {
+      const size_t take = std::min(done, next->iov_len);
+      next->iov_base = static_cast<char*>(next->iov_base) + take;
+      next->iov_len -= take;
+      done -= take;
+      if (next->iov_len == 0) {
+        ++next;
+        --left;
+      }
+    }
+  }
+  return true;
 }
 
 std::optional<std::string> read_frame(int fd, size_t max_bytes) {
