@@ -1,9 +1,10 @@
 # The build's generated/engine_build.txt, which the engine identity digests
 # (CMakeLists.txt): it must name the compiler, the build type and the flags
-# this build compiles the executors with, so a rebuild with other ones never
-# reuses the cached results of this one.
+# this build compiles the executors with, and the digest of the top-level
+# CMakeLists.txt, so a rebuild with other ones never reuses the cached
+# results of this one.
 #   cmake -DFILE=<engine_build.txt> -DIDENTITY=<engine_identity.h> -DCOMPILER=<id> -DVERSION=<ver>
-#         -DTYPE=<build type> -DFLAGS=<flags> -P engine_build_test.cmake
+#         -DTYPE=<build type> -DFLAGS=<flags> -DTOP=<CMakeLists.txt> -P engine_build_test.cmake
 if(NOT EXISTS "${FILE}")
   message(FATAL_ERROR "${FILE} was not written at configure time")
 endif()
@@ -26,6 +27,10 @@ foreach(want "compiler ${COMPILER} ${VERSION} " " build ${TYPE} " "${flags}")
 endforeach()
 if(NOT lines MATCHES "dnnl [0-9]")
   message(FATAL_ERROR "${FILE}: no library versions: ${lines}")
+endif()
+file(SHA256 "${TOP}" top)
+if(NOT lines MATCHES "CMakeLists.txt ${top}")
+  message(FATAL_ERROR "${FILE}: no digest of ${TOP} (${top}): ${lines}")
 endif()
 file(STRINGS "${IDENTITY}" id REGEX "TORQ_ENGINE_IDENTITY \"torq-sim-[0-9a-f]+\"")
 if(id STREQUAL "")
