@@ -1,5 +1,6 @@
 #include "pipeline/sha256.h"
 
+#include <openssl/err.h>
 #include <openssl/evp.h>
 
 #include <google/protobuf/io/zero_copy_stream.h>
@@ -24,7 +25,9 @@ namespace {
 const EVP_MD* sha256_md() {
   static const EVP_MD* md = [] {
     const EVP_MD* f = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-    return f ? f : EVP_sha256();
+    if (f) return f;
+    ERR_clear_error();  // the failed fetch's error is not for the next caller of ERR_get_error
+    return EVP_sha256();
   }();
   return md;
 }

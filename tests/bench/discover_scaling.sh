@@ -5,7 +5,8 @@
 # the whole command used (user + sys of it and its workers). Each row is
 # the fastest of RUNS runs (default 3; a single sub-second run moves by
 # 20% with whatever else the 2 cores do), with the median beside it; the
-# runs alternate 1 and 2 workers, so a slow spell falls on both. max_sp, at 2 workers: the most
+# runs alternate 1 and 2 workers (1 2, 2 1, ...), so a slow spell falls on
+# both. max_sp, at 2 workers: the most
 # any schedule could give over the 1-worker wall with that much CPU on
 # this machine's cores, wall_1 / (cpu_2 / cores).
 # Usage: tests/bench/discover_scaling.sh [--runs N] [BUILD_DIR] [MODEL...]
@@ -13,6 +14,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 runs=3
 if [ "${1:-}" = "--runs" ]; then runs="$2"; shift 2; fi
+[[ "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "bench: --runs takes a count >= 1, not '$runs'"; exit 2; }
 build="${1:-$root/build}"; shift || true
 shared="${TORQ_SHARED_DIR:-$root/../shared}"
 models=("$@"); [ ${#models[@]} -gt 0 ] || models=(squeezenet1.0 mobilenetv2 resnet18 efficientnet_b1)
@@ -39,7 +41,8 @@ for m in "${models[@]}"; do
   # machine (this VM has them) falls on both alike.
   declare -A best=() log=() btm=() walls=()
   for ((r = 0; r < runs; r++)); do
-    for w in 1 2; do
+    order="1 2"; ((r % 2 == 0)) || order="2 1"  # neither count always goes first
+    for w in $order; do
       discover "$m" "$w" "$tmp/$m-$w-$r"
       walls[$w]+="$d "
       if [ -z "${best[$w]:-}" ] || awk -v d="$d" -v b="${best[$w]}" 'BEGIN{exit !(d < b)}'; then
