@@ -5,14 +5,39 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 namespace torq::test {
+
+// An environment variable for a test's scope: set (or, given no value, only
+// saved) now, and put back as it was, set or unset, when it goes. The pools
+// and binaries a test starts inherit it.
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(std::string name) : name_(std::move(name)) {
+    if (const char* v = std::getenv(name_.c_str())) old_ = v;
+  }
+  ScopedEnv(std::string name, const std::string& value) : ScopedEnv(std::move(name)) {
+    setenv(name_.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) setenv(name_.c_str(), old_->c_str(), 1);
+    else unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
 
 struct ProcResult {
   int code = -1;

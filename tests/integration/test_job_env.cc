@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <deque>
 #include <fstream>
-#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -33,18 +32,6 @@ std::vector<std::string> env_of(std::vector<std::string> vars) {
   p.push_back(nullptr);
   return runner::job_environment(p.data());
 }
-
-// This process's GLIBC_TUNABLES, put back as it was when it goes.
-struct SavedTunables {
-  std::optional<std::string> value;
-  SavedTunables() {
-    if (const char* v = std::getenv("GLIBC_TUNABLES")) value = v;
-  }
-  ~SavedTunables() {
-    if (value) setenv("GLIBC_TUNABLES", value->c_str(), 1);
-    else unsetenv("GLIBC_TUNABLES");
-  }
-};
 
 // kB of anonymous memory in transparent huge pages (smaps_rollup).
 long anon_huge_kb(const std::string& pid) {
@@ -83,7 +70,7 @@ TEST(JobEnv, GlibcTunablesIsReplacedInPlaceOrAddedAndTheCallersValueCarried) {
 }
 
 TEST(JobEnv, AJobProcessPutsTheCallersTunablesBack) {
-  SavedTunables saved;
+  ScopedEnv saved("GLIBC_TUNABLES");
   setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=1:glibc.malloc.hugetlb=1", 1);
   setenv("TORQ_CALLER_GLIBC_TUNABLES", "glibc.malloc.tcache_count=0", 1);
   runner::restore_caller_tunables();
@@ -149,7 +136,7 @@ JobProcess run_big_jobs(const std::string& dir, const std::string& user) {
       << " \"$@\"\n";
   }
   EXPECT_EQ(run_cmd("chmod +x " + wrapper).code, 0);
-  SavedTunables saved;
+  ScopedEnv saved("GLIBC_TUNABLES");
   if (user.empty()) unsetenv("GLIBC_TUNABLES");
   else setenv("GLIBC_TUNABLES", user.c_str(), 1);
   runner::LocalPoolOptions o;

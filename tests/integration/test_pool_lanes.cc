@@ -68,12 +68,6 @@ void expect_others_succeeded_uncharged(const std::map<std::string, pipeline::Exe
   }
 }
 
-struct Env {  // a variable for the pool's children, unset after
-  std::string name;
-  Env(const std::string& n, const std::string& v) : name(n) { setenv(n.c_str(), v.c_str(), 1); }
-  ~Env() { unsetenv(name.c_str()); }
-};
-
 }  // namespace
 
 // The jobs a caller prefetches are spread over the pool's processes, each
@@ -114,8 +108,8 @@ TEST(PoolLanes, ACrashWithTwoInFlightChargesOnlyTheJobThatCrashes) {
   const std::string cache = cache_with_demo("lanes-crash");
   // Every job takes 200 ms, so the other lane has a job in flight when the
   // crash (at the start of /0/host) takes the process down.
-  Env fault("TORQ_WORKER_FAULT", "crash:demo/0/host");
-  Env delay("TORQ_WORKER_DELAY_MS", "200");
+  ScopedEnv fault("TORQ_WORKER_FAULT", "crash:demo/0/host");
+  ScopedEnv delay("TORQ_WORKER_DELAY_MS", "200");
   const auto r = run_pool(cache, 2, 2, demo_jobs({pipeline::Executor::kHost}, 5, 60000));
   ASSERT_EQ(r.size(), 5u);
   const auto& crashed = r.at("demo/0/host");
@@ -130,8 +124,8 @@ TEST(PoolLanes, AHangCostsItsJobAndTheOtherLanesJobRunsAgainUncharged) {
   const std::string cache = cache_with_demo("lanes-hang");
   // /0/host hangs; the other lane runs 400 ms jobs, so one is in flight
   // when the hang's 1000 ms deadline kills the process.
-  Env fault("TORQ_WORKER_FAULT", "hang:demo/0/host");
-  Env delay("TORQ_WORKER_DELAY_MS", "400");
+  ScopedEnv fault("TORQ_WORKER_FAULT", "hang:demo/0/host");
+  ScopedEnv delay("TORQ_WORKER_DELAY_MS", "400");
   const auto r = run_pool(cache, 2, 2, demo_jobs({pipeline::Executor::kHost}, 5, 1000));
   ASSERT_EQ(r.size(), 5u);
   const auto& hung = r.at("demo/0/host");
@@ -147,7 +141,7 @@ TEST(PoolLanes, AHangCostsItsJobAndTheOtherLanesJobRunsAgainUncharged) {
 // start at 600 and 900 ms).
 TEST(PoolLanes, AJobWaitingInTheProcessIsTimedFromItsStart) {
   const std::string cache = cache_with_demo("lanes-ahead-timeout");
-  Env delay("TORQ_WORKER_DELAY_MS", "300");
+  ScopedEnv delay("TORQ_WORKER_DELAY_MS", "300");
   const auto r = run_pool(cache, 1, 1, demo_jobs({pipeline::Executor::kHost}, 4, 700), 3);
   ASSERT_EQ(r.size(), 4u);
   for (const auto& [id, res] : r) {
@@ -161,8 +155,8 @@ TEST(PoolLanes, AJobWaitingInTheProcessIsTimedFromItsStart) {
 // the waiting ones go back uncharged and run with others, not alone.
 TEST(PoolLanes, ACrashChargesTheStartedJobNotThoseWaitingBehindIt) {
   const std::string cache = cache_with_demo("lanes-ahead-crash");
-  Env fault("TORQ_WORKER_FAULT", "crash:demo/0/host");
-  Env delay("TORQ_WORKER_DELAY_MS", "100");
+  ScopedEnv fault("TORQ_WORKER_FAULT", "crash:demo/0/host");
+  ScopedEnv delay("TORQ_WORKER_DELAY_MS", "100");
   const auto r = run_pool(cache, 1, 1, demo_jobs({pipeline::Executor::kHost}, 5, 60000), 3);
   ASSERT_EQ(r.size(), 5u);
   const auto& crashed = r.at("demo/0/host");
@@ -177,7 +171,7 @@ TEST(PoolLanes, ACrashChargesTheStartedJobNotThoseWaitingBehindIt) {
 // waiting ones were never started and run again uncharged.
 TEST(PoolLanes, AHangCostsOnlyItsJobWithJobsWaitingBehindIt) {
   const std::string cache = cache_with_demo("lanes-ahead-hang");
-  Env fault("TORQ_WORKER_FAULT", "hang:demo/0/host");
+  ScopedEnv fault("TORQ_WORKER_FAULT", "hang:demo/0/host");
   const auto r = run_pool(cache, 1, 1, demo_jobs({pipeline::Executor::kHost}, 5, 1000), 3);
   ASSERT_EQ(r.size(), 5u);
   const auto& hung = r.at("demo/0/host");

@@ -69,12 +69,6 @@ TEST(ReferenceRelease, AfterStopNothingMoreGoesAndOnlyWhatIsGivenBackIsHeldAgain
 
 namespace {
 
-struct Env {  // a variable for the pool's children, unset after
-  std::string name;
-  Env(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
-  ~Env() { unsetenv(name.c_str()); }
-};
-
 pipeline::JobSpec demo_job(uint32_t layer, pipeline::Executor e, const std::string& tag = "") {
   pipeline::JobSpec j;
   j.id = "demo/" + std::to_string(layer) + "/" + pipeline::executor_name(e) + tag;
@@ -100,7 +94,7 @@ TEST(ReferenceRelease, LateJobsGetTheValuesBackFromASecondRunAndTheSameResults) 
   jobs.push_back(demo_job(0, pipeline::Executor::kHost, "/late"));
   jobs.push_back(demo_job(5, pipeline::Executor::kCss, "/late"));
   auto run = [&](const char* window, const std::string& log) {
-    Env w("TORQ_REFERENCE_WINDOW", window);
+    ScopedEnv w("TORQ_REFERENCE_WINDOW", window);
     runner::LocalPoolOptions o;
     o.workers = 1;
     o.cache_dir = dir;
@@ -140,8 +134,8 @@ TEST(ReferenceRelease, AFailedSecondRunIsTheLateJobsReferenceError) {
   std::deque<pipeline::JobSpec> jobs;
   for (uint32_t l = 0; l < 14; ++l) jobs.push_back(demo_job(l, pipeline::Executor::kHost));
   jobs.push_back(demo_job(0, pipeline::Executor::kHost, "/late"));
-  Env w("TORQ_REFERENCE_WINDOW", "2");
-  Env f("TORQ_REFERENCE_REWIND_FAULT", "1");
+  ScopedEnv w("TORQ_REFERENCE_WINDOW", "2");
+  ScopedEnv f("TORQ_REFERENCE_REWIND_FAULT", "1");
   runner::LocalPoolOptions o;
   o.workers = 1;
   o.cache_dir = dir;

@@ -207,17 +207,22 @@ void JobRunner::set_up(ModelState& st, uint64_t seed, bool bf16_rne) {
     for (const auto& n : g.node())
       for (const auto& o : n.output())
         if (!o.empty() && s->is_constant(o)) st.constants.insert(o);
-    const auto inputs = s->random_inputs(seed, -1.f, 1.f);
-    st.release_behind(ReferenceRelease(last_readers(st.proto.graph(), st.layers, *st.outputs_of), release_window()),
-                      [&proto = st.proto, so, seed] {
-                        // (A test's fault: the second run fails at once.)
-                        if (const char* f = std::getenv("TORQ_REFERENCE_REWIND_FAULT"); f && std::string(f) == "1")
-                          throw std::runtime_error("injected by TORQ_REFERENCE_REWIND_FAULT=1");
-                        auto again = engine::Session::from_proto(proto, so);
-                        auto steps = again->start_steps(again->random_inputs(seed, -1.f, 1.f));
-                        return std::make_pair(std::move(again), std::move(steps));
-                      });
-    st.start(std::move(s), inputs);
+    // The run's steps on the seeded input: the first run's, and a rewind's.
+    const auto start_run = [seed](engine::Session& session) {
+      return session.start_steps(session.random_inputs(seed, -1.f, 1.f));
+    };
+    if (release_window() >= 0)  // (below 0 everything is kept: nothing to track)
+      st.release_behind(ReferenceRelease(last_readers(st.proto.graph(), st.layers, *st.outputs_of), release_window()),
+                        [&proto = st.proto, so, start_run] {
+                          // (A test's fault: the second run fails at once.)
+                          if (const char* f = std::getenv("TORQ_REFERENCE_REWIND_FAULT"); f && std::string(f) == "1")
+                            throw std::runtime_error("injected by TORQ_REFERENCE_REWIND_FAULT=1");
+                          auto again = engine::Session::from_proto(proto, so);
+                          auto steps = start_run(*again);
+                          return std::make_pair(std::move(again), std::move(steps));
+                        });
+    auto steps = start_run(*s);
+    st.start(std::move(s), std::move(steps));
   } catch (const std::exception& e) {
     st.stopped(e.what());
     // Keep what is fixed regardless of the run: initializers and Constant nodes.

@@ -95,15 +95,15 @@ class JobRunner {
   // The backend's run of `sm` on executor e, for `job` (its target for e,
   // rounding, timeout; `runs` timing runs).
   BackendResult run_on(const pipeline::JobSpec& job, pipeline::Executor e, const SubModel& sm, uint32_t runs);
-  // An assigned run of [first_node, last_node]: starts from the reference
-  // values entering the range, runs each layer where assigned (or where the
-  // compiler decides), compares the range's outputs with the reference.
-  // `r` carries the job's result header; t0 is when the job started.
   // A layer (or range) job: the sub-model of [first_node, last_node] on the
   // reference's values, its fp32 host reference and the job's executor,
   // compared. `r` carries the job's result header; t0 is when it started.
   pipeline::ExecResult run_layers(const pipeline::JobSpec& job, ModelState& ms, pipeline::ExecResult r,
                                   std::chrono::steady_clock::time_point t0);
+  // An assigned run of [first_node, last_node]: starts from the reference
+  // values entering the range, runs each layer where assigned (or where the
+  // compiler decides), compares the range's outputs with the reference.
+  // `r` carries the job's result header; t0 is when the job started.
   pipeline::ExecResult run_assigned(const pipeline::JobSpec& job, ModelState& ms, pipeline::ExecResult r,
                                     std::chrono::steady_clock::time_point t0);
 

@@ -109,11 +109,11 @@ struct JobRunner::ModelState {
     advance(lk, [] { return false; }, true);
     return error_;
   }
-  // Starts the lazy run (the session is built now, the first node runs
-  // when a value is asked for); an error here stops it before any node.
-  void start(std::unique_ptr<engine::Session> s, const std::vector<engine::Tensor>& inputs) {
+  // Starts the lazy run on its session and steps, both made by the caller
+  // (the first node runs when a value is asked for).
+  void start(std::unique_ptr<engine::Session> s, std::unique_ptr<engine::Session::Steps> steps) {
     session_ = std::move(s);
-    steps_ = session_->start_steps(inputs);
+    steps_ = std::move(steps);
   }
   void stopped(const std::string& why) { error_ = why; }
 
