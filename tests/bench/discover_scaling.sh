@@ -22,7 +22,7 @@ gen="$build/bin/torq-gen-config"
 [ -x "$gen" ] || { echo "bench: $gen not built"; exit 2; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 echo "== discover scaling, $(nproc) cores, fastest of $runs runs per row, $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-16s %7s %6s %8s %8s %8s %8s %7s %9s %8s %7s %6s %7s\n' model workers jobs wall_s wall_med jobs_s jobs_ph_s effic effic_ph speedup sp_med cpu_s max_sp
+printf '%-16s %7s %6s %8s %8s %8s %8s %7s %9s %8s %7s %6s %7s %7s\n' model workers jobs wall_s wall_med jobs_s jobs_ph_s effic effic_ph speedup sp_med cpu_s max_sp amd_sp
 TIMEFORMAT='%3U %3S'
 # One discover: its wall time from outside, and its log and CPU times.
 discover() {  # MODEL WORKERS OUT -> sets d, l, tm
@@ -50,7 +50,7 @@ for m in "${models[@]}"; do
       fi
     done
   done
-  base=""; base_med=""
+  base=""; base_med=""; base_jw=""
   for w in 1 2; do
     med=$(printf '%s\n' ${walls[$w]} | median)
     log_w="${log[$w]}"
@@ -62,18 +62,24 @@ for m in "${models[@]}"; do
     real=$(awk -v d="${best[$w]}" 'BEGIN{printf "%.3f", d}')
     eff=$(awk -v e="$eff" -v t="$total" -v r="$real" 'BEGIN{printf "%.2f", e*t/r}')
     total="$real"
-    [ -n "$base" ] || { base="$total"; base_med="$med"; }
+    [ -n "$base" ] || { base="$total"; base_med="$med"; base_jw="$jw"; }
     speed=$(awk -v a="$base" -v b="$total" 'BEGIN{printf "%.2f", a/b}')
     speed_med=$(awk -v a="$base_med" -v b="$med" 'BEGIN{printf "%.2f", a/b}')
     # Efficiency over the job phase only (import and report excluded).
     effph=$(awk -v e="$eff" -v t="$total" -v j="$jw" 'BEGIN{printf "%.2f", e*t/j}')
     cpu=$(echo "${btm[$w]}" | awk '{printf "%.2f", $1 + $2}')
-    maxsp=-
+    maxsp=-; amdsp=-
     [ "$w" = 1 ] || maxsp=$(awk -v a="$base" -v c="$cpu" -v n="$(nproc)" 'BEGIN{printf "%.2f", a / (c / n)}')
-    printf '%-16s %7s %6s %8s %8s %8s %8s %7s %9s %8s %7s %6s %7s\n' "$m" "$w" "$jobs" "$total" "$med" "$rate" "$jw" "$eff" "$effph" "$speed" "$speed_med" "$cpu" "$maxsp"
+    # Amdahl: this run's serial part (wall outside its job phase) with the
+    # 1-worker job phase cut by exactly the worker count.
+    [ "$w" = 1 ] || amdsp=$(awk -v a="$base" -v t="$total" -v j="$jw" -v j1="$base_jw" -v w="$w" \
+                              'BEGIN{printf "%.2f", a / (t - j + j1 / w)}')
+    printf '%-16s %7s %6s %8s %8s %8s %8s %7s %9s %8s %7s %6s %7s %7s\n' "$m" "$w" "$jobs" "$total" "$med" "$rate" "$jw" "$eff" "$effph" "$speed" "$speed_med" "$cpu" "$maxsp" "$amdsp"
   done
   unset best log btm walls
 done
 echo "(wall = whole command incl. import, report and worker exit, timed from outside, fastest run; wall_med = median run; sp_med = speedup of the medians; runs alternate 1 and 2 workers; effic = sum of job times / (wall x workers); effic_ph the same"
 echo " over the job phase only; cpu_s = user + sys of the command and its workers; max_sp = wall at 1 worker / (cpu_s / $(nproc) cores),"
-echo " the speedup no schedule of that much CPU could beat; goals: efficiency >= 0.8 at 2 workers, squeezenet1.0 < 10 s)"
+echo " the speedup no schedule of that much CPU could beat; amd_sp = wall at 1 worker / (this run's wall outside its job phase + the 1-worker job"
+echo " phase / workers), the speedup a job phase that scaled perfectly would give with this run's serial part;"
+echo " goals: efficiency >= 0.8 at 2 workers, squeezenet1.0 < 10 s)"
