@@ -32,6 +32,9 @@ constexpr const char* kZapEndpoint = "inproc://zeromq.zap.01";
 // Messages queued to one worker before a send fails (ZMQ_SNDHWM).
 constexpr int kSendQueueMessages = 100000;
 
+// (target, required tags joined by ',', executor)
+using QueueKey = std::tuple<std::string, std::string, Executor>;
+
 struct Job {
   // kHeld: unfinished in the store at start, waiting one liveness interval
   // for the worker that still runs it to reconnect and claim it.
@@ -46,6 +49,10 @@ struct Job {
   uint32_t leases = 0;      // times sent to a worker
   uint32_t deaths = 0;      // workers that died or went silent holding it
   bool wanted = false;      // the source gave it and awaits its result
+  // Its queue (queue_key of its spec), made when it is first queued: the
+  // spec never changes, and the key's strings cost a job two allocations
+  // and a tag sort at every queue transition.
+  std::optional<QueueKey> queue;
 };
 
 struct Worker {
@@ -64,9 +71,6 @@ struct Worker {
     return static_cast<long>(info.capacity) + static_cast<long>(info.prefetch) - static_cast<long>(leased.size());
   }
 };
-
-// (target, required tags joined by ',', executor)
-using QueueKey = std::tuple<std::string, std::string, Executor>;
 
 std::string tag_key(const std::vector<std::string>& tags) {
   std::vector<std::string> t = tags;
@@ -208,14 +212,18 @@ struct FleetBroker::Impl {
   std::string queue_target(const std::string& worker_target) const { return opt.any_target ? "*" : worker_target; }
   std::string queue_target(const JobSpec& spec) const { return opt.any_target ? "*" : serving_target(spec); }
   QueueKey queue_key(const JobSpec& spec) const { return {queue_target(spec), tag_key(spec.tags), spec.executor}; }
+  const QueueKey& queue_of(Job& j) const {
+    if (!j.queue) j.queue = queue_key(j.spec);
+    return *j.queue;
+  }
   void enqueue(Job& j) {
     j.state = Job::State::kQueued;
     j.worker.clear();
-    queues[queue_key(j.spec)].emplace(j.seq, j.spec.id);
+    queues[queue_of(j)].emplace(j.seq, j.spec.id);
     ++queued;
   }
   void unqueue(Job& j) {
-    queues[queue_key(j.spec)].erase({j.seq, j.spec.id});
+    queues[queue_of(j)].erase({j.seq, j.spec.id});
     --queued;
   }
   // The oldest queued job this worker can run (its target, one of its
