@@ -1,6 +1,6 @@
 #include "pipeline/plan.h"
 
-#include <cstdio>
+#include <charconv>
 #include <sstream>
 
 #include <onnx/onnx_pb.h>
@@ -244,10 +244,13 @@ JobSpec range_job(const JobSpec& job_template, const std::string& model_hash, ui
 namespace {
 
 // A double as an ostream writes it by default (6 significant digits, %g).
+// std::to_chars with a precision is specified as printf's "%.6g" in the C
+// locale, without snprintf's format parsing (half of a cache key's cost,
+// which a coordinator pays once per job).
 void append_g(std::string& s, double v) {
   char b[32];
-  std::snprintf(b, sizeof b, "%g", v);
-  s += b;
+  const auto r = std::to_chars(b, b + sizeof b, v, std::chars_format::general, 6);
+  s.append(b, r.ptr);
 }
 
 }  // namespace
