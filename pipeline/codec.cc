@@ -202,17 +202,51 @@ std::string encode_job(const JobSpec& j) {
   return std::string(reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize());
 }
 
+namespace {
+
+// What makes a verified job message a job: every check decode_job makes,
+// on the message itself (no JobSpec built).
+void check_job(const fb::Job* j) {
+  const int ex = static_cast<int>(j->executor());
+  if (ex < 0 || ex > 2) throw PipelineError("job has an unknown executor " + std::to_string(ex));
+  if (j->result_key() && j->result_key()->string_view().find('/') != std::string_view::npos)
+    throw PipelineError("job result key contains '/'");
+  const size_t assigned = j->assignment() ? j->assignment()->size() : 0;
+  if (j->assignment())
+    for (const auto e : *j->assignment()) {
+      const int v = static_cast<int>(e);
+      if (v < 0 || v > 2) throw PipelineError("job assignment has an unknown executor " + std::to_string(v));
+    }
+  const size_t decided = j->decide() ? j->decide()->size() : 0;
+  if (decided != 0 && decided != assigned)
+    throw PipelineError("job decide has " + std::to_string(decided) + " entries for " + std::to_string(assigned) +
+                        " assigned layers");
+  if (!j->model_hash() || j->model_hash()->size() == 0) throw PipelineError("job has no model hash");
+  if (j->last_node() < j->first_node()) throw PipelineError("job has an empty node range");
+  if (assigned != 0 && assigned != j->last_node() - j->first_node() + 1)
+    throw PipelineError("job assignment has " + std::to_string(assigned) + " executors for " +
+                        std::to_string(j->last_node() - j->first_node() + 1) + " layers");
+  const size_t targets = j->executor_targets() ? j->executor_targets()->size() : 0;
+  if (targets != 0 && targets != 3) throw PipelineError("job executor_targets must name 0 or 3 targets");
+}
+
+}  // namespace
+
+void validate_job(const void* data, size_t size) {
+  const AlignedBytes bytes(data, size);
+  check_job(verified_root<fb::Job>(bytes, size, "job"));
+}
+
 JobSpec decode_job(const void* data, size_t size) {
   const AlignedBytes bytes(data, size);
   const auto* j = verified_root<fb::Job>(bytes, size, "job");
+  check_job(j);
   JobSpec out;
   out.id = str(j->id());
   out.model_hash = str(j->model_hash());
   out.first_node = j->first_node();
   out.last_node = j->last_node();
-  const int ex = static_cast<int>(j->executor());
-  if (ex < 0 || ex > 2) throw PipelineError("job has an unknown executor " + std::to_string(ex));
-  out.executor = static_cast<Executor>(ex);
+  out.executor = static_cast<Executor>(j->executor());
   out.target = str(j->target());
   out.tolerance = get_tol(j->tolerance());
   out.timing_runs = j->timing_runs();
@@ -223,14 +257,8 @@ JobSpec decode_job(const void* data, size_t size) {
   out.input_hi = j->input_hi();
   out.bf16_rne = j->bf16_rounding_rne();
   out.result_key = str(j->result_key());
-  if (out.result_key.find('/') != std::string::npos) throw PipelineError("job result key contains '/'");
-  if (j->assignment()) {
-    for (const auto e : *j->assignment()) {
-      const int v = static_cast<int>(e);
-      if (v < 0 || v > 2) throw PipelineError("job assignment has an unknown executor " + std::to_string(v));
-      out.assignment.push_back(static_cast<Executor>(v));
-    }
-  }
+  if (j->assignment())
+    for (const auto e : *j->assignment()) out.assignment.push_back(static_cast<Executor>(e));
   if (j->executor_targets())
     for (const auto* t : *j->executor_targets()) out.executor_targets.push_back(str(t));
   if (j->decide())
@@ -238,16 +266,6 @@ JobSpec decode_job(const void* data, size_t size) {
   if (j->tags())
     for (const auto* t : *j->tags()) out.tags.push_back(str(t));
   out.collect_profile = j->collect_profile();
-  if (!out.decide.empty() && out.decide.size() != out.assignment.size())
-    throw PipelineError("job decide has " + std::to_string(out.decide.size()) + " entries for " +
-                        std::to_string(out.assignment.size()) + " assigned layers");
-  if (out.model_hash.empty()) throw PipelineError("job has no model hash");
-  if (out.last_node < out.first_node) throw PipelineError("job has an empty node range");
-  if (!out.assignment.empty() && out.assignment.size() != out.last_node - out.first_node + 1)
-    throw PipelineError("job assignment has " + std::to_string(out.assignment.size()) + " executors for " +
-                        std::to_string(out.last_node - out.first_node + 1) + " layers");
-  if (!out.executor_targets.empty() && out.executor_targets.size() != 3)
-    throw PipelineError("job executor_targets must name 0 or 3 targets");
   return out;
 }
 

@@ -57,6 +57,8 @@ inline constexpr size_t kMaxMessageBytes = size_t{64} << 20;
 
 std::string encode_job(const JobSpec& job);
 JobSpec decode_job(const void* data, size_t size);
+// Throws PipelineError where decode_job would, without decoding.
+void validate_job(const void* data, size_t size);
 
 std::string encode_result(const ExecResult& r);
 ExecResult decode_result(const void* data, size_t size);

@@ -71,7 +71,7 @@ void check_job_value(const std::string& dir, char state, const std::string& enco
     throw PipelineError(fail_prefix(dir) + "job state '" + std::string(1, state) + "' of jobs key '" + key +
                         "' is not Q, L or D");
   try {
-    decode_job(encoded_job.data(), encoded_job.size());
+    validate_job(encoded_job.data(), encoded_job.size());
   } catch (const PipelineError& e) {
     throw PipelineError(fail_prefix(dir) + "job of jobs key '" + key + "' is not a valid encoded job: " + e.what());
   }
