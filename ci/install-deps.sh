@@ -15,6 +15,7 @@ PKGS=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   librocksdb-dev libyaml-cpp-dev libgtest-dev libdnnl-dev
   nlohmann-json3-dev libcli11-dev libssl-dev
+  libgoogle-perftools-dev   # tcmalloc, the coordinators' allocator (coordinator/CMakeLists.txt)
   ocl-icd-opencl-dev
   libonnx-testdata
   python3-torch python3-torchvision python3-onnx
