@@ -1,8 +1,8 @@
 // Writes content-addressed cache entries (Store::put_caches) on a thread of
 // its own, so the broker's thread goes on dispatching while they are
 // encoded and inserted. The entries are not synced either way: a result's
-// durability is its commit (Store::commit_results), which stays on the
-// broker's thread before its acknowledgement; a cache entry lost to a crash
+// durability is its commit (Store::commit_results, commit_writer.h), which
+// the broker waits for before its acknowledgement; a cache entry lost to a crash
 // only means that job runs again in another run. get() sees every entry
 // put, written yet or not (a run that issues the same job twice, as a
 // bisection can, is served the first one's result).

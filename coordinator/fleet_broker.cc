@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "coordinator/blob_server.h"
+#include "coordinator/commit_writer.h"
 #include "pipeline/fleet_codec.h"
 
 namespace torq::coordinator {
@@ -163,7 +164,7 @@ struct FleetBroker::Impl {
   size_t queued = 0, leased = 0, wanted_open = 0;
   std::vector<std::string> held;     // recovered jobs (State::kHeld until released)
   // Group commit: jobs done in memory whose results are not yet in the
-  // store, and acknowledgements that must wait for that commit (flush()).
+  // store, and acknowledgements that must wait for that commit (pump()).
   std::vector<std::pair<std::string, ExecResult>> committing;  // job id, result
   std::vector<std::pair<std::string, std::string>> acks;       // identity, job id
   // The commit spans poll rounds: results wait until 256 are pending, the
@@ -173,6 +174,10 @@ struct FleetBroker::Impl {
   static constexpr size_t kCommitBatch = 256;
   static constexpr milliseconds kCommitDelay{5};
   std::optional<Clock::time_point> committing_since;
+  // The batch the writer is committing, and the acknowledgements sent after it.
+  std::vector<std::pair<std::string, ExecResult>> in_flight;
+  std::vector<std::pair<std::string, std::string>> in_flight_acks;
+  CommitWriter writer{store, run};
   bool commit_due(Clock::time_point now) const {
     if (committing.empty()) return !acks.empty();
     return committing.size() >= kCommitBatch || leased == 0 || now - *committing_since >= kCommitDelay;
@@ -327,24 +332,33 @@ struct FleetBroker::Impl {
     if (committing.empty()) committing_since = Clock::now();
     committing.emplace_back(j.spec.id, std::move(r));
   }
-  // Group commit of one poll round: every result completed since the last
-  // flush in one synced batch (Store::commit_results), and only then the
-  // acknowledgements and `done` reports. A store error propagates before
-  // anything is acknowledged.
-  void flush() {
-    if (!committing.empty()) {
-      std::vector<Store::KeyedCommit> commits;
-      commits.reserve(committing.size());
-      for (const auto& [id, r] : committing) {
-        const Job& j = jobs.at(id);
-        commits.push_back({result_key_of(j.spec), {static_cast<int>(j.spec.first_node), r, id, j.encoded}});
-      }
-      store.commit_results(run, commits);
+  // Group commit, pipelined: the results completed since the last batch go
+  // to the commit writer's thread in one synced batch (Store::commit_results)
+  // while this thread goes on receiving and dispatching; only when that
+  // batch is on disk are its results reported (`done`) and acknowledged,
+  // with the acknowledgements gathered before it was started (duplicates of
+  // results it holds, or of results already committed). One batch at a time:
+  // the next waits for the one in flight. A store error propagates before
+  // anything of its batch is acknowledged.
+  void start_commit() {
+    std::vector<Store::KeyedCommit> commits;
+    commits.reserve(committing.size());
+    for (const auto& [id, r] : committing) {
+      const Job& j = jobs.at(id);
+      commits.push_back({result_key_of(j.spec), {static_cast<int>(j.spec.first_node), r, id, j.encoded}});
+    }
+    in_flight.swap(committing);
+    committing_since.reset();
+    in_flight_acks.swap(acks);
+    if (commits.empty()) return finish_commit();  // acknowledgements only: their results are on disk
+    writer.start(std::move(commits));
+  }
+  void finish_commit() {
+    if (!in_flight.empty()) {
       ++stats.result_commits;
       if (first_sent) stats.dispatch_window_s = std::chrono::duration<double>(Clock::now() - *first_sent).count();
       std::vector<std::pair<std::string, ExecResult>> batch;
-      batch.swap(committing);
-      committing_since.reset();
+      batch.swap(in_flight);
       for (const auto& [id, r] : batch) {
         ++stats.completed;
         Job& j = jobs.at(id);
@@ -356,9 +370,28 @@ struct FleetBroker::Impl {
       }
       if (*batch_done) (*batch_done)();
     }
-    for (const auto& [identity, id] : acks) send(identity, encode_result_ack(id));
-    acks.clear();
+    for (const auto& [identity, id] : in_flight_acks) send(identity, encode_result_ack(id));
+    in_flight_acks.clear();
   }
+  // Collects the batch in flight once it is written, then starts the next
+  // when it is due (`force`: when there is anything to commit or
+  // acknowledge). `wait`: blocks until everything so far is committed and
+  // acknowledged.
+  void pump(bool wait, bool force = false) {
+    if (writer.busy()) {
+      if (!writer.done(wait)) return;
+      finish_commit();
+    }
+    const bool any = !committing.empty() || !acks.empty();
+    if ((wait || force) ? any : commit_due(Clock::now())) {
+      start_commit();
+      if (wait && writer.busy()) {
+        writer.done(true);
+        finish_commit();
+      }
+    }
+  }
+  void flush() { pump(true); }
 
   // ---- worker transitions ----
   // registered -> forgotten. Its leases go back to the queue; `died` counts
@@ -796,14 +829,18 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
     if (m.blobs.loading()) wake = std::min(wake, now + milliseconds(5));  // a blob being read: look again soon
     if (m.committing_since) wake = std::min(wake, *m.committing_since + Impl::kCommitDelay);
     const long wait_ms = std::max<long>(0, std::chrono::duration_cast<milliseconds>(wake - now).count());
-    zmq_pollitem_t items[2] = {{m.router.handle(), 0, ZMQ_POLLIN, 0}, {m.zap ? m.zap->handle() : nullptr, 0, ZMQ_POLLIN, 0}};
-    if (zmq_poll(items, m.zap ? 2 : 1, wait_ms) < 0 && zmq_errno() != EINTR)
+    // The router, the ZAP handler if any, and the commit writer's batch.
+    zmq_pollitem_t items[3] = {{m.router.handle(), 0, ZMQ_POLLIN, 0}};
+    int n_items = 1, zap_item = -1;
+    if (m.zap) items[zap_item = n_items++] = {m.zap->handle(), 0, ZMQ_POLLIN, 0};
+    if (m.writer.busy()) items[n_items++] = {nullptr, m.writer.fd(), ZMQ_POLLIN, 0};
+    if (zmq_poll(items, n_items, wait_ms) < 0 && zmq_errno() != EINTR)
       throw PipelineError(std::string("zmq_poll: ") + zmq_strerror(zmq_errno()));
-    if (m.zap && (items[1].revents & ZMQ_POLLIN)) m.serve_zap();
+    if (zap_item >= 0 && (items[zap_item].revents & ZMQ_POLLIN)) m.serve_zap();
     // Handle what arrived (bounded, so a flood cannot starve the purge).
     for (int n = 0; n < 10000 && m.receive_one(); ++n) {
     }
-    if (m.commit_due(Clock::now())) m.flush();  // one commit for the results so far, then their acknowledgements
+    m.pump(false);  // collect a written batch; start the next when due
     m.serve_blobs();
 
     // Purge: silent workers and overdue leases; then heartbeats.
@@ -833,7 +870,7 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
       m.log(m.name(id) + " expired (" + why + "); " + std::to_string(held) + " leased jobs back to the queue");
       m.forget(id, "expired: " + why, true, true);
     }
-    if (!dead.empty() || m.commit_due(now)) m.flush();  // jobs the purge ended as error/crash
+    m.pump(false, !dead.empty());  // and at once for jobs the purge ended as error/crash
     for (auto& [id, w] : m.workers)
       if (now - w.last_sent >= hb) m.send(id, encode_heartbeat());
   }

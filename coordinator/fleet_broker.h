@@ -17,8 +17,11 @@
 //  - Every result is committed before the worker gets RESULT_ACK and before
 //    `done` is called; the first result of a job wins, later duplicates are
 //    acknowledged (after the first is committed) and dropped. Commits are
-//    grouped: all results received in one poll round go to the store in one
-//    synced batch (Store::commit_results), then are acknowledged.
+//    grouped: the results received since the last batch go to the store in
+//    one synced batch (Store::commit_results), written on a thread of its
+//    own (commit_writer.h) while the broker goes on receiving and
+//    dispatching, one batch at a time; only then are they reported and
+//    acknowledged.
 //    Likewise the leases of one dispatch round are stored in one batch
 //    (Store::put_job_states) before any of those jobs is sent.
 //  - A frame that is not one valid envelope (verify failure, oversize,

@@ -5,6 +5,7 @@
 #include <flatbuffers/flatbuffers.h>
 
 #include <deque>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -332,6 +333,55 @@ TEST(FleetBroker, DeclinedAndInfrastructureLostLeasesAreRequeuedWithoutAnAttempt
   EXPECT_EQ(h.broker().stats().infra_requeued, 1u);
   EXPECT_EQ(h.broker().stats().requeued, 0u);
   EXPECT_NE(h.log().find("declined by worker a (worker a is Unknown); requeued"), std::string::npos) << h.log();
+}
+
+// Results are committed on the commit writer's thread while the broker
+// goes on receiving: with hundreds of results arriving in bursts (several
+// batches in turn), each acknowledgement must still come only once its
+// result is in the store and reported, every job exactly once, and
+// duplicates of results in a batch still being written are acknowledged
+// only after it.
+TEST(FleetBroker, EveryAcknowledgedResultIsInTheStoreAndReportedWhenItsAckArrives) {
+  constexpr int kJobs = 600;
+  std::vector<JobSpec> jobs;
+  for (int l = 0; l < kJobs; ++l) jobs.push_back(job(l, Executor::kHost));
+  Harness h("acks", {}, jobs);
+  h.start();
+  FakeWorker a(h.ctx, h.ep());
+  a.ready("a", "sim", {Executor::kHost}, kJobs);
+  auto got = take_jobs(a, kJobs);
+  ASSERT_EQ(got.size(), static_cast<size_t>(kJobs)) << h.log();
+  std::map<std::string, int> layer_of, acks;
+  for (const auto& j : got) layer_of[j.id] = static_cast<int>(j.first_node);
+  auto check_ack = [&](const pipeline::FleetMessage& m) {
+    ASSERT_EQ(m.type, FleetType::kResultAck) << pipeline::fleet_type_name(m.type);
+    ASSERT_TRUE(layer_of.count(m.job_id)) << m.job_id;
+    ++acks[m.job_id];
+    const auto stored = h.store().layer_results(kRun, kHash, layer_of[m.job_id]);
+    ASSERT_EQ(stored.size(), 1u) << m.job_id << " acknowledged before its result was stored";
+    bool reported = false;
+    for (const auto& [j, r] : h.done()) reported |= j.id == m.job_id;
+    EXPECT_TRUE(reported) << m.job_id << " acknowledged before it was reported";
+  };
+  for (int burst = 0; burst < 6; ++burst) {
+    for (int k = burst * 100; k < (burst + 1) * 100; ++k) a.result(got[k].id, Executor::kHost);
+    a.result(got[burst * 100].id, Executor::kHost, Status::kDifference);  // a duplicate, maybe mid-commit
+    for (int k = 0; k < 101; ++k) {
+      auto m = a.next(5000);
+      ASSERT_TRUE(m) << "burst " << burst << ": " << k << " of 101 acknowledgements\n" << h.log();
+      check_ack(*m);
+    }
+  }
+  ASSERT_TRUE(h.wait_finished(5000)) << h.log();
+  EXPECT_EQ(acks.size(), static_cast<size_t>(kJobs));
+  for (int burst = 0; burst < 6; ++burst) EXPECT_EQ(acks[got[burst * 100].id], 2) << burst;
+  EXPECT_EQ(h.done().size(), static_cast<size_t>(kJobs));
+  EXPECT_EQ(h.broker().stats().duplicates, 6u);
+  for (int l = 0; l < kJobs; ++l) {
+    const auto stored = h.store().layer_results(kRun, kHash, l);
+    ASSERT_EQ(stored.size(), 1u) << l;
+    EXPECT_EQ(stored[0].status, Status::kSuccess) << "layer " << l << ": the first result wins";
+  }
 }
 
 TEST(FleetBroker, LateAndDuplicateResultsAreAcknowledgedAndDropped) {
