@@ -378,17 +378,15 @@ struct FleetBroker::Impl {
   // acknowledge). `wait`: blocks until everything so far is committed and
   // acknowledged.
   void pump(bool wait, bool force = false) {
-    if (writer.busy()) {
-      if (!writer.done(wait)) return;
-      finish_commit();
-    }
-    const bool any = !committing.empty() || !acks.empty();
-    if ((wait || force) ? any : commit_due(Clock::now())) {
-      start_commit();
-      if (wait && writer.busy()) {
-        writer.done(true);
+    for (;;) {
+      if (writer.busy()) {
+        if (!writer.done(wait)) return;
         finish_commit();
       }
+      const bool any = !committing.empty() || !acks.empty();
+      if (!((wait || force) ? any : commit_due(Clock::now()))) return;
+      start_commit();
+      if (!wait) return;
     }
   }
   void flush() { pump(true); }
@@ -827,7 +825,9 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
     if (!m.held.empty()) wake = std::min(wake, *m.release_at);
     for (auto& [id, w] : m.workers) wake = std::min({wake, w.expiry, w.last_sent + hb});
     if (m.blobs.loading()) wake = std::min(wake, now + milliseconds(5));  // a blob being read: look again soon
-    if (m.committing_since) wake = std::min(wake, *m.committing_since + Impl::kCommitDelay);
+    // A commit due by its delay; while a batch is being written, the
+    // writer's fd wakes the loop instead (a past deadline would spin it).
+    if (m.committing_since && !m.writer.busy()) wake = std::min(wake, *m.committing_since + Impl::kCommitDelay);
     const long wait_ms = std::max<long>(0, std::chrono::duration_cast<milliseconds>(wake - now).count());
     // The router, the ZAP handler if any, and the commit writer's batch.
     zmq_pollitem_t items[3] = {{m.router.handle(), 0, ZMQ_POLLIN, 0}};
