@@ -14,21 +14,40 @@
 
 namespace torq::pipeline {
 
-// Emits `model` in the textual form of the torch-mlir ONNX importer
-// (iree-import-onnx): `module { func.func @main_graph(%arg0:
-// !torch.vtensor<[1,3,224,224],f32>, ...) -> ... attributes
-// {torch.onnx_meta.ir_version = ..., torch.onnx_meta.opset_version = ...} {`,
-// initializers as `torch.vtensor.literal(dense_resource<__elided__> : ...)`
-// lines, one `%N = torch.operator "onnx.<OpType>"(...) {torch.onnx.<attr> =
-// ...} : (...) -> ...` line per non-Constant node in graph order, ONNX
-// Constant nodes as `torch.vtensor.literal` lines (so they are not counted),
-// `%none = torch.constant.none` for omitted optional inputs, and `return`.
-// Types come from the graph and from ONNX shape inference (with data
-// propagation) run on a copy; unknown dims print as `?`, unknown ranks as
-// `*`. Weights are elided and subgraph attributes (If/Loop bodies) are
-// summarised as strings: the text is for locations, not for compiling.
+// Emits `model` as the torch-mlir ONNX importer (iree-import-onnx, the
+// importer the real torq-gen-config runs) writes it, line for line where a
+// line decides a location or a name: `module {`, then `func.func @<graph
+// name>(%arg0: !torch.vtensor<[1,3,224,224],f32>, ...) -> ... attributes
+// {torch.onnx_meta...} {` (the graph's own name, quoted when it is not an
+// MLIR identifier), then one `%N = torch.operator "onnx.Constant"() ...`
+// line per initializer, `%none = torch.constant.none` (always), one line per
+// node (Constant nodes included, as `onnx.Constant` operators), If/Loop/Scan
+// bodies as real regions (sorted by attribute name, block arguments on a
+// `^bb0(...)` line, `torch.operator_terminator`), and `return`. Values are
+// numbered as MLIR's printer numbers them (a region's nested regions start
+// after the region's own values). Types come from the graph and from ONNX
+// shape inference (with data propagation) run on a copy. Raw initializer
+// data is named as a dense_resource, not written out: the text is for
+// locations and names, not for compiling.
 // Throws PipelineError when a node reads a value nothing defines.
 std::string emit_torch_mlir(const onnx::ModelProto& model);
+
+// The name of the function the importer defines for `model` (the graph's
+// name), as `torq-run-module --function=` takes it.
+std::string mlir_function_name(const onnx::ModelProto& model);
+
+// One `torch.operator "onnx.<Op>"` line of an import: op type, 1-based line
+// and 1-based column of `torch.operator`, region depth.
+struct MlirOperator {
+  std::string type;
+  size_t line, col;
+  int depth;
+};
+
+// The operators of `mlir_text` in order; with `top_level_only`, those of the
+// first function's body only (not in nested regions nor in the private
+// functions an importer may append).
+std::vector<MlirOperator> mlir_operators(const std::string& mlir_text, bool top_level_only);
 
 // The op types of the non-Constant nodes of `model`'s graph, in order.
 std::vector<std::string> non_constant_op_types(const onnx::ModelProto& model);
@@ -45,9 +64,10 @@ struct MlirMapping {
   std::vector<std::string> problems;
 };
 
-// Maps the non-Constant nodes (`op_types`, in graph order) to the
-// `torch.operator "onnx.<Op>"` lines of `mlir_text` (a user's real import or
-// emit_torch_mlir output) by position, skipping `onnx.Constant` ops. A
+// Maps the non-Constant nodes (`op_types`, in graph order) to the top-level
+// `torch.operator "onnx.<Op>"` lines of `mlir_text`'s first function (a
+// user's real import or emit_torch_mlir output) by position, skipping
+// `onnx.Constant` ops and operators nested in If/Loop regions. A
 // position whose op type differs is reported and left without a location;
 // matching positions still get theirs.
 MlirMapping map_mlir_locations(const std::string& mlir_text, const std::vector<std::string>& op_types);

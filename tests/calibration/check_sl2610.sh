@@ -50,5 +50,20 @@ print(e["agreed"], e["compared"])' "$out/compare-$model-$dtype.json")"
       "$(awk -v a="$agreed" -v t="$total" 'BEGIN{printf "%.3f", a / t}')" "$need" "$ok" "$before"
 done
 echo "(details: $out/compare-<model>-<dtype>.txt)"
+# The chip's mlir_location of every AlexNet layer (the real importer's
+# line:col, e.g. the first Conv at 20:11) against the report's: torchvision's
+# AlexNet at opset 17 has the same layer ids, so every layer must agree.
+/usr/bin/python3 - "$ref/torq_gen_config_alexnet_Opset17.json" "$out/run-alexnet-bf16/torq_gen_config_alexnet.json" <<'PY' || fail=1
+import json, sys
+chip = json.load(open(sys.argv[1]))["ops"]
+ours = json.load(open(sys.argv[2]))["ops"]
+common = [k for k in chip if k in ours]
+bad = [(k, chip[k]["mlir_location"], ours[k].get("mlir_location")) for k in common
+       if chip[k]["mlir_location"] != ours[k].get("mlir_location")]
+print(f"alexnet mlir_location: {len(common) - len(bad)} of {len(common)} layers at the chip's line:col")
+for k, c, o in bad[:5]:
+    print(f"  {k}: chip {c}, ours {o}")
+sys.exit(0 if common and not bad and len(common) == len(chip) else 1)
+PY
 if [ "$fail" != 0 ]; then echo "FAILED: agreement with the SL2610 chip fell below the calibrated figure"; exit 1; fi
 echo "calibration check: every model at or above its calibrated agreement"

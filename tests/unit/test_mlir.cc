@@ -117,11 +117,11 @@ TEST(EmitMlir, NonConstantNodesAreTheOperatorLinesInOrder) {
   const auto ops = non_constant_op_types(model);
   ASSERT_EQ(ops, (std::vector<std::string>{"Conv", "Relu", "Reshape"}));
 
-  // The Constant node is not an onnx operator line.
-  EXPECT_EQ(text.find("onnx.Constant"), std::string::npos) << text;
+  // Initializers and the Constant node are onnx.Constant operator lines, as
+  // the real importer writes them; the mapping skips them.
   size_t operator_lines = 0;
   for (const auto& line : lines_of(text)) operator_lines += line.find("torch.operator \"onnx.") != std::string::npos;
-  EXPECT_EQ(operator_lines, 3u);
+  EXPECT_EQ(operator_lines, 6u) << text;
 
   const MlirMapping m = map_mlir_locations(text, ops);
   EXPECT_TRUE(m.problems.empty()) << m.problems[0];
@@ -129,32 +129,106 @@ TEST(EmitMlir, NonConstantNodesAreTheOperatorLinesInOrder) {
   EXPECT_EQ(m.locations[0], location_of(text, "\"onnx.Conv\""));
   EXPECT_EQ(m.locations[1], location_of(text, "\"onnx.Relu\""));
   EXPECT_EQ(m.locations[2], location_of(text, "\"onnx.Reshape\""));
-  // module, func, two weight literals, then Conv as %2: column 10.
-  EXPECT_EQ(m.locations[0], "5:10") << text;
-  EXPECT_EQ(m.locations[1], "6:10") << text;
-  EXPECT_EQ(m.locations[2], "8:10") << text;  // line 7 is the Constant literal
+  // module, func, two initializers, %none, then Conv as %2: column 10.
+  EXPECT_EQ(m.locations[0], "6:10") << text;
+  EXPECT_EQ(m.locations[1], "7:10") << text;
+  EXPECT_EQ(m.locations[2], "9:10") << text;  // line 8 is the Constant node
 }
 
 TEST(EmitMlir, TorchMlirTextualForm) {
   const std::string text = emit_torch_mlir(small_model());
   const auto lines = lines_of(text);
-  ASSERT_GE(lines.size(), 10u);
+  ASSERT_GE(lines.size(), 12u);
   EXPECT_EQ(lines[0], "module {");
+  // The function is named after the graph, as iree-import-onnx names it.
   EXPECT_EQ(lines[1],
-            "  func.func @main_graph(%arg0: !torch.vtensor<[?,3,8,8],f32>) -> !torch.vtensor<[?,256],f32> attributes "
+            "  func.func @g(%arg0: !torch.vtensor<[?,3,8,8],f32>) -> !torch.vtensor<[?,256],f32> attributes "
             "{torch.onnx_meta.ir_version = 8 : si64, torch.onnx_meta.opset_version = 13 : si64, "
             "torch.onnx_meta.producer_name = \"test\", torch.onnx_meta.producer_version = \"\"} {");
-  EXPECT_EQ(lines[2],
-            "    %0 = torch.vtensor.literal(dense_resource<__elided__> : tensor<4x3x3x3xf32>) : "
-            "!torch.vtensor<[4,3,3,3],f32>");
+  // Initializers in typed fields are written inline.
+  EXPECT_EQ(lines[3],
+            "    %1 = torch.operator \"onnx.Constant\"() {torch.onnx.value = dense<5.000000e-01> : tensor<4xf32>} : () "
+            "-> !torch.vtensor<[4],f32> ");
+  EXPECT_EQ(lines[4], "    %none = torch.constant.none");
   // Shapes from shape inference; attributes sorted, si64 lists.
-  EXPECT_EQ(lines[4],
+  EXPECT_EQ(lines[5],
             "    %2 = torch.operator \"onnx.Conv\"(%arg0, %0, %1) {torch.onnx.kernel_shape = [3 : si64, 3 : si64], "
             "torch.onnx.pads = [1 : si64, 1 : si64, 1 : si64, 1 : si64]} : (!torch.vtensor<[?,3,8,8],f32>, "
-            "!torch.vtensor<[4,3,3,3],f32>, !torch.vtensor<[4],f32>) -> !torch.vtensor<[?,4,8,8],f32>");
-  EXPECT_EQ(lines[6],
-            "    %4 = torch.vtensor.literal(dense_resource<__elided__> : tensor<2xsi64>) : !torch.vtensor<[2],si64>");
-  EXPECT_EQ(lines[8], "    return %5 : !torch.vtensor<[?,256],f32>");
+            "!torch.vtensor<[4,3,3,3],f32>, !torch.vtensor<[4],f32>) -> !torch.vtensor<[?,4,8,8],f32> ");
+  EXPECT_EQ(lines[7],
+            "    %4 = torch.operator \"onnx.Constant\"() {torch.onnx.value = dense<[0, -1]> : tensor<2xsi64>} : () -> "
+            "!torch.vtensor<[2],si64> ");
+  EXPECT_EQ(lines[9], "    return %5 : !torch.vtensor<[?,256],f32>");
+}
+
+TEST(EmitMlir, FunctionNameIsTheGraphsQuotedWhenNotAnIdentifier) {
+  onnx::ModelProto m = small_model();
+  m.mutable_graph()->set_name("torch_jit");
+  EXPECT_TRUE(lines_of(emit_torch_mlir(m))[1].starts_with("  func.func @torch_jit(%a")) << lines_of(emit_torch_mlir(m))[1];
+  EXPECT_EQ(mlir_function_name(m), "torch_jit");
+  m.mutable_graph()->set_name("torch-jit-export");
+  EXPECT_TRUE(lines_of(emit_torch_mlir(m))[1].starts_with("  func.func @\"torch-jit-export\"(%arg")) << lines_of(emit_torch_mlir(m))[1];
+  EXPECT_EQ(mlir_function_name(m), "torch-jit-export");
+}
+
+TEST(EmitMlir, NoneIsAlwaysThereAndRawInitializersAreResources) {
+  onnx::ModelProto m = small_model();
+  auto* w = m.mutable_graph()->mutable_initializer(0);
+  std::string raw(4 * 4 * 3 * 3 * 3, '\0');
+  w->clear_float_data();
+  w->set_raw_data(raw);
+  w->set_name("conv.weight");
+  m.mutable_graph()->mutable_node(0)->set_input(1, "conv.weight");
+  const auto lines = lines_of(emit_torch_mlir(m));
+  EXPECT_EQ(lines[2],
+            "    %0 = torch.operator \"onnx.Constant\"() {torch.onnx.value = dense_resource<_conv.weight> : "
+            "tensor<4x3x3x3xf32>} : () -> !torch.vtensor<[4,3,3,3],f32> ");
+  EXPECT_EQ(lines[4], "    %none = torch.constant.none");
+  // "conv.weight" is no Python identifier: the importer's _sanitize_name
+  // prefixes '_' and keeps the dot.
+}
+
+// x -> TopK (two results) -> If(cond) { Relu } else { Neg } -> Sigmoid
+TEST(EmitMlir, MultipleResultsAndRegionsAreNumberedAsMlirPrints) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("regions");
+  set_tensor_type(g->add_input(), "x", onnx::TensorProto::FLOAT, {4});
+  set_tensor_type(g->add_input(), "k", onnx::TensorProto::INT64, {1});
+  set_tensor_type(g->add_input(), "c", onnx::TensorProto::BOOL, {});
+  add_node(g, "TopK", {"x", "k"}, {"v", "i"});
+  auto* iff = add_node(g, "If", {"c"}, {"y"});
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    auto* a = iff->add_attribute();
+    a->set_name(branch);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    auto* b = a->mutable_g();
+    b->set_name(branch);
+    add_node(b, std::string(branch) == "then_branch" ? "Relu" : "Neg", {"v"}, {std::string(branch) + "_out"});
+    set_tensor_type(b->add_output(), std::string(branch) + "_out", onnx::TensorProto::FLOAT, {-1});
+  }
+  add_node(g, "Sigmoid", {"y"}, {"z"});
+  set_tensor_type(g->add_output(), "z", onnx::TensorProto::FLOAT, {-1});
+  const std::string text = emit_torch_mlir(m);
+  const auto lines = lines_of(text);
+  ASSERT_GE(lines.size(), 11u) << text;
+  EXPECT_TRUE(lines[3].starts_with("    %0:2 = torch.operator \"onnx.T")) << lines[3] << text;
+  EXPECT_TRUE(lines[4].starts_with("    %1 = torch.operator \"onnx.")) << lines[4] << text;
+  // Regions sorted by attribute name (else_branch first), each numbered
+  // from where the enclosing region's values end (%0, %1, %2 -> %3).
+  EXPECT_TRUE(lines[5].starts_with("      %3 = torch.operator \"onnx.Neg\"(")) << lines[5] << text;
+  EXPECT_TRUE(lines[6].starts_with("      torch.operator_terminator %3 : ")) << lines[6] << text;
+  EXPECT_EQ(lines[7], "    }, {") << text;
+  EXPECT_TRUE(lines[8].starts_with("      %3 = torch.operator \"onnx.Relu\"(")) << lines[8] << text;
+  EXPECT_EQ(lines[10], "    }") << text;
+  EXPECT_TRUE(lines[11].starts_with("    %2 = torch.operator \"onnx.Sigmoid\"(%1)")) << lines[11] << text;
+  // Top-level nodes map to top-level lines; the ops in the regions are not
+  // nodes of the graph.
+  const MlirMapping mm = map_mlir_locations(text, non_constant_op_types(m));
+  EXPECT_TRUE(mm.problems.empty()) << mm.problems[0];
+  EXPECT_EQ(mm.locations, (std::vector<std::string>{"4:12", "5:10", "12:10"}));
 }
 
 TEST(EmitMlir, OmittedOptionalInputIsNone) {
