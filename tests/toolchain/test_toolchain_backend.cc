@@ -106,7 +106,64 @@ TEST_F(ToolchainBackendTest, StandinRunsTheModelAndReadsRawOutputsBack) {
   for (int i = 0; i < 8; ++i) EXPECT_EQ(r.outputs[0].data<float>()[i], std::max(0.f, static_cast<float>(i) - 4.f));
   EXPECT_GT(r.runtime_ms, 0);
   EXPECT_EQ(r.runs, 1u);
-  EXPECT_EQ(r.chip, "sl2610");
+  EXPECT_EQ(r.chip, "SL2610");
+}
+
+// The stand-in refuses what the real tools refuse (issue 28), so a wrong
+// toolchain file fails here as it would with a Torq release.
+TEST_F(ToolchainBackendTest, StandinRefusesALowercaseChipAsTheRealTorqHwParserDoes) {
+  auto c = config("");
+  c.chip = "sl2610";
+  const auto r = run(c);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.error_class, "compile");
+  EXPECT_NE(r.error_message.find("expects a valid hardware name"), std::string::npos) << r.error_message;
+  c.chip = "0x1:512:2:coral_v1:nss_v1";  // a custom spec is accepted
+  const auto ok = run(c);
+  EXPECT_TRUE(ok.ok) << ok.error_class << ": " << ok.error_message;
+}
+
+TEST_F(ToolchainBackendTest, StandinRefusesAnOptionTheRealCompilerLacks) {
+  auto c = config("");
+  c.compiler_options.push_back("--torq-bf16-rounding=rne");
+  const auto r = run(c);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.error_class, "compile");
+  EXPECT_NE(r.error_message.find("Unknown command line argument '--torq-bf16-rounding=rne'"), std::string::npos)
+      << r.error_message;
+}
+
+TEST_F(ToolchainBackendTest, TheRunnerGetsTheImportsFunctionAndAnotherNameIsRefused) {
+  // The import names its function after the ONNX graph, quoted when it is
+  // no MLIR identifier; the runner is given that name.
+  model.mutable_graph()->set_name("torch-jit-export");
+  const auto r = run(config(""));
+  ASSERT_TRUE(r.ok) << r.error_class << ": " << r.error_message;
+  auto c = config("");
+  c.function = "main";  // what torq.yaml passed before: no real import has it
+  const auto bad = run(c);
+  EXPECT_FALSE(bad.ok);
+  EXPECT_EQ(bad.error_class, "runtime");
+  EXPECT_NE(bad.error_message.find("NOT_FOUND; function 'main' not found"), std::string::npos) << bad.error_message;
+  EXPECT_NE(bad.error_message.find("exports 'torch-jit-export'"), std::string::npos) << bad.error_message;
+}
+
+TEST(ToolchainShippedFiles, RealToolchainFilesPassWhatTheRealToolsAccept) {
+  for (const char* f : {"torq.yaml", "torq-astra.yaml"}) {
+    const auto c = ToolchainConfig::load(std::string(TORQ_SOURCE_DIR) + "/configs/toolchains/" + f);
+    EXPECT_EQ(c.chip, "SL2610") << f;
+    EXPECT_TRUE(c.function.empty()) << f << ": the function must come from the import";
+    EXPECT_EQ(c.import_step.timeout_s, 300) << f;
+    EXPECT_EQ(c.compile_step.timeout_s, 300) << f;
+    EXPECT_EQ(c.run_step.timeout_s, 240) << f;
+    for (const auto& o : c.compiler_options) EXPECT_EQ(o.find("rounding"), std::string::npos) << f << ": " << o;
+  }
+  const auto sim = ToolchainConfig::load(std::string(TORQ_SOURCE_DIR) + "/configs/toolchains/torq.yaml");
+  EXPECT_EQ(sim.hw_type, "sim");
+  EXPECT_EQ(sim.compiler_options, (std::vector<std::string>{"--torq-target-host-triple=native", "--torq-css-qemu"}));
+  const auto astra = ToolchainConfig::load(std::string(TORQ_SOURCE_DIR) + "/configs/toolchains/torq-astra.yaml");
+  EXPECT_EQ(astra.hw_type, "astra_machina");
+  EXPECT_TRUE(astra.compiler_options.empty());
 }
 
 TEST_F(ToolchainBackendTest, ImportFailureIsClassImportWithTheToolsDiagnostic) {
@@ -207,8 +264,11 @@ TEST(ToolchainConfigTest, ListPlaceholdersMustBeWholeItemsAndShapeNeedsATensor) 
 TEST(ToolchainConfigTest, DefaultsAreTheRealToolsCommands) {
   const auto c = ToolchainConfig::parse("", "empty.yaml");
   toolchain::TemplateValues v;
-  v.scalars = {{"onnx", "m.onnx"}, {"mlir", "m.mlir"}, {"vmfb", "m.vmfb"}, {"chip", "sl2610"},
-               {"hw_type", "astra_machina"}, {"function", "main"}};
+  EXPECT_EQ(c.chip, "SL2610");
+  EXPECT_EQ(c.hw_type, "sim");
+  EXPECT_TRUE(c.function.empty());
+  v.scalars = {{"onnx", "m.onnx"}, {"mlir", "m.mlir"}, {"vmfb", "m.vmfb"}, {"chip", c.chip},
+               {"hw_type", c.hw_type}, {"function", "torch_jit"}};
   v.lists["executor_flags"] = c.executor_flags.at(pipeline::Executor::kNss);
   v.inputs = {{"in0.bin", "1x3", "bf16"}, {"in1.bin", "", "i64"}};
   v.outputs = {{"out0.bin", "1x3", "f32"}};
@@ -216,9 +276,9 @@ TEST(ToolchainConfigTest, DefaultsAreTheRealToolsCommands) {
   EXPECT_EQ(toolchain::expand_argv(c.import_step.argv, v),
             (V{"python3", "-m", "iree.compiler.tools.import_onnx", "m.onnx", "-o", "m.mlir", "--data-prop"}));
   EXPECT_EQ(toolchain::expand_argv(c.compile_step.argv, v),
-            (V{"torq-compile", "m.mlir", "-o", "m.vmfb", "--torq-hw=sl2610", "--torq-disable-css", "--torq-disable-host"}));
+            (V{"torq-compile", "m.mlir", "-o", "m.vmfb", "--torq-hw=SL2610", "--torq-disable-css", "--torq-disable-host"}));
   EXPECT_EQ(toolchain::expand_argv(c.run_step.argv, v),
-            (V{"torq-run-module", "--module=m.vmfb", "--function=main", "--torq_hw_type=astra_machina",
+            (V{"torq-run-module", "--module=m.vmfb", "--function=torch_jit", "--torq_hw_type=sim",
                "--input=1x3xbf16=@in0.bin", "--input=i64=@in1.bin", "--output=@out0.bin"}));
 }
 

@@ -1,6 +1,8 @@
 #include "worker/sim/personas.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -117,6 +119,21 @@ void write_host_profile(const std::string& path, const std::vector<Task>& tasks)
   spill(path, o.str());
 }
 
+// The function an import defines: its first `func.func @name(` (a quoted
+// name as written between the quotes).
+std::string import_function(const std::string& mlir) {
+  const size_t f = mlir.find("func.func ");
+  if (f == std::string::npos) return "";
+  const size_t at = mlir.find('@', f), eol = mlir.find('\n', f);
+  if (at == std::string::npos || at > eol) return "";
+  if (mlir[at + 1] == '"') return mlir.substr(at + 2, mlir.find('"', at + 2) - at - 2);
+  size_t end = at + 1;
+  while (end < mlir.size() && (std::isalnum(static_cast<unsigned char>(mlir[end])) || mlir[end] == '_' ||
+                               mlir[end] == '$' || mlir[end] == '.'))
+    ++end;
+  return mlir.substr(at + 1, end - at - 1);
+}
+
 // --- import ---
 
 int import_persona(const std::vector<std::string>& args) {
@@ -139,8 +156,47 @@ int import_persona(const std::vector<std::string>& args) {
 
 // --- compile ---
 
+// torq-compile --torq-hw (the real TorqHw parser): exactly "SL2610", or a
+// custom "hw_id:lram_kb:slices:css:nss[:dma[:factor:triple:cpu:features]]"
+// spec of 5 to 10 fields with numeric id, LRAM size and slice count.
+// Anything else is refused as the real option parser refuses it.
+bool valid_torq_hw(const std::string& v) {
+  if (v == "SL2610") return true;
+  std::vector<std::string> f;
+  for (size_t p = 0;;) {
+    const size_t q = v.find(':', p);
+    f.push_back(v.substr(p, q == std::string::npos ? std::string::npos : q - p));
+    if (q == std::string::npos) break;
+    p = q + 1;
+  }
+  if (f.size() < 5 || f.size() > 10) return false;
+  auto number = [](const std::string& s, int base) {
+    if (s.empty()) return false;
+    char* end = nullptr;
+    std::strtoull(s.c_str(), &end, base);
+    return *end == '\0';
+  };
+  return number(f[0], 0) && number(f[1], 10) && number(f[2], 10) && !f[3].empty() && !f[4].empty();
+}
+
+// The options of the real torq-compile (and the MLIR/IREE ones the real
+// tool's harness passes) that the stand-in knows; any other option is
+// refused, as LLVM's option parser refuses an unknown one.
+bool known_compile_flag(const std::string& a) {
+  static const char* kValued[] = {"--torq-target-host-triple", "--torq-target-host-cpu",
+                                  "--torq-target-host-cpu-features", "--mlir-print-ir-tree-dir",
+                                  "--mlir-elide-elementsattrs-if-larger", "--dump-compilation-phases-to",
+                                  "--torq-debug-info", "--torq-executor-map"};
+  static const char* kBare[] = {"--torq-css-qemu", "--mlir-print-ir-after-all", "--torq-fallback-f32-to-host"};
+  for (const char* k : kValued)
+    if (value_of(a, k)) return true;
+  for (const char* k : kBare)
+    if (a == k) return true;
+  return false;
+}
+
 struct CompileArgs {
-  std::string in, out, chip, profile_csv;
+  std::string in, out, chip = "SL2610", profile_csv;
   bool disable[3] = {false, false, false};  // by Executor
   bool profiling = false;
   engine::Rounding rounding = engine::Rounding::kTruncate;
@@ -151,23 +207,33 @@ CompileArgs parse_compile(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-o" && i + 1 < args.size()) c.out = args[++i];
-    else if (auto v = value_of(a, "--torq-hw")) c.chip = *v;
+    else if (auto v = value_of(a, "--torq-hw")) {
+      if (!valid_torq_hw(*v))
+        throw UsageError("for the --torq-hw option: expects a valid hardware name (pass 'list' to see available "
+                         "types) or a custom hardware specification, got '" + *v + "'");
+      c.chip = *v;
+    }
     else if (a == "--torq-disable-slices") c.disable[static_cast<int>(Executor::kNss)] = true;
     else if (a == "--torq-disable-css") c.disable[static_cast<int>(Executor::kCss)] = true;
     else if (a == "--torq-disable-host") c.disable[static_cast<int>(Executor::kHost)] = true;
     else if (a == "--torq-enable-profiling") c.profiling = true;
     else if (auto v = value_of(a, "--torq-dump-profiling")) c.profile_csv = *v;
-    else if (auto v = value_of(a, "--torq-bf16-rounding")) {
-      if (*v != "rne" && *v != "truncate") throw UsageError("--torq-bf16-rounding takes rne or truncate");
-      c.rounding = *v == "rne" ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
-    } else if (a.rfind("--torq-", 0) == 0 || a.rfind("--iree-", 0) == 0 || a.rfind("--mlir-", 0) == 0)
-      std::fprintf(stderr, "warning: torq-compile (stand-in): ignoring option %s\n", a.c_str());
-    else if (!a.empty() && a[0] == '-') throw UsageError("unknown option " + a);
+    else if (known_compile_flag(a))
+      std::fprintf(stderr, "note: torq-compile (stand-in): %s has no effect on the stand-in\n", a.c_str());
+    else if (!a.empty() && a[0] == '-')
+      throw UsageError("Unknown command line argument '" + a + "'.  Try: 'torq-compile --help'");
     else if (c.in.empty()) c.in = a;
     else throw UsageError("more than one input file: " + a);
   }
   if (c.in.empty() || c.out.empty()) throw UsageError("usage: torq-compile IN.mlir -o OUT.vmfb --torq-hw=CHIP ...");
   if (!c.profile_csv.empty() && !c.profiling) throw UsageError("--torq-dump-profiling needs --torq-enable-profiling");
+  // The job's bf16 rounding: the environment, never an option (the real
+  // compiler has none).
+  if (const char* r = std::getenv("TORQ_FARM_BF16_ROUNDING")) {
+    if (std::string(r) != "rne" && std::string(r) != "truncate")
+      throw UsageError(std::string("TORQ_FARM_BF16_ROUNDING must be rne or truncate, got '") + r + "'");
+    c.rounding = std::string(r) == "rne" ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
+  }
   return c;
 }
 
@@ -198,6 +264,12 @@ std::optional<std::string> check_under(const std::string& bytes, Executor e, eng
 
 int compile_persona(const std::vector<std::string>& args) {
   const CompileArgs c = parse_compile(args);
+  // The module's function is the one the import defines.
+  const std::string function = import_function(slurp(c.in));
+  if (function.empty()) {
+    std::fprintf(stderr, "%s: error: no func.func in the input\n", c.in.c_str());
+    return 1;
+  }
   std::string bytes;
   try {
     bytes = slurp(c.in + ".onnx");
@@ -216,7 +288,8 @@ int compile_persona(const std::vector<std::string>& args) {
       continue;
     }
     std::ostringstream m;
-    m << kMagic << "\nexecutor " << pipeline::executor_name(e) << "\nchip " << c.chip << "\nrounding "
+    m << kMagic << "\nfunction " << function << "\nexecutor " << pipeline::executor_name(e) << "\nchip " << c.chip
+      << "\nrounding "
       << engine::rounding_name(c.rounding) << "\nonnx " << bytes.size() << "\n"
       << bytes;
     spill(c.out, m.str());
@@ -231,6 +304,7 @@ int compile_persona(const std::vector<std::string>& args) {
 // --- run-module ---
 
 struct Module {
+  std::string function;
   Executor executor = Executor::kHost;
   engine::Rounding rounding = engine::Rounding::kTruncate;
   std::string onnx;
@@ -245,7 +319,8 @@ Module load_module(const std::string& path) {
   while (std::getline(in, line)) {
     std::istringstream kv(line);
     kv >> key >> value;
-    if (key == "executor") m.executor = *pipeline::executor_from_name(value);
+    if (key == "function") m.function = line.substr(9);  // the rest of the line: a name may hold spaces
+    else if (key == "executor") m.executor = *pipeline::executor_from_name(value);
     else if (key == "rounding") m.rounding = value == "truncate" ? engine::Rounding::kTruncate : engine::Rounding::kNearestEven;
     else if (key == "onnx") {
       const size_t n = std::stoull(value);
@@ -268,7 +343,11 @@ RunArgs parse_run(const std::vector<std::string>& args) {
   for (const auto& a : args) {
     if (auto v = value_of(a, "--module")) r.module = *v;
     else if (auto v = value_of(a, "--function")) r.function = *v;
-    else if (auto v = value_of(a, "--torq_hw_type")) r.hw_type = *v;
+    else if (auto v = value_of(a, "--torq_hw_type")) {
+      if (*v != "sim" && *v != "astra_machina" && *v != "aws_fpga" && *v != "soc_fpga")
+        throw UsageError("--torq_hw_type takes sim, astra_machina, aws_fpga or soc_fpga, got '" + *v + "'");
+      r.hw_type = *v;
+    }
     else if (auto v = value_of(a, "--input")) r.inputs.push_back(*v);
     else if (auto v = value_of(a, "--output")) {
       if (v->rfind("@", 0) != 0) throw UsageError("--output takes @FILE, got " + *v);
@@ -312,6 +391,10 @@ std::vector<engine::Tensor> read_inputs(const RunArgs& a, const engine::Session&
 int run_persona_impl(const std::vector<std::string>& args) {
   const RunArgs a = parse_run(args);
   const Module m = load_module(a.module);
+  // IREE resolves --function against the module's exports.
+  if (a.function != m.function)
+    throw std::runtime_error("NOT_FOUND; function '" + a.function + "' not found in module '" + a.module +
+                             "' (it exports '" + m.function + "')");
   auto s = engine::Session::from_bytes(m.onnx, options_for(m.executor, m.rounding));
   const auto feeds = read_inputs(a, *s);
   if (a.outputs.size() != s->outputs().size())

@@ -8,18 +8,23 @@
 //  torq-import-onnx MODEL.onnx -o OUT.mlir [--data-prop]
 //    writes the torch-mlir text the real importer writes (locations match)
 //    and OUT.mlir.onnx, the sidecar the stand-in compile reads.
-//  torq-compile IN.mlir -o OUT.vmfb --torq-hw=CHIP [--torq-disable-slices]
+//  torq-compile IN.mlir -o OUT.vmfb [--torq-hw=SL2610|CUSTOM] [--torq-disable-slices]
 //      [--torq-disable-css] [--torq-disable-host] [--torq-enable-profiling
-//      --torq-dump-profiling=CSV] [--torq-bf16-rounding=rne|truncate]
-//    picks the executor the disable flags leave (several left: the first in
-//    priority order whose profile accepts the model), checks the model
-//    against that profile (loading it and running it once on zeros), and
-//    writes a module (header + executor + the ONNX bytes). A rejection exits
-//    1 with "IN.mlir: error: <the profile's reason>". Unknown --torq-*,
-//    --iree-* and --mlir-* options are ignored with a warning.
-//  torq-run-module --module=M --function=F --torq_hw_type=T
+//      --torq-dump-profiling=CSV]
+//    refuses, as the real compiler, a --torq-hw other than exactly SL2610 or
+//    a custom "id:lram:slices:css:nss..." spec, and any option the real tool
+//    lacks (known real options it does not model are noted and have no
+//    effect); picks the executor the disable flags leave (several left: the
+//    first in priority order whose profile accepts the model), checks the
+//    model against that profile (loading it and running it once on zeros),
+//    and writes a module (header + the import's function + executor + the
+//    ONNX bytes). The bf16 rounding comes from TORQ_FARM_BF16_ROUNDING
+//    (rne | truncate; the real compiler has no such option). A rejection
+//    exits 1 with "IN.mlir: error: <the profile's reason>".
+//  torq-run-module --module=M --function=F --torq_hw_type=sim|astra_machina|aws_fpga|soc_fpga
 //      --input=SHAPExDTYPE=@FILE... --output=@FILE... [--torq_profile_host=CSV]
-//    runs the module under its executor's profile on the raw inputs and
+//    refuses a function the module does not export (the import's function,
+//    named after the ONNX graph); runs the module under its executor's profile on the raw inputs and
 //    writes the raw outputs (in the dtype the executor produces); exit 0,
 //    1 on a runtime error ("error: ..."), 2 on bad arguments.
 //

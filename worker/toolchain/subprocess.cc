@@ -22,7 +22,8 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kCapture = 64 * 1024;
 
 // Child side of fork: never returns.
-[[noreturn]] void exec_child(const std::vector<std::string>& argv, const std::string& cwd, int out_fd, int err_fd) {
+[[noreturn]] void exec_child(const std::vector<std::string>& argv, const std::string& cwd, char** envp, int out_fd,
+                             int err_fd) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   const int null = open("/dev/null", O_RDONLY);
@@ -36,7 +37,7 @@ constexpr size_t kCapture = 64 * 1024;
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  execvp(args[0], args.data());
+  execvpe(args[0], args.data(), envp);
   dprintf(STDERR_FILENO, "error: cannot execute %s: %s\n", args[0], std::strerror(errno));
   _exit(127);
 }
@@ -57,8 +58,21 @@ bool drain(int fd, std::string& buf) {
 
 }  // namespace
 
-ProcessResult run_process(const std::vector<std::string>& argv, int timeout_ms, const std::string& cwd) {
+ProcessResult run_process(const std::vector<std::string>& argv, int timeout_ms, const std::string& cwd,
+                          const std::vector<std::string>& env) {
   if (argv.empty()) throw std::runtime_error("run_process: empty argv");
+  // The child's environment, made before fork (nothing is allocated after).
+  std::vector<std::string> env_items;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string item = *e;
+    const std::string name = item.substr(0, item.find('=') + 1);
+    if (std::none_of(env.begin(), env.end(), [&](const std::string& x) { return x.rfind(name, 0) == 0; }))
+      env_items.push_back(item);
+  }
+  env_items.insert(env_items.end(), env.begin(), env.end());
+  std::vector<char*> envp;
+  for (auto& item : env_items) envp.push_back(item.data());
+  envp.push_back(nullptr);
   int out_pipe[2], err_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
   if (pipe2(err_pipe, O_CLOEXEC) != 0) {
@@ -72,7 +86,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, int timeout_ms, 
     for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) close(fd);
     throw std::runtime_error("fork failed");
   }
-  if (pid == 0) exec_child(argv, cwd, out_pipe[1], err_pipe[1]);
+  if (pid == 0) exec_child(argv, cwd, envp.data(), out_pipe[1], err_pipe[1]);
   setpgid(pid, pid);
   close(out_pipe[1]);
   close(err_pipe[1]);

@@ -20,9 +20,11 @@ struct ProcessResult {
 };
 
 // Runs argv[0] (looked up on PATH when it has no '/') with `argv`, in `cwd`
-// when not empty, for at most `timeout_ms`. Never throws for the child's
+// when not empty, for at most `timeout_ms`, with this process's environment
+// plus `env` ("NAME=VALUE" items, which win). Never throws for the child's
 // failures; throws std::runtime_error when fork or pipe fail.
-ProcessResult run_process(const std::vector<std::string>& argv, int timeout_ms, const std::string& cwd = {});
+ProcessResult run_process(const std::vector<std::string>& argv, int timeout_ms, const std::string& cwd = {},
+                          const std::vector<std::string>& env = {});
 
 // The first useful lines of a tool's diagnostic: from the first line that
 // says "error" (else the first non-empty line), at most `max_lines` lines

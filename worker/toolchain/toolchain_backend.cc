@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -31,6 +32,7 @@ struct ToolchainBackend::Job {
   std::string dir;
   TemplateValues values;
   std::vector<TensorType> out_types;
+  std::vector<std::string> env;  // NAME=VALUE for every step
   Clock::time_point deadline;
 };
 
@@ -205,7 +207,7 @@ bool ToolchainBackend::step(const Job& job, const Step& s, const std::string& wh
   const long long limit = std::min<long long>(static_cast<long long>(s.timeout_s * 1000), std::max<long long>(1, left));
   ProcessResult p;
   try {
-    p = run_process(argv, static_cast<int>(limit), job.dir);
+    p = run_process(argv, static_cast<int>(limit), job.dir, job.env);
   } catch (const std::exception& e) {
     fail(*r, which == "run" ? "runtime" : which, which + " step: " + e.what());
     return false;
@@ -258,6 +260,33 @@ std::string read_text_file(const std::string& path) {
   return ss.str();
 }
 
+// The name of an import's first function, `func.func @name(` or
+// `func.func @"name"(` (escapes \XX undone), as the real tool reads it.
+std::string import_function_name(const std::string& mlir) {
+  const size_t f = mlir.find("func.func ");
+  if (f == std::string::npos) return "";
+  size_t at = mlir.find('@', f);
+  if (at == std::string::npos || at > mlir.find('\n', f)) return "";
+  std::string name;
+  if (at + 1 < mlir.size() && mlir[at + 1] == '"') {
+    for (size_t i = at + 2; i < mlir.size() && mlir[i] != '"'; ++i) {
+      if (mlir[i] == '\\' && i + 2 < mlir.size()) {
+        name += static_cast<char>(std::stoi(mlir.substr(i + 1, 2), nullptr, 16));
+        i += 2;
+      } else {
+        name += mlir[i];
+      }
+    }
+    return name;
+  }
+  for (size_t i = at + 1; i < mlir.size(); ++i) {
+    const char c = mlir[i];
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '.')) break;
+    name += c;
+  }
+  return name;
+}
+
 }  // namespace
 
 BackendResult ToolchainBackend::run(const BackendRequest& req) {
@@ -276,8 +305,9 @@ BackendResult ToolchainBackend::run(const BackendRequest& req) {
   TemplateValues& v = job.values;
   v.scalars = {{"onnx", job.dir + "/model.onnx"}, {"mlir", job.dir + "/model.mlir"}, {"vmfb", job.dir + "/model.vmfb"},
                {"workdir", job.dir}, {"chip", cfg_.chip}, {"hw_type", cfg_.hw_type}, {"function", cfg_.function},
-               {"executor", pipeline::executor_name(req.executor)}, {"rounding", req.bf16_rne ? "rne" : "truncate"},
-               {"torq_sim", torq_sim_path()}, {"worker_dir", self_dir()}};
+               {"executor", pipeline::executor_name(req.executor)}, {"torq_sim", torq_sim_path()},
+               {"worker_dir", self_dir()}};
+  job.env = {std::string("TORQ_FARM_BF16_ROUNDING=") + (req.bf16_rne ? "rne" : "truncate")};
   for (const auto& [name, path] : cfg_.tools) v.scalars[name] = path;
   v.lists["executor_flags"] = cfg_.executor_flags.count(req.executor) ? cfg_.executor_flags.at(req.executor)
                                                                       : std::vector<std::string>{};
@@ -306,6 +336,13 @@ BackendResult ToolchainBackend::run(const BackendRequest& req) {
     run_step.argv.push_back("--torq_profile_host={workdir}/host_profile.csv");
   }
   if (!step(job, cfg_.import_step, "import", &r, nullptr)) return r;
+  // The runner is given the import's own function, as the real tool reads it
+  // from the import (a toolchain file's `function:` overrides).
+  if (cfg_.function.empty()) {
+    v.scalars["function"] = import_function_name(read_text_file(v.scalars["mlir"]));
+    if (v.scalars["function"].empty())
+      return fail(r, "import", "import step wrote no func.func into " + v.scalars["mlir"]);
+  }
   if (!step(job, compile, "compile", &r, nullptr)) return r;
   r.accepted = true;
   const uint32_t runs = std::max<uint32_t>(1, req.runs);

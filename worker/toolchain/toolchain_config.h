@@ -5,9 +5,11 @@
 // a "did you mean").
 //
 //   name: torq                     # identity in results (default: file stem)
-//   chip: sl2610                   # {chip}
-//   hw_type: astra_machina         # {hw_type}
-//   function: main                 # {function}
+//   chip: SL2610                   # {chip}: torq-compile --torq-hw takes exactly
+//                                  # SL2610 or a custom "id:lram:slices:css:nss..." spec
+//   hw_type: sim                   # {hw_type}: sim | astra_machina | aws_fpga | soc_fpga
+//   function: ...                  # {function}; default: the function the import
+//                                  # step wrote (its first func.func), as the real tool
 //   tools: {torq_compile: /opt/torq/bin/torq-compile}   # {torq_compile}; a
 //                                  # relative path with '/' is relative to this file
 //   compiler_options: []           # {compiler_options}
@@ -15,8 +17,8 @@
 //   work_dir: /tmp                 # per-job scratch folders (default $TMPDIR or /tmp)
 //   keep_work_dir: false
 //   import:  {argv: [...], timeout_s: 300}
-//   compile: {argv: [...], timeout_s: 600}
-//   run:     {argv: [...], timeout_s: 300}
+//   compile: {argv: [...], timeout_s: 300}
+//   run:     {argv: [...], timeout_s: 240}   # the real tool's budgets
 //
 // Every key is optional; the steps default to the real tools' commands:
 //   import:  python3 -m iree.compiler.tools.import_onnx {onnx} -o {mlir} --data-prop
@@ -25,13 +27,18 @@
 //            --input={shape}x{dtype}=@{in_i} --output=@{out_i}
 //
 // Placeholders: {onnx} {mlir} {vmfb} {workdir} {chip} {hw_type} {function}
-// {executor} {rounding} (rne | truncate), {torq_sim} (torq-sim beside the
+// {executor}, {torq_sim} (torq-sim beside the
 // worker binary, or $TORQ_SIM_BIN), {worker_dir}, and each `tools` name.
 // {executor_flags} and {compiler_options} must be a whole argv item and
 // expand to any number of items. An item with {in_i} is repeated once per
 // input, one with {out_i} once per output; {shape} and {dtype} (IREE's
 // names: f32, bf16, i8...) describe that tensor and appear only in such
 // items ("{shape}x" vanishes for a scalar).
+//
+// Every step runs with TORQ_FARM_BF16_ROUNDING=rne|truncate in its
+// environment (the job's fp32 -> bf16 rounding): the real tools ignore it,
+// the stand-in compile computes with it, so no argv carries an option the
+// real tools do not have.
 #pragma once
 
 #include <map>
@@ -50,9 +57,9 @@ struct Step {
 struct ToolchainConfig {
   std::string path;          // the file it came from (absolute)
   std::string name;
-  std::string chip = "sl2610";
-  std::string hw_type = "astra_machina";
-  std::string function = "main";
+  std::string chip = "SL2610";
+  std::string hw_type = "sim";
+  std::string function;  // empty: the import's own function
   std::map<std::string, std::string> tools;  // resolved paths (or PATH names)
   std::vector<std::string> compiler_options;
   std::map<pipeline::Executor, std::vector<std::string>> executor_flags;
