@@ -43,14 +43,20 @@ std::string shape_of(const onnx::ModelProto& model, const std::string& value) {
 }  // namespace
 
 std::string annotate_executors(const std::string& mlir, const std::vector<std::string>& executors) {
+  // The i-th non-Constant operator of the function's body (not an
+  // initializer or Constant node, not an op nested in an If/Loop region).
+  std::map<size_t, std::string> by_line;
+  size_t op = 0;
+  for (const auto& o : mlir_operators(mlir, true)) {
+    if (o.type == "Constant") continue;
+    if (op < executors.size() && !executors[op].empty()) by_line[o.line] = executors[op];
+    ++op;
+  }
   std::istringstream in(mlir);
   std::string line, out;
-  size_t op = 0;
-  while (std::getline(in, line)) {
-    const bool is_op = line.find("torch.operator \"") != std::string::npos;
-    if (is_op && op < executors.size() && !executors[op].empty()) line = annotate_line(line, executors[op]);
-    if (is_op) ++op;
-    out += line + "\n";
+  for (size_t no = 1; std::getline(in, line); ++no) {
+    auto it = by_line.find(no);
+    out += (it == by_line.end() ? line : annotate_line(line, it->second)) + "\n";
   }
   return out;
 }

@@ -23,8 +23,9 @@ std::vector<std::string> write_debug_ir(const std::string& dir, const std::strin
                                         const std::vector<pipeline::Executor>& placed,
                                         const std::vector<double>& layer_ms);
 
-// Adds {torq-executor = "<executor>"} to the i-th `torch.operator` line of
-// `mlir` for each i < executors.size() (entries "" are left alone).
+// Adds {torq-executor = "<executor>"} to the line of the i-th non-Constant
+// top-level `torch.operator` of `mlir` for each i < executors.size()
+// (entries "" are left alone).
 std::string annotate_executors(const std::string& mlir, const std::vector<std::string>& executors);
 
 }  // namespace torq::coordinator

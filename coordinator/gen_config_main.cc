@@ -15,7 +15,9 @@
 #include "pipeline/report_compare.h"
 #include "pipeline/view.h"
 #include "coordinator/quantize_first.h"
+#include "coordinator/repro_command.h"
 #include "worker/quant/quantize_model.h"
+#include "worker/toolchain/toolchain_config.h"
 
 using namespace torq;
 using namespace torq::pipeline;
@@ -77,6 +79,19 @@ void add_backend_options(CLI::App* sub, std::string* backend, std::string* toolc
                   "standin.yaml: torq-sim's stand-in)");
 }
 
+// The default job budget with --backend toolchain: each of the file's steps
+// its own, the job their sum (the run once per timing run). `timeout_ms`
+// stays when the user gave --timeout-ms, or when the file does not load
+// (the backend check says why, exit 2).
+void toolchain_default_timeout(const std::string& backend, const std::string& toolchain_file, bool given,
+                               uint32_t runs, uint32_t* timeout_ms) {
+  if (backend != "toolchain" || given || toolchain_file.empty()) return;
+  try {
+    *timeout_ms = torq::toolchain::ToolchainConfig::load(toolchain_file).job_budget_ms(runs);
+  } catch (const std::exception&) {
+  }
+}
+
 // Exit code 2 with a message when --backend/--toolchain do not go together.
 int check_backend_options(const std::string& backend, const std::string& toolchain_file) {
   if (backend == "toolchain" && toolchain_file.empty()) {
@@ -124,7 +139,9 @@ int main(int argc, char** argv) {
   disc->add_option("--seed", d.seed, "Seed of the model input / random inputs")->capture_default_str();
   disc->add_option("--input-range", range, "LO,HI of random inputs")->capture_default_str();
   disc->add_option("--mlir", d.mlir_file, "Map locations onto this torch-mlir import instead of the emitted one");
-  disc->add_option("--timeout-ms", d.timeout_ms, "Per-job timeout")->capture_default_str();
+  disc->add_option("--timeout-ms", d.timeout_ms,
+                   "Per-job timeout (default 120000; with --backend toolchain the sum of the file's step budgets)")
+      ->capture_default_str();
   disc->add_option("--tolerance-avg", d.tolerance.fp_avg_tol, "Default fp_avg_tol")->capture_default_str();
   disc->add_option("--tolerance-max", d.tolerance.fp_max_tol, "Default fp_max_tol")->capture_default_str();
   disc->add_option("--allowed-wrong", d.tolerance.allowed_wrong, "Fraction of elements allowed over fp_max_tol")->capture_default_str();
@@ -154,8 +171,9 @@ int main(int argc, char** argv) {
   runc->add_option("--bf16-rounding", r_rounding, "fp32 -> bf16 rounding: truncate or rne")
       ->check(CLI::IsMember({"truncate", "rne"}))->capture_default_str();
   runc->add_option("--debug-ir", ro.debug_ir_dir,
-                   "Write the import annotated {torq-executor = ...} and a per-op table to DIR "
-                   "(bare flag: <output-dir>/debug_ir)")
+                   "Write the import annotated {torq-executor = ...} and a per-op table to DIR; with --backend "
+                   "toolchain, the compiler's own IR dump after each pass, DIR/<job> (bare flag: "
+                   "<output-dir>/debug_ir)")
       ->expected(0, 1);
   runc->add_flag("--recompute-cache", ro.recompute_cache, "Ignore stored and cached run results");
   runc->add_option("--subgraph-from", ro.subgraph_from, "Run only this subgraph (its report from discover --subgraph-*)");
@@ -163,7 +181,9 @@ int main(int argc, char** argv) {
   runc->add_option("--log-file", ro.log_file, "Append log lines to this file");
   runc->add_option("--workers,-j", ro.workers, "Local worker processes")->capture_default_str();
   runc->add_option("--seed", ro.seed, "Seed of the model input")->capture_default_str();
-  runc->add_option("--timeout-ms", ro.timeout_ms, "Timeout of the run (and of each bisect range run)")
+  runc->add_option("--timeout-ms", ro.timeout_ms,
+                   "Timeout of the run (and of each bisect range run; default 300000, with --backend toolchain "
+                   "the sum of the file's step budgets)")
       ->capture_default_str();
   runc->add_flag("!--no-bisect", ro.bisect, "Do not bisect a failing run");
   runc->add_flag("--collect-profile", ro.collect_profile,
@@ -218,6 +238,27 @@ int main(int argc, char** argv) {
   edit->add_option("filter", e_list_second, "Filter for --list (REPORT FILTER, or FILTER alone with --model)")
       ->needs(list_opt);
 
+  coordinator::ReproOptions rp;
+  std::string rp_rounding = "truncate", rp_inputs = "activations", rp_range = "-40,40";
+  auto* repro = app.add_subcommand("repro", "Write a self-contained folder that reproduces one (layer, executor) "
+                                            "result: the layer's ONNX, import MLIR, raw inputs and reference "
+                                            "outputs, run.sh (import, compile, run, compare) and a README");
+  repro->add_option("--model,-m", rp.model, "ONNX model (as given to discover)")->required();
+  repro->add_option("--output-dir", rp.output_dir, "Directory of discover's report")->capture_default_str();
+  repro->add_option("layer", rp.layer, "Layer: id, output name or index")->required();
+  repro->add_option("--executor,-e", rp.executor, "Executor whose result to reproduce: nss, css or host")->required();
+  repro->add_option("-o", rp.out_dir, "Bundle folder (default <output-dir>/repro/<layer>_<executor>; must be new)");
+  repro->add_flag("--auto-convert-bf16", rp.convert_bf16, "The bf16 variant (as discover --auto-convert-bf16)");
+  repro->add_option("--bf16-rounding", rp_rounding, "fp32 -> bf16 rounding: truncate or rne")
+      ->check(CLI::IsMember({"truncate", "rne"}))->capture_default_str();
+  repro->add_option("--seed", rp.seed, "Seed of the model input (as discover)")->capture_default_str();
+  repro->add_option("--inputs", rp_inputs, "Layer inputs: activations or random (as discover)")
+      ->check(CLI::IsMember({"activations", "random"}))->capture_default_str();
+  repro->add_option("--input-range", rp_range, "LO,HI of random inputs")->capture_default_str();
+  add_backend_options(repro, &rp.backend, &rp.toolchain_file);
+  coordinator::QuantizeFirst rpq;
+  coordinator::add_quantize_flags(repro, &rpq);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -230,6 +271,7 @@ int main(int argc, char** argv) {
       ro.debug_ir = runc->count("--debug-ir") > 0;
       ro.rounding = r_rounding == "rne" ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
       if (const int rc = check_backend_options(ro.backend, ro.toolchain_file)) return rc;
+      toolchain_default_timeout(ro.backend, ro.toolchain_file, runc->count("--timeout-ms") > 0, 1, &ro.timeout_ms);
       if (const int rc = coordinator::quantize_first(rq, ro.convert_bf16, ro.seed, ro.output_dir, &ro.model,
                                                      ro.quiet ? null_out : std::cout, std::cerr))
         return rc;
@@ -238,6 +280,8 @@ int main(int argc, char** argv) {
     if (*disc) {
       apply_passthrough(d_passthrough, &d);
       if (const int rc = check_backend_options(d.backend, d.toolchain_file)) return rc;
+      toolchain_default_timeout(d.backend, d.toolchain_file, disc->count("--timeout-ms") > 0,
+                                d.collect_timing ? std::max<uint32_t>(1, d.timing_runs) : 1, &d.timeout_ms);
       if (!skip_execs.empty()) {
         auto skip = parse_executor_list(skip_execs);
         std::vector<Executor> keep;
@@ -255,6 +299,19 @@ int main(int argc, char** argv) {
       return coordinator::run_discover(d, std::cout, std::cerr);
     }
     if (*quant) return quant::quantize_command(qo, std::cout, std::cerr);
+    if (*repro) {
+      if (const int rc = check_backend_options(rp.backend, rp.toolchain_file)) return rc;
+      rp.rounding = rp_rounding == "rne" ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
+      rp.random_inputs = rp_inputs == "random";
+      if (std::sscanf(rp_range.c_str(), "%f,%f", &rp.input_lo, &rp.input_hi) != 2 || !(rp.input_lo < rp.input_hi))
+        throw PipelineError("--input-range must be LO,HI with LO < HI, got '" + rp_range + "'");
+      for (int i = 0; i < argc; ++i) rp.command += (i ? " " : "") + std::string(argv[i]);
+      if (rpq.enabled) rp.variant_extra = "int8 (" + rpq.format + ")";
+      if (const int rc = coordinator::quantize_first(rpq, rp.convert_bf16, rp.seed, rp.output_dir, &rp.model,
+                                                     null_out, std::cerr))
+        return rc;
+      return coordinator::run_repro(rp, std::cout, std::cerr);
+    }
     if (*cmp) {
       CompareOptions co{std::nullopt, c_a, c_b};
       if (!c_exec.empty()) {

@@ -27,6 +27,10 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
+std::string debug_ir_dir(const RunOptions& o) {
+  return o.debug_ir_dir.empty() ? o.output_dir + "/debug_ir" : o.debug_ir_dir;
+}
+
 void say(std::ostream& out, std::ofstream& log, bool quiet, const std::string& s) {
   if (!quiet) out << s << "\n" << std::flush;
   if (log) log << s << "\n" << std::flush;
@@ -99,6 +103,9 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
     lo.trusted_cache = true;  // the model's file is adopted below, before any job
     if (o.backend != "sim" && !o.targets_file.empty())
       throw PipelineError("--targets (sim profiles) does not apply to --backend " + o.backend);
+    // With the real tools, --debug-ir is the compiler's own IR dump.
+    if (o.debug_ir && o.backend == "toolchain")
+      lo.extra_args = {"--debug-ir-dir", fs::absolute(debug_ir_dir(o)).lexically_normal().string()};
     workers = std::make_unique<LocalWorkers>(lo);
     if (o.backend == "toolchain") u.plan.job_template.target = toolchain_target(o.toolchain_file);
     adopt_cache_file(lo.cache_dir, u.model->hash(), o.output_dir);
@@ -162,9 +169,12 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
             export_profile(merge_layer_profiles(full.result.profiles, name), o.output_dir, name, &overview);
       write_json_atomic(report_path(o.output_dir, name), plan.report);
     }
-    if (o.debug_ir) {
-      const std::string dir = o.debug_ir_dir.empty() ? o.output_dir + "/debug_ir" : o.debug_ir_dir;
-      for (const auto& p : write_debug_ir(dir, name, range ? sub_proto : u.model->proto(), layers,
+    if (o.debug_ir && o.backend == "toolchain") {
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator(debug_ir_dir(o), ec))
+        say(out, logf, o.quiet, "debug-ir: " + e.path().string() + " (the compiler's IR after each pass)");
+    } else if (o.debug_ir) {
+      for (const auto& p : write_debug_ir(debug_ir_dir(o), name, range ? sub_proto : u.model->proto(), layers,
                                           full.result.placed, full.result.layer_ms))
         say(out, logf, o.quiet, "debug-ir: " + p);
     }

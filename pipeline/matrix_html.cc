@@ -256,7 +256,9 @@ std::string grids_html(const std::vector<TestResult>& results, const std::map<st
   return "<h2>Layer × executor grids</h2>\n<p class=\"legend\">"
          "<span class=\"status-success\">success</span><span class=\"status-difference\">difference</span>"
          "<span class=\"status-error\">error</span><span class=\"status-absent\">not tested</span>"
-         "★ recommended executor; hover a cell for its metrics, click to pin them.</p>\n" +
+         "★ recommended executor; hover a cell for its metrics, click to pin them. To hand a result to a "
+         "compiler engineer: <code>torq-gen-config repro --model M --output-dir D LAYER --executor E</code> "
+         "(with the test's variant flags) writes a folder whose <code>run.sh</code> reproduces it.</p>\n" +
          h;
 }
 

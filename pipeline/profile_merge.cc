@@ -48,9 +48,17 @@ ProfileData merge_layer_profiles(const std::vector<ExecResult::Profile>& layers,
       t.start_ns += offset;
       all.device.push_back(std::move(t));
     }
+    // The real runtime stamps its events with absolute steady-clock
+    // microseconds: each layer's host profile starts at its first event
+    // (the sim's starts at 0 already), beside its device trace.
+    int64_t host_origin = 0;
+    if (!one.host.empty()) {
+      host_origin = one.host.front().start_ns;
+      for (const auto& h : one.host) host_origin = std::min(host_origin, h.start_ns);
+    }
     for (auto& h : one.host) {
-      h.start_ns += offset;
-      h.end_ns += offset;
+      h.start_ns += offset - host_origin;
+      h.end_ns += offset - host_origin;
       all.host.push_back(std::move(h));
     }
     offset = std::max(offset, end_of(all));
@@ -61,9 +69,10 @@ ProfileData merge_layer_profiles(const std::vector<ExecResult::Profile>& layers,
 nlohmann::json export_profile(const ProfileData& data, const std::string& dir, const std::string& name,
                               std::string* overview_text_out) {
   std::string dev = std::string(kDeviceTraceCsvHeader) + "\n";
+  // Rows as the compiler writes them: no spaces, the location unquoted.
   for (const auto& t : data.device)
-    dev += quoted(t.task_id) + "," + us(t.dur_ns) + "," + us(t.start_ns) + "," + quoted(t.event) + "," +
-           quoted(t.location) + "," + std::to_string(t.bytes) + "\n";
+    dev += quoted(t.task_id) + "," + us(t.dur_ns) + "," + us(t.start_ns) + "," + quoted(t.event) + "," + t.location +
+           "," + std::to_string(t.bytes) + "\n";
   std::string host = std::string(kHostProfileCsvHeader) + "\n";
   for (const auto& h : data.host) {
     const std::string head = quoted(h.dispatch_name) + "," + std::to_string(h.invocation_id) + "," +

@@ -22,6 +22,8 @@ namespace {
 struct Line {
   size_t number = 0;
   std::vector<std::string> fields;
+  std::string text;   // the line as written (without its newline)
+  std::string error;  // why it is no clean CSV line (then `fields` is empty)
 };
 
 // Splits one line (no newline) into fields; a quoted field may hold commas
@@ -65,12 +67,22 @@ std::vector<Line> read_rows(const std::string& text, const std::string& file, co
     if (n == 1 && s.rfind("\xEF\xBB\xBF", 0) == 0) s.erase(0, 3);
     if (s.find_first_not_of(" \t") == std::string::npos) continue;
     if (!seen_header) {
-      if (s != header) fail(file, n, "expected the header '" + std::string(header) + "', got '" + s + "'");
+      auto squeeze = [](std::string t) {  // ", " and "," alike
+        for (size_t p = t.find(", "); p != std::string::npos; p = t.find(", ", p)) t.erase(p + 1, 1);
+        return t;
+      };
+      if (squeeze(s) != squeeze(header))
+        fail(file, n, "expected the header '" + std::string(header) + "', got '" + s + "'");
       seen_header = true;
       continue;
     }
-    Line row{n, {}};
-    if (std::string err = split_csv(s, row.fields); !err.empty()) fail(file, n, err);
+    Line row{n, {}, s, {}};
+    // A row that is no clean CSV (the compiler's unquoted MLIR location) is
+    // split by its reader.
+    if (std::string err = split_csv(s, row.fields); !err.empty()) {
+      row.fields.clear();
+      row.error = err;
+    }
     rows.push_back(std::move(row));
   }
   if (!seen_header) fail(file, std::max<size_t>(n, 1), "empty file, expected the header '" + std::string(header) + "'");
@@ -95,11 +107,19 @@ int64_t parse_us(const std::string& s, const std::string& what, const std::strin
   const std::string frac = dot == std::string::npos ? "" : s.substr(dot + 1);
   if (!all_digits(whole) || (dot != std::string::npos && !all_digits(frac)))
     fail(file, line, what + " '" + s + "' is not a non-negative decimal number of microseconds");
-  if (whole.size() > 12) fail(file, line, what + " '" + s + "' is too large");
+  // Up to ~3e15 us: the runtime's absolute steady-clock microseconds fit.
+  if (whole.size() > 15) fail(file, line, what + " '" + s + "' is too large");
   int64_t ns = std::stoll(whole) * 1000;
   std::string digits = (frac + "0000").substr(0, 4);
   ns += std::stoll(digits.substr(0, 3)) + (digits[3] >= '5' ? 1 : 0);
   return ns;
+}
+
+int64_t parse_int(const std::string& s, const std::string& what, const std::string& file, size_t line) {
+  const bool neg = !s.empty() && s[0] == '-';
+  const std::string digits = neg ? s.substr(1) : s;
+  if (!all_digits(digits) || digits.size() > 18) fail(file, line, what + " '" + s + "' is not an integer");
+  return neg ? -std::stoll(digits) : std::stoll(digits);
 }
 
 uint64_t parse_uint(const std::string& s, const std::string& what, const std::string& file, size_t line) {
@@ -117,16 +137,42 @@ void classify_event(DeviceTask& t, const std::string& file) {
     t.engine = it->second;
     return;
   }
+  if (t.event.rfind("CDMA ", 0) == 0) {  // CDMA LRAM to DTCM, CDMA DTCM to LRAM...
+    t.engine = DeviceEngine::kCdma;
+    return;
+  }
   const std::string n = t.event.rfind("Slice ", 0) == 0 ? t.event.substr(6) : "";
   if (!all_digits(n) || n.size() > 3)
-    fail(file, t.line, "unknown event '" + t.event + "' (expected DMA In, DMA Out, CDMA, CSS or Slice <n>)");
+    fail(file, t.line, "unknown event '" + t.event + "' (expected DMA In, DMA Out, CDMA ..., CSS or Slice <n>)");
   t.engine = DeviceEngine::kSlice;
   t.slice = std::stoi(n);
 }
 
+// A CSV field as written, quoted ("" for a quote) or bare.
+std::string unquote(const std::string& s) {
+  if (s.size() < 2 || s.front() != '"' || s.back() != '"') return s;
+  std::vector<std::string> one;
+  if (!split_csv(s, one).empty() || one.size() != 1) return s;
+  return one[0];
+}
+
+// A device-trace row: the real compiler writes the location unquoted, as
+// MLIR prints it (loc("model.mlir":20:11), or a fused/callsite location
+// with commas and quotes), so the fields are taskId, elapsed, timestamp and
+// event from the left, bytes from the right, and the location is what lies
+// between; a location written as a quoted CSV field is unquoted.
 DeviceTask device_task(const Line& row, const std::string& file) {
-  expect_fields(row, 6, file);
-  const auto& f = row.fields;
+  std::vector<std::string> f;
+  for (size_t p = 0;;) {
+    const size_t q = row.text.find(',', p);
+    f.push_back(row.text.substr(p, q == std::string::npos ? std::string::npos : q - p));
+    if (q == std::string::npos) break;
+    p = q + 1;
+  }
+  if (f.size() < 6) fail(file, row.number, "expected 6 fields, got " + std::to_string(f.size()));
+  std::string location = f[4];
+  for (size_t i = 5; i + 1 < f.size(); ++i) location += "," + f[i];
+  f = {unquote(f[0]), f[1], f[2], unquote(f[3]), unquote(location), f.back()};
   DeviceTask t;
   t.line = row.number;
   t.task_id = f[0];
@@ -148,13 +194,14 @@ struct HostEvent {
 };
 
 HostEvent host_event(const Line& row, const std::string& file) {
+  if (!row.error.empty()) fail(file, row.number, row.error);
   expect_fields(row, 5, file);
   const auto& f = row.fields;
   HostEvent e;
   e.key.line = row.number;
   e.key.dispatch_name = f[0];
   e.key.invocation_id = parse_uint(f[1], "invocation_id", file, row.number);
-  e.key.action_id = parse_uint(f[2], "action_id", file, row.number);
+  e.key.action_id = parse_int(f[2], "action_id", file, row.number);
   e.key.start_ns = parse_us(f[3], "timestamp_us", file, row.number);
   const std::string& ev = f[4];
   const bool begin = ev.size() > 6 && ev.compare(ev.size() - 6, 6, "_BEGIN") == 0;

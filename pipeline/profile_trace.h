@@ -41,7 +41,10 @@
 
 namespace torq::pipeline {
 
-inline constexpr char kDeviceTraceCsvHeader[] = "taskId,elapsed_time(us),timestamp(us),event,location,bytes";
+// The real tools' headers: the compiler's ProfilingPass writes ", " between
+// the header's names (not between a row's fields); the runtime's
+// TorqEventLog writes ",". A header is read with or without the spaces.
+inline constexpr char kDeviceTraceCsvHeader[] = "taskId, elapsed_time(us), timestamp(us), event, location, bytes";
 inline constexpr char kHostProfileCsvHeader[] = "dispatch_name,invocation_id,action_id,timestamp_us,event";
 
 enum class DeviceEngine { kDmaIn, kDmaOut, kCdma, kSlice, kCss };
@@ -65,7 +68,8 @@ HostKind host_kind(const std::string& type);
 // One BEGIN/END pair of the runtime host profile.
 struct HostSpan {
   std::string dispatch_name;
-  uint64_t invocation_id = 0, action_id = 0;
+  uint64_t invocation_id = 0;
+  int64_t action_id = 0;    // -1 for dispatch-level and INIT events (the real runtime's)
   std::string type;         // "NSS", "HOST_COPY"...
   int64_t start_ns = 0, end_ns = 0;
   size_t line = 0;          // line of the BEGIN

@@ -226,6 +226,14 @@ std::string render_layer(const ModelReport& r, const std::string& layer_pattern)
       }
       render_exec(os, it->second);
     }
+    // The way to hand a result to a compiler engineer.
+    for (Executor e : kExecutorPriority) {
+      auto it = l.results.find(e);
+      if (it == l.results.end() || it->second.status == Status::kSuccess) continue;
+      os << "\nRepro bundle (" << executor_name(e) << "): torq-gen-config repro --model <model.onnx> --output-dir "
+         << "<dir> " << l.info.id << " --executor " << executor_name(e)
+         << " (with discover's variant flags, e.g. --auto-convert-bf16)\n";
+    }
   }
   return os.str();
 }

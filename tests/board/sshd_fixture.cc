@@ -154,6 +154,15 @@ void TestSshd::start() {
   throw std::runtime_error("sshd did not listen on port " + std::to_string(port_) + ": " + log());
 }
 
+void TestSshd::replace_host_key() {
+  kill_all();
+  std::error_code ec;
+  fs::remove(dir_ + "/host_ed25519", ec);
+  fs::remove(dir_ + "/host_ed25519.pub", ec);
+  make_key(dir_ + "/host_ed25519");
+  start();
+}
+
 void TestSshd::kill_all() {
   if (pid_ <= 0) return;
   for (pid_t p : descendants(pid_)) kill(p, SIGKILL);

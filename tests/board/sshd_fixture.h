@@ -35,6 +35,8 @@ class TestSshd {
   // SIGKILLs the listening sshd and every process below it (the sessions:
   // sshd -D children setsid, so killing the listener alone leaves them).
   void kill_all();
+  // A reflashed board: kill_all(), a new host key, start() on the same port.
+  void replace_host_key();
 
   int port() const { return port_; }
   const std::string& client_key() const { return client_key_; }

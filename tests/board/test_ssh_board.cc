@@ -8,6 +8,7 @@
 #include <utime.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -106,6 +107,62 @@ TEST_F(SshBoardTest, StagesRunsAndPullsIdenticalBytes) {
   EXPECT_GE(r.wall_s, 0.0);
   bd->pull({remote_dir_ + "/out.0.bin"}, work_ + "/pulled");
   EXPECT_EQ(read_file(work_ + "/pulled/out.0.bin"), a + b);
+}
+
+// The real tool's remote runner sources the board's setup script when the
+// board has it; so does every run here (issue 28).
+TEST_F(SshBoardTest, TheBoardsSetupScriptIsSourcedBeforeTheRunWhenPresent) {
+  BoardOptions o = quiet_options();
+  o.setup_script = work_ + "/setup-test-environment";
+  SshBoard bd(sshd_->address(), work_ + "/ctl-setup", "torq-board test", o);
+  bd.open();
+  bd.stage({}, remote_dir_);
+  RunResult absent = bd.run({"sh", "-c", "echo \"[$TORQ_TEST_SETUP]\""}, remote_dir_, 20000);
+  EXPECT_EQ(absent.exit_code, 0) << absent.err;
+  EXPECT_EQ(absent.out, "[]\n");
+  write_file(o.setup_script, "export TORQ_TEST_SETUP=sourced\n");
+  RunResult present = bd.run({"sh", "-c", "echo \"[$TORQ_TEST_SETUP]\""}, remote_dir_, 20000);
+  EXPECT_EQ(present.exit_code, 0) << present.err;
+  EXPECT_EQ(present.out, "[sourced]\n");
+  EXPECT_GE(present.wall_s, 0.0);  // the time report still parsed
+}
+
+// A reflashed board (a new host key) is an infrastructure error that says
+// how to accept the key; "ignore" connects as the real tool does, and after
+// the suggested ssh-keygen -R the next contact records the new key.
+TEST_F(SshBoardTest, AChangedHostKeyIsClassifiedAndSaysHowToAcceptIt) {
+  const std::string ctl = work_ + "/ctl-hostkey";
+  {
+    SshBoard first(sshd_->address(), ctl, "torq-board test", quiet_options());
+    first.open();  // records the key; the destructor closes
+  }
+  sshd_->replace_host_key();
+  std::string message;
+  {
+    SshBoard again(sshd_->address(), ctl, "torq-board test", quiet_options());
+    try {
+      again.open();
+      ADD_FAILURE() << "a changed host key was accepted";
+    } catch (const InfraError& e) {
+      EXPECT_EQ(e.kind(), InfraKind::host_key_changed) << e.what();
+      message = e.what();
+    }
+  }
+  const std::string hint = "ssh-keygen -R '[127.0.0.1]:" + std::to_string(sshd_->port()) + "' -f '";
+  ASSERT_NE(message.find(hint), std::string::npos) << message;
+  EXPECT_NE(message.find("--board-host-keys ignore"), std::string::npos) << message;
+  {
+    BoardOptions o = quiet_options();
+    o.host_key_policy = "ignore";
+    SshBoard ignoring(sshd_->address(), ctl, "torq-board test", o);
+    EXPECT_NO_THROW(ignoring.open());
+  }
+  // The command the message gives, run as a user would.
+  const size_t at = message.find("ssh-keygen");
+  const std::string cmd = message.substr(at, message.find(" (the next contact", at) - at);
+  ASSERT_EQ(std::system((cmd + " >/dev/null 2>&1").c_str()), 0) << cmd;
+  SshBoard accepted(sshd_->address(), ctl, "torq-board test", quiet_options());
+  EXPECT_NO_THROW(accepted.open());
 }
 
 TEST_F(SshBoardTest, ExitCodeOutputAndStderrOfTheCommandAreReturned) {

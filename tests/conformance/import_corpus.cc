@@ -8,7 +8,7 @@
 // Usage: import_corpus REAL_DIR ONNX_DIR MIN_COMPARED [-v]
 // Prints one line per difference, then
 //   "import corpus: N tests, S operator sequences differ (not compared), C compared"
-//   "P passed, F failed"
+//   "import corpus: P equal, F differ"
 // and exits non-zero on any failure or when fewer than MIN_COMPARED tests
 // could be compared (so an empty corpus cannot pass).
 #include <onnx/onnx_pb.h>
@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
   }
   std::cout << "import corpus: " << tests.size() << " tests, " << differ
             << " operator sequences differ (not compared), " << passed + failed << " compared\n";
-  std::cout << passed << " passed, " << failed << " failed\n";
+  std::cout << "import corpus: " << passed << " equal, " << failed << " differ\n";
   if (passed + failed < min_compared) {
     std::cout << "import corpus: only " << passed + failed << " compared, need " << min_compared << "\n";
     return 1;

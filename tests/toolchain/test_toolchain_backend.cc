@@ -3,8 +3,10 @@
 // (fake tools written as small shell scripts by the tests).
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -157,6 +159,9 @@ TEST(ToolchainShippedFiles, RealToolchainFilesPassWhatTheRealToolsAccept) {
     EXPECT_EQ(c.compile_step.timeout_s, 300) << f;
     EXPECT_EQ(c.run_step.timeout_s, 240) << f;
     for (const auto& o : c.compiler_options) EXPECT_EQ(o.find("rounding"), std::string::npos) << f << ": " << o;
+    // Each step its own budget, the job their sum (+1 s of staging).
+    EXPECT_EQ(c.job_budget_ms(1), 841000u) << f;
+    EXPECT_EQ(c.job_budget_ms(3), 1321000u) << f;
   }
   const auto sim = ToolchainConfig::load(std::string(TORQ_SOURCE_DIR) + "/configs/toolchains/torq.yaml");
   EXPECT_EQ(sim.hw_type, "sim");
@@ -371,6 +376,155 @@ TEST(ToolchainDiscover, TheToolsRunWithTheCallersGlibcTunables) {
                            " discover --model '" + model + "' --output-dir '" + dir + "/out2' -q " + flags);
   EXPECT_EQ(set.code, 0) << set.output;
   EXPECT_EQ(seen(), std::set<std::string>{"GLIBC_TUNABLES=glibc.malloc.tcache_count=0"});
+}
+
+// dir/tc.yaml: the stand-in toolchain whose compile records its argv (one
+// line per compile) in dir/compiles before it runs torq-sim's torq-compile.
+bool write_standin_recording_compiles(const std::string& dir) {
+  std::string yaml = slurp(standin_yaml());
+  const std::string from = "compile:\n  argv: [\"{torq_sim}\", torq-compile,";
+  if (yaml.find(from) == std::string::npos) return false;
+  const std::string tool = script(dir, "rec-compile", "echo \"$*\" >> \"" + dir + "/compiles\"\nexec \"" +
+                                                          bin("torq-sim") + "\" torq-compile \"$@\"");
+  yaml.replace(yaml.find(from), from.size(), "compile:\n  argv: [\"" + tool + "\",");
+  std::ofstream(dir + "/tc.yaml") << yaml;
+  setenv("TORQ_SIM_BIN", bin("torq-sim").c_str(), 1);
+  return true;
+}
+
+// `run` with the real tools is the real experiment (issue 28): the whole
+// model imported and compiled once with --torq-executor-map=<compiler JSON
+// keyed on that import>, no --torq-disable-*, run once, compared.
+TEST(ToolchainRun, CompilesTheWholeModelOnceWithTheExecutorMap) {
+  const std::string dir = fresh_dir("toolchain/run-whole");
+  const std::string model = dir + "/demo.onnx";
+  std::ofstream(model, std::ios::binary) << sim::build_demo_model();
+  ASSERT_TRUE(write_standin_recording_compiles(dir));
+  const std::string tc = " --backend toolchain --toolchain " + dir + "/tc.yaml";
+  const auto d = discover(model, dir + "/out", "--workers 2 --auto-convert-bf16" + tc);
+  ASSERT_EQ(d.code, 0) << d.output;
+  std::filesystem::remove(dir + "/compiles");
+  const auto r = run_cmd("timeout 600 " + bin("torq-gen-config") + " run --model '" + model + "' --output-dir '" +
+                         dir + "/out' --auto-convert-bf16 --workers 1 --debug-ir " + dir + "/ir" + tc);
+  EXPECT_EQ(r.code, 0) << r.output;
+  const std::string compiles = slurp(dir + "/compiles");
+  std::istringstream lines(compiles);
+  std::vector<std::string> argvs;
+  for (std::string l; std::getline(lines, l);) argvs.push_back(l);
+  ASSERT_EQ(argvs.size(), 1u) << compiles;
+  EXPECT_NE(argvs[0].find("--torq-executor-map="), std::string::npos) << argvs[0];
+  EXPECT_EQ(argvs[0].find("--torq-disable-"), std::string::npos) << argvs[0];
+  EXPECT_NE(argvs[0].find("--torq-hw=SL2610"), std::string::npos) << argvs[0];
+  // --debug-ir with a toolchain: the compiler's own IR-dump flags, the dump in DIR.
+  EXPECT_NE(argvs[0].find("--mlir-print-ir-after-all --mlir-print-ir-tree-dir=" + dir + "/ir/"), std::string::npos)
+      << argvs[0];
+  EXPECT_NE(argvs[0].find("--mlir-elide-elementsattrs-if-larger=50"), std::string::npos) << argvs[0];
+  EXPECT_NE(r.output.find("debug-ir: " + dir + "/ir/"), std::string::npos) << r.output;
+  bool dumped = false;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir + "/ir"))
+    dumped = dumped || e.path().extension() == ".mlir";
+  EXPECT_TRUE(dumped) << "no IR dump under " << dir << "/ir";
+  // The full-model result matches the sim backend's run of the same report.
+  const auto rep = read_json(dir + "/out/torq_gen_config_demo.json");
+  EXPECT_EQ(rep["full_model"]["status"], "success") << rep["full_model"].dump();
+}
+
+// The stand-in applies --torq-executor-map as the real pass does: by
+// line:col against the MLIR it compiles. Softmax assigned to nss (which
+// refuses it) fails the compile; the same map one line off assigns nothing
+// to Softmax, so the compiler places it and the compile passes: an
+// off-by-one map misassigns here as it would with the real tools.
+TEST(ToolchainRun, TheStandinKeysTheExecutorMapOnTheImportsLineAndColumn) {
+  const std::string dir = fresh_dir("toolchain/executor-map");
+  std::ofstream(dir + "/demo.onnx", std::ios::binary) << sim::build_demo_model();
+  const std::string sim = bin("torq-sim");
+  ASSERT_EQ(run_cmd(sim + " torq-import-onnx " + dir + "/demo.onnx -o " + dir + "/demo.mlir").code, 0);
+  std::string softmax;
+  {
+    std::istringstream in(slurp(dir + "/demo.mlir"));
+    int no = 0;
+    for (std::string l; std::getline(in, l);) {
+      ++no;
+      if (l.find("\"onnx.Softmax\"") != std::string::npos)
+        softmax = std::to_string(no) + ":" + std::to_string(l.find("torch.operator") + 1);
+    }
+  }
+  ASSERT_FALSE(softmax.empty());
+  const std::string line = softmax.substr(0, softmax.find(':')), col = softmax.substr(softmax.find(':'));
+  auto compile = [&](const std::string& key) {
+    std::ofstream(dir + "/map.json") << "{\"op_assignments\": {\"" << key << "\": {\"executor\": \"nss\"}}}\n";
+    return run_cmd(sim + " torq-compile " + dir + "/demo.mlir -o " + dir + "/demo.vmfb --torq-hw=SL2610 "
+                   "--torq-executor-map=" + dir + "/map.json");
+  };
+  const auto exact = compile(softmax);
+  EXPECT_EQ(exact.code, 1) << exact.output;
+  EXPECT_NE(exact.output.find("Softmax"), std::string::npos) << exact.output;
+  EXPECT_NE(exact.output.find("on nss"), std::string::npos) << exact.output;
+  const auto off = compile(std::to_string(std::stoi(line) + 1) + col);
+  EXPECT_EQ(off.code, 0) << off.output;
+  // A map that is not JSON fails the compile, as the real pass fails.
+  std::ofstream(dir + "/map.json") << "{not json";
+  const auto bad = run_cmd(sim + " torq-compile " + dir + "/demo.mlir -o " + dir + "/demo.vmfb --torq-executor-map=" +
+                           dir + "/map.json");
+  EXPECT_EQ(bad.code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("--torq-executor-map"), std::string::npos) << bad.output;
+}
+
+// Repro bundles (issue 28): a folder per (layer, executor) whose run.sh,
+// run in a fresh shell outside the build tree, reproduces the report's
+// result: exit 1 with the status and the tool's message for an error,
+// exit 0 for a success.
+TEST(ReproBundle, ErrorAndSuccessLayersReproduceOutsideTheBuildTree) {
+  const std::string dir = fresh_dir("toolchain/repro");
+  const std::string model = dir + "/demo.onnx";
+  std::ofstream(model, std::ios::binary) << sim::build_demo_model();
+  const auto d = discover(model, dir + "/out", "--workers 2 --auto-convert-bf16");
+  ASSERT_EQ(d.code, 0) << d.output;
+  const auto rep = read_json(dir + "/out/torq_gen_config_demo.json");
+  ASSERT_EQ(rep["ops"]["Softmax_probabilities"]["executors"]["nss"]["status"], "error");
+  ASSERT_EQ(rep["ops"]["Conv_conv1"]["executors"]["nss"]["status"], "success");
+  const std::string outside = "/tmp/torq-repro-test-" + std::to_string(getpid());
+  std::filesystem::remove_all(outside);
+  auto bundle = [&](const std::string& layer, const std::string& name, const std::string& extra) {
+    const auto r = run_cmd(bin("torq-gen-config") + " repro --model '" + model + "' --output-dir '" + dir +
+                           "/out' --auto-convert-bf16 " + layer + " --executor nss -o '" + dir + "/" + name + "'" +
+                           extra);
+    EXPECT_EQ(r.code, 0) << r.output;
+    EXPECT_NE(r.output.find("repro bundle: " + dir + "/" + name), std::string::npos) << r.output;
+    for (const char* f : {"model.onnx", "model.mlir", "input_0.bin", "expected_0.bin", "run_module_io_flags.txt",
+                          "run.sh", "compare.py", "README.md"})
+      EXPECT_TRUE(std::filesystem::exists(dir + "/" + name + "/" + f)) << name << ": " << f;
+    // Copied outside the build tree and run in a fresh shell.
+    std::filesystem::create_directories(outside);
+    std::filesystem::copy(dir + "/" + name, outside + "/" + name, std::filesystem::copy_options::recursive);
+    return run_cmd("cd " + outside + " && env -i PATH=/usr/bin:/bin HOME=" + outside + " sh " + outside + "/" + name +
+                   "/run.sh");
+  };
+  const auto err = bundle("Softmax_probabilities", "softmax-nss", "");
+  EXPECT_EQ(err.code, 1) << err.output;
+  EXPECT_NE(err.output.find("status: error (compile)"), std::string::npos) << err.output;
+  EXPECT_NE(err.output.find("Softmax is not supported on nss"), std::string::npos) << err.output;
+  const auto ok = bundle("Conv_conv1", "conv-nss", "");
+  EXPECT_EQ(ok.code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("status: success"), std::string::npos) << ok.output;
+  const std::string readme = slurp(dir + "/softmax-nss/README.md");
+  EXPECT_NE(readme.find("status: **error**"), std::string::npos) << readme;
+  EXPECT_NE(readme.find("Softmax is not supported on nss"), std::string::npos) << readme;
+  EXPECT_NE(readme.find("torq-gen-config repro"), std::string::npos) << readme;
+  // The same layer through the toolchain backend's steps (the stand-in file).
+  const auto tc = bundle("Conv_conv1", "conv-nss-toolchain", " --backend toolchain --toolchain " + standin_yaml());
+  EXPECT_EQ(tc.code, 0) << tc.output;
+  EXPECT_NE(slurp(dir + "/conv-nss-toolchain/run.sh").find("--torq-hw=SL2610"), std::string::npos);
+  // A bundle folder is never overwritten; an unknown layer names the closest.
+  const auto again = run_cmd(bin("torq-gen-config") + " repro --model '" + model + "' --output-dir '" + dir +
+                             "/out' --auto-convert-bf16 Conv_conv1 --executor nss -o '" + dir + "/conv-nss'");
+  EXPECT_EQ(again.code, 2) << again.output;
+  EXPECT_NE(again.output.find("not empty"), std::string::npos) << again.output;
+  const auto typo = run_cmd(bin("torq-gen-config") + " repro --model '" + model + "' --output-dir '" + dir +
+                            "/out' --auto-convert-bf16 Conv_conv --executor nss -o '" + dir + "/typo'");
+  EXPECT_EQ(typo.code, 2) << typo.output;
+  EXPECT_NE(typo.output.find("Conv_conv1"), std::string::npos) << typo.output;
+  std::filesystem::remove_all(outside);
 }
 
 }  // namespace

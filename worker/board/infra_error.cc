@@ -10,6 +10,7 @@ const char* to_string(InfraKind kind) {
     case InfraKind::runner_missing: return "runner_missing";
     case InfraKind::lock_timeout: return "lock_timeout";
     case InfraKind::staging: return "staging";
+    case InfraKind::host_key_changed: return "host_key_changed";
   }
   return "unknown";
 }

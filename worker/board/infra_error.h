@@ -17,9 +17,11 @@ enum class InfraKind {
   runner_missing,  // the command to run does not exist on the board (127)
   lock_timeout,    // the board lock stayed held by someone else
   staging,         // copying files to or from the board failed
+  host_key_changed,  // the board's host key differs from the one recorded (reflashed?)
 };
 
-// "unreachable", "auth", "ssh", "runner_missing", "lock_timeout", "staging".
+// "unreachable", "auth", "ssh", "runner_missing", "lock_timeout", "staging",
+// "host_key_changed".
 const char* to_string(InfraKind kind);
 
 class InfraError : public std::runtime_error {

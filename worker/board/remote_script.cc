@@ -23,13 +23,17 @@ std::string shell_join(const std::vector<std::string>& argv) {
 
 std::string bash_command(const std::string& script) { return "bash -c " + shell_quote(script); }
 
-std::string timed_run_command(const std::vector<std::string>& argv, const std::string& dir) {
+std::string timed_run_command(const std::vector<std::string>& argv, const std::string& dir,
+                              const std::string& setup_script) {
   if (argv.empty()) throw std::invalid_argument("timed_run_command: empty argv");
   std::string qdir = shell_quote(dir);
   std::string script =
       "cd " + qdir + " 2>/dev/null || { echo " + shell_quote(std::string(kMissingDirMarker) + ": " + dir) +
       " >&2; exit 1; }\n"
-      "{ read -r _ _ _ _ g _ < /proc/$$/stat && echo \"$g\" > " + kPgidFile + "; } 2>/dev/null\n"
+      "{ read -r _ _ _ _ g _ < /proc/$$/stat && echo \"$g\" > " + kPgidFile + "; } 2>/dev/null\n" +
+      (setup_script.empty() ? std::string()
+                            : "if [ -f " + shell_quote(setup_script) + " ]; then . " + shell_quote(setup_script) +
+                                  "; fi\n") +
       "time { " + shell_join(argv) + " ; }\n"
       "rc=$?; rm -f " + kPgidFile + "; exit $rc\n";
   return bash_command(script);

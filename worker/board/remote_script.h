@@ -20,8 +20,11 @@ std::string shell_join(const std::vector<std::string>& argv);
 // One string for ssh: `bash -c '<script>'` where the script changes to dir
 // (a missing dir prints kMissingDirMarker and exits 1), records its process
 // group in dir/.torq-run.pgid (for a remote kill after a timeout; removed
-// when the run ends), runs `time { argv ; }` and exits with argv's status.
-std::string timed_run_command(const std::vector<std::string>& argv, const std::string& dir);
+// when the run ends), sources `setup_script` when the board has it (the real
+// tool's `if [ -f S ]; then source S; fi`), runs `time { argv ; }` and exits
+// with argv's status.
+std::string timed_run_command(const std::vector<std::string>& argv, const std::string& dir,
+                              const std::string& setup_script = "");
 inline constexpr const char* kMissingDirMarker = "torq-board: no staging directory";
 inline constexpr const char* kPgidFile = ".torq-run.pgid";
 

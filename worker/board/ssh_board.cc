@@ -20,7 +20,8 @@ bool contains(const std::string& s, const char* needle) { return s.find(needle) 
 
 // What an ssh that failed before running anything says about why.
 InfraKind classify_ssh_failure(const std::string& err) {
-  for (const char* m : {"Permission denied", "Host key verification failed", "IDENTIFICATION HAS CHANGED",
+  if (contains(err, "IDENTIFICATION HAS CHANGED")) return InfraKind::host_key_changed;
+  for (const char* m : {"Permission denied", "Host key verification failed",
                         "Too many authentication failures", "no matching host key"})
     if (contains(err, m)) return InfraKind::auth;
   for (const char* m : {"Connection refused", "Connection timed out", "timed out", "No route to host",
@@ -41,6 +42,9 @@ SshBoard::SshBoard(BoardAddress address, std::string control_dir, std::string ow
     : address_(std::move(address)), control_dir_(std::move(control_dir)), owner_(std::move(owner)),
       options_(std::move(options)) {
   if (address_.host.empty()) throw std::invalid_argument("SshBoard: empty host");
+  if (options_.host_key_policy != "accept-new" && options_.host_key_policy != "ignore")
+    throw std::invalid_argument("SshBoard: host key policy must be accept-new or ignore, got '" +
+                                options_.host_key_policy + "'");
   control_dir_ = fs::absolute(control_dir_).lexically_normal().string();
   control_path_ = control_dir_ + "/" + next_socket_name();
   // ssh binds "<path>.<16 random chars>" first; sun_path holds 107 bytes.
@@ -61,8 +65,9 @@ void SshBoard::note(const std::string& text) const {
 std::vector<std::string> SshBoard::common_options() const {
   std::vector<std::string> o = {
       "-o", "BatchMode=yes",
-      "-o", "StrictHostKeyChecking=accept-new",
-      "-o", "UserKnownHostsFile=" + control_dir_ + "/known_hosts",
+      "-o", options_.host_key_policy == "ignore" ? "StrictHostKeyChecking=no" : "StrictHostKeyChecking=accept-new",
+      "-o", "UserKnownHostsFile=" + (options_.host_key_policy == "ignore" ? std::string("/dev/null")
+                                                                          : control_dir_ + "/known_hosts"),
       "-o", "LogLevel=ERROR",
       "-o", "ControlPath=" + control_path_,
       // Bounds a fallback to a direct connection if the master vanished
@@ -102,6 +107,14 @@ void SshBoard::open() {
   if (r.timed_out)
     throw InfraError(InfraKind::unreachable, where + ": no ssh connection within " +
                                                  std::to_string(options_.connect_timeout_s) + " s");
+  if (r.exit_code != 0 && classify_ssh_failure(r.err) == InfraKind::host_key_changed)
+    throw InfraError(InfraKind::host_key_changed,
+                     where + ": the board's host key is not the one recorded in " + control_dir_ +
+                         "/known_hosts (reflashed or replaced?). If the change is expected, accept the new key "
+                         "with: ssh-keygen -R '" + (address_.port == 22 ? address_.host : "[" + address_.host + "]:" +
+                         std::to_string(address_.port)) + "' -f '" + control_dir_ +
+                         "/known_hosts' (the next contact records it), or run the worker with --board-host-keys "
+                         "ignore");
   if (r.exit_code != 0)
     throw InfraError(classify_ssh_failure(r.err), where + ": " + diagnostic_line(r.err));
   for (int i = 0; i < 200 && !fs::exists(control_path_); ++i)

@@ -40,6 +40,15 @@ struct BoardOptions {
   int command_timeout_ms = 20000;    // small control commands (mkdir, lock)
   int transfer_timeout_ms = 600000;  // one scp (stage or pull)
   std::string lock_dir = "/tmp/torq_board_test.lock";  // on the board
+  // Host keys: "accept-new" records a board's key on first contact in the
+  // control directory's private known_hosts and refuses a changed one (a
+  // host_key_changed InfraError that says how to accept the new key);
+  // "ignore" checks nothing, as the real tool's remote runner
+  // (StrictHostKeyChecking=no, UserKnownHostsFile=/dev/null).
+  std::string host_key_policy = "accept-new";
+  // Sourced before every run when the board has it, as the real tool's
+  // remote runner does (the board's runtime environment); "" for none.
+  std::string setup_script = "/usr/local/bin/setup-test-environment";
   std::chrono::seconds lock_stale_age{12 * 3600};      // older: recovered
   std::chrono::milliseconds lock_poll{250};            // retry period
   // Where notes go (lock recovery, waits, reconnects); default: stderr.

@@ -60,7 +60,7 @@ RunResult SshBoard::run(const std::vector<std::string>& argv, const std::string&
   if (argv.empty()) throw std::invalid_argument("run: empty argv");
   check_remote_path(remote_dir);
   ensure_open();
-  Remote r = remote(timed_run_command(argv, remote_dir), timeout_ms);
+  Remote r = remote(timed_run_command(argv, remote_dir, options_.setup_script), timeout_ms);
   RunResult res;
   res.local_ms = r.ms;
   if (r.timed_out) {

@@ -9,7 +9,8 @@
 namespace torq::engine {
 namespace {
 
-constexpr char kDeviceHeader[] = "taskId,elapsed_time(us),timestamp(us),event,location,bytes";
+// The real compiler's header (", " between names, none in the rows).
+constexpr char kDeviceHeader[] = "taskId, elapsed_time(us), timestamp(us), event, location, bytes";
 constexpr char kHostHeader[] = "dispatch_name,invocation_id,action_id,timestamp_us,event";
 
 // Integer nanoseconds as microseconds with three decimals.
@@ -39,8 +40,14 @@ struct Writer {
 
   void task(const std::string& id, int64_t start, int64_t dur, const std::string& event, const std::string& loc,
             uint64_t bytes) {
-    device += id + "," + us(dur) + "," + us(start) + "," + event + "," + csv_field(loc) + "," +
-              std::to_string(bytes) + "\n";
+    // As the compiler writes a row: the location unquoted (a reader takes
+    // what lies between the event and the bytes), bytes empty for compute.
+    std::string clean = loc;
+    std::replace(clean.begin(), clean.end(), '\n', ' ');
+    std::replace(clean.begin(), clean.end(), '\r', ' ');
+    const bool compute = event == "CSS" || event.rfind("Slice ", 0) == 0;
+    device += id + "," + us(dur) + "," + us(start) + "," + event + "," + clean + "," +
+              (compute ? std::string() : std::to_string(bytes)) + "\n";
   }
   void span(const LayerProfileInput& l, size_t index, const char* type, int64_t begin, int64_t end) {
     const std::string head = csv_field(l.name) + ",0," + std::to_string(index) + ",";

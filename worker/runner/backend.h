@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,12 @@ struct BackendRequest {
   uint32_t timeout_ms = 60000;    // the whole job's budget (a backend may split it)
   std::string label;              // for diagnostics and scratch names (job id; untrusted text)
   bool collect_profile = false;   // also return the profiling CSVs (DESIGN §5)
+  // An assigned run of the whole sub-model, compiled once (a backend whose
+  // compiles_assigned() is true; `executor` is then unused): the executor
+  // of each layer keyed by the first output of its compute node; a layer
+  // absent is left to the compiler.
+  bool assigned_run = false;
+  std::map<std::string, pipeline::Executor> assignment;
 };
 
 struct BackendResult {
@@ -64,6 +71,10 @@ class Backend {
   virtual std::string identity() const = 0;
   // Runs the request. Never throws: every failure is a classified result.
   virtual BackendResult run(const BackendRequest& req) = 0;
+  // True when an assigned run (run, bisect ranges) is one compile of the
+  // whole sub-model with the assignment given to the compiler, as the real
+  // tool runs it; false: the runner runs layer by layer and chains.
+  virtual bool compiles_assigned() const { return false; }
 };
 
 }  // namespace torq::runner

@@ -181,7 +181,7 @@ struct FleetWorker::Impl {
     j.assignment.assign(layers, Executor::kHost);
     j.decide.assign(layers, 1);
     j.executor_targets.assign(3, "");
-    j.timeout_ms = 60000;
+    j.timeout_ms = opt.health_timeout_ms;
     health_job = j.id;
     health.check_started();
     log("health check " + j.id + " started");

@@ -75,6 +75,7 @@ struct FleetWorkerOptions {
   // exists the worker is in Maintenance and takes no jobs.
   std::vector<std::string> tags;
   bool health_checks = true;
+  uint32_t health_timeout_ms = 60000;  // the check's budget (a toolchain's: its steps' sum)
   int health_interval_s = 24 * 3600;
   int health_retry_s = 30;
   std::string maintenance_file;

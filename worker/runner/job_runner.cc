@@ -370,6 +370,7 @@ ExecResult JobRunner::run_assigned(const JobSpec& job, ModelState& ms, ExecResul
                     (unsupported ? " (no executor accepts it: host, the reference, does not run it either)" : ""));
   }
   std::map<std::string, Tensor> assigned = range_inputs(ms, job.first_node, job.last_node);
+  if (backend_->compiles_assigned()) return run_assigned_whole(job, ms, std::move(r), t0, assigned);
   double sim_ms = 0;
   for (uint32_t i = job.first_node; i <= job.last_node; ++i) {
     const size_t k = i - job.first_node;
@@ -409,6 +410,49 @@ ExecResult JobRunner::run_assigned(const JobSpec& job, ModelState& ms, ExecResul
     r.outputs.push_back(diff_output(name, a->second, *x, job.tolerance));
   }
   r.runtime_ms = sim_ms;
+  r.timing_runs = 1;
+  pipeline::judge(&r, job.tolerance);
+  r.host_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  return r;
+}
+
+// An assigned run as the real tool makes it: the range's sub-model compiled
+// once with the assignment handed to the compiler (layers it may decide
+// left out), run once, its outputs compared with the fp32 host reference.
+// Where the compiler put each op is the compiler's: `placed` stays empty.
+ExecResult JobRunner::run_assigned_whole(const JobSpec& job, ModelState& ms, ExecResult r,
+                                         std::chrono::steady_clock::time_point t0,
+                                         const std::map<std::string, Tensor>& assigned) {
+  auto fail = [&](const std::string& cls, const std::string& msg) { return failed(std::move(r), cls, msg, t0); };
+  const std::string what = "layers " + std::to_string(job.first_node) + ".." + std::to_string(job.last_node);
+  SubModel sm;
+  if (!materialise(ms, job, job.first_node, job.last_node, &assigned, &sm)) return fail("runtime", what + ": " + sm.error);
+  BackendRequest req;
+  req.model = &sm.proto;
+  req.feeds = &sm.feeds;
+  req.target = job.target;
+  req.bf16_rne = job.bf16_rne;
+  req.runs = 1;
+  req.timeout_ms = job.timeout_ms;
+  req.label = job.id;
+  req.collect_profile = job.collect_profile;
+  req.assigned_run = true;
+  for (uint32_t i = job.first_node; i <= job.last_node; ++i) {
+    const size_t k = i - job.first_node;
+    const bool decide = k < job.decide.size() && job.decide[k];
+    const auto& node = ms.proto.graph().node(ms.layers[i].compute);
+    if (!decide && k < job.assignment.size() && node.output_size() > 0) req.assignment[node.output(0)] = job.assignment[k];
+  }
+  const BackendResult lr = backend_->run(req);
+  if (!lr.ok) return fail(lr.error_class, what + " compiled with their executor map: " + lr.error_message);
+  r.chip = lr.chip;
+  if (job.collect_profile) r.profiles.push_back({lr.device_csv, lr.host_csv});
+  for (size_t o = 0; o < sm.outs.size(); ++o) {
+    const std::optional<Tensor> x = ms.value(sm.outs[o]);
+    if (o >= lr.outputs.size() || !x) return fail("runtime", "output '" + sm.outs[o] + "' was not computed by the assigned run");
+    r.outputs.push_back(diff_output(sm.outs[o], in_model_type(x, lr.outputs[o], job.bf16_rne), *x, job.tolerance));
+  }
+  r.runtime_ms = lr.runtime_ms;
   r.timing_runs = 1;
   pipeline::judge(&r, job.tolerance);
   r.host_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -466,6 +510,34 @@ ExecResult JobRunner::run(const JobSpec& job) {
   } catch (const ReferenceLost& e) {  // a rewind that failed (reference_release.h)
     return fail("reference", e.what());
   }
+}
+
+JobRunner::LayerCase JobRunner::layer_case(const JobSpec& job) {
+  std::shared_ptr<ModelState> ms = model(job);
+  if (job.last_node >= ms->layers.size() || job.first_node > job.last_node)
+    throw pipeline::PipelineError("layers " + std::to_string(job.first_node) + ".." + std::to_string(job.last_node) +
+                                  " out of range (model has " + std::to_string(ms->layers.size()) + " layers)");
+  ms->job_started(job.first_node, job.last_node);
+  struct Ended {
+    ModelState& ms;
+    uint32_t first;
+    ~Ended() { ms.job_ended(first); }
+  } ended{*ms, job.first_node};
+  SubModel sm;
+  if (!materialise(*ms, job, job.first_node, job.last_node, nullptr, &sm)) throw pipeline::PipelineError(sm.error);
+  LayerCase c;
+  c.expected = full_run_outputs(*ms, job, sm.outs);
+  if (c.expected.empty()) {
+    engine::SessionOptions so;
+    so.threads = threads_;
+    so.rounding = job.bf16_rne ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
+    so.profile = host_profile();
+    c.expected = engine::Session::from_proto(sm.proto, so)->run(sm.feeds);
+  }
+  c.model = std::make_unique<onnx::ModelProto>(std::move(sm.proto));
+  c.feeds = std::move(sm.feeds);
+  c.outs = std::move(sm.outs);
+  return c;
 }
 
 ExecResult JobRunner::run_layers(const JobSpec& job, ModelState& ms, ExecResult r, Clock::time_point t0) {

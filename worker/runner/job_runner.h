@@ -54,6 +54,18 @@ class JobRunner {
   // share each model's reference run (worker --lanes).
   pipeline::ExecResult run(const pipeline::JobSpec& job);
 
+  // What a layer job [first_node, last_node] hands its backend, without
+  // running any executor: the sub-model (graph inputs = feeds, in order;
+  // graph outputs = outs), its inputs, and the fp32 host reference of its
+  // outputs. Throws PipelineError when the model, inputs or reference
+  // cannot be had (repro bundles, issue 28).
+  struct LayerCase {
+    std::unique_ptr<onnx::ModelProto> model;
+    std::vector<engine::Tensor> feeds, expected;
+    std::vector<std::string> outs;
+  };
+  LayerCase layer_case(const pipeline::JobSpec& job);
+
   // Preloading, for a process started before its first job (a local
   // worker starts while the coordinator imports the model): after
   // expect_preload(), a job that loads a model waits until preload() has
@@ -95,6 +107,9 @@ class JobRunner {
   // The backend's run of `sm` on executor e, for `job` (its target for e,
   // rounding, timeout; `runs` timing runs).
   BackendResult run_on(const pipeline::JobSpec& job, pipeline::Executor e, const SubModel& sm, uint32_t runs);
+  pipeline::ExecResult run_assigned_whole(const pipeline::JobSpec& job, ModelState& ms, pipeline::ExecResult r,
+                                          std::chrono::steady_clock::time_point t0,
+                                          const std::map<std::string, engine::Tensor>& assigned);
   // A layer (or range) job: the sub-model of [first_node, last_node] on the
   // reference's values, its fp32 host reference and the job's executor,
   // compared. `r` carries the job's result header; t0 is when it started.

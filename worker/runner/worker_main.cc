@@ -9,7 +9,7 @@
 //    (worker/runner/backend.h): the engine under the executor profiles
 //    (default), or the Torq tools per the toolchain file (a bad file: exit 2
 //    with file:line:col). --check-backend validates and exits (0 or 2).
-//  --board [USER@]HOST[:PORT] [--ssh-key FILE] [--board-lock-timeout-s N]
+//  --board [USER@]HOST[:PORT] [--ssh-key FILE] [--board-lock-timeout-s N] [--board-host-keys accept-new|ignore]
 //    (with --backend toolchain): compile here, run the module on the board
 //    over ssh (worker/toolchain/toolchain_backend.h, board mode); one job at
 //    a time per board, so a fleet worker's capacity is forced to 1.
@@ -90,6 +90,8 @@ struct BackendChoice {
   std::string toolchain_file;
   std::string board, ssh_key;       // board mode: [USER@]HOST[:PORT], key file
   double board_lock_timeout_s = 600;
+  std::string board_host_keys = "accept-new";  // BoardOptions::host_key_policy
+  std::string debug_ir_dir;                     // ToolchainConfig::debug_ir_dir
   std::string cache_dir, id;        // the board's control dir and lock owner
 };
 
@@ -111,13 +113,15 @@ std::unique_ptr<runner::Backend> make_backend(const BackendChoice& b, int thread
       bs->control_dir = toolchain::board_control_dir(b.cache_dir, bs->address);
       bs->owner = "torq-worker " + b.id + " pid " + std::to_string(getpid()) + " on " + host_name();
       bs->lock_timeout = std::chrono::milliseconds(static_cast<long long>(b.board_lock_timeout_s * 1000));
+      bs->options.host_key_policy = b.board_host_keys;
       const std::string who = b.id;
       bs->options.log = [who, addr = board::to_string(bs->address)](const std::string& line) {
         std::fprintf(stderr, "torq-worker %s: board %s: %s\n", who.c_str(), addr.c_str(), line.c_str());
       };
     }
-    return std::make_unique<toolchain::ToolchainBackend>(toolchain::ToolchainConfig::load(b.toolchain_file),
-                                                         std::move(bs));
+    toolchain::ToolchainConfig cfg = toolchain::ToolchainConfig::load(b.toolchain_file);
+    cfg.debug_ir_dir = b.debug_ir_dir;
+    return std::make_unique<toolchain::ToolchainBackend>(std::move(cfg), std::move(bs));
   }
   return std::make_unique<sim::SimBackend>(threads);
 }
@@ -135,6 +139,10 @@ int check_backend(const BackendChoice& b) {
   }
   if (b.kind != "toolchain" && (!b.board.empty() || !b.ssh_key.empty())) {
     std::fprintf(stderr, "torq-worker: error: --board and --ssh-key are for --backend toolchain\n");
+    return 2;
+  }
+  if (b.kind != "toolchain" && !b.debug_ir_dir.empty()) {
+    std::fprintf(stderr, "torq-worker: error: --debug-ir-dir is for --backend toolchain (the compiler's IR dump)\n");
     return 2;
   }
   if (!b.ssh_key.empty() && access(b.ssh_key.c_str(), R_OK) != 0) {
@@ -227,6 +235,14 @@ int main(int argc, char** argv) {
                  "With --board: how long a job waits for the board lock (/tmp/torq_board_test.lock) before it is "
                  "given back as an infrastructure error")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--board-host-keys", backend.board_host_keys,
+                 "With --board: accept-new records the board's host key on first contact and refuses a changed "
+                 "one (an infrastructure error that says how to accept it); ignore checks none, as the real "
+                 "tool's remote runner")
+      ->check(CLI::IsMember({"accept-new", "ignore"}))->capture_default_str();
+  app.add_option("--debug-ir-dir", backend.debug_ir_dir,
+                 "With --backend toolchain: every compile dumps its IR after each pass into DIR/<job> "
+                 "(--mlir-print-ir-after-all --mlir-print-ir-tree-dir)");
   runner::PreloadOptions preload;
   std::string preload_rounding = "truncate";
   app.add_option("--preload", preload.model,
@@ -245,6 +261,8 @@ int main(int argc, char** argv) {
   if (const int rc = check_backend(backend); rc != 0 || check_only) return rc;
   if (!backend.toolchain_file.empty())
     backend.toolchain_file = std::filesystem::absolute(backend.toolchain_file).lexically_normal().string();
+  if (!backend.debug_ir_dir.empty())
+    backend.debug_ir_dir = std::filesystem::absolute(backend.debug_ir_dir).lexically_normal().string();
   if (!stdio && fo.connect.empty()) {
     std::fprintf(stderr, "torq-worker: give --stdio or --connect tcp://HOST:PORT (see --help)\n");
     return 2;
@@ -267,6 +285,7 @@ int main(int argc, char** argv) {
     }
     if (backend.kind != "sim") {
       fo.backend_args = {"--backend", backend.kind, "--toolchain", backend.toolchain_file};
+      if (!backend.debug_ir_dir.empty()) fo.backend_args.insert(fo.backend_args.end(), {"--debug-ir-dir", backend.debug_ir_dir});
       if (!backend.board.empty()) {
         // One job at a time per board (its lock serialises them anyway).
         if (fo.capacity != 1)
@@ -274,10 +293,12 @@ int main(int argc, char** argv) {
         fo.capacity = 1;
         std::ostringstream lock_s;
         lock_s << backend.board_lock_timeout_s;
-        fo.backend_args.insert(fo.backend_args.end(), {"--board", backend.board, "--board-lock-timeout-s", lock_s.str()});
+        fo.backend_args.insert(fo.backend_args.end(), {"--board", backend.board, "--board-lock-timeout-s", lock_s.str(),
+                                                       "--board-host-keys", backend.board_host_keys});
         if (!backend.ssh_key.empty()) fo.backend_args.insert(fo.backend_args.end(), {"--ssh-key", backend.ssh_key});
       }
       fo.toolchain = make_backend(backend, threads)->identity();
+      fo.health_timeout_ms = toolchain::ToolchainConfig::load(backend.toolchain_file).job_budget_ms(1);
     }
     for (auto& a : runner::preload_args(preload)) fo.backend_args.push_back(a);
     return run_fleet(std::move(fo), executors, key_prefix, server_key);

@@ -13,6 +13,9 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <nlohmann/json.hpp>
+
+#include "pipeline/mlir.h"
 #include "worker/runner/job_runner.h"
 
 #include "worker/board/remote_script.h"
@@ -289,6 +292,39 @@ std::string import_function_name(const std::string& mlir) {
 
 }  // namespace
 
+std::string ToolchainBackend::write_executor_map(const Job& job, std::string* why_not) const {
+  // Keyed on the import this toolchain made: the i-th non-Constant node is
+  // the i-th top-level torch.operator of that text (pipeline/mlir.h).
+  const std::string mlir = read_text_file(job.values.scalars.at("mlir"));
+  const onnx::ModelProto& model = *job.req->model;
+  const pipeline::MlirMapping mm = pipeline::map_mlir_locations(mlir, pipeline::non_constant_op_types(model));
+  nlohmann::ordered_json assignments = nlohmann::ordered_json::object();
+  size_t k = 0;
+  for (const auto& n : model.graph().node()) {
+    if (n.op_type() == "Constant" && (n.domain().empty() || n.domain() == "ai.onnx")) continue;
+    const size_t index = k++;
+    if (n.output_size() == 0) continue;
+    auto a = job.req->assignment.find(n.output(0));
+    if (a == job.req->assignment.end()) continue;
+    if (index >= mm.locations.size() || mm.locations[index].empty()) {
+      *why_not = "the import does not match the model, so the executor map cannot be keyed on it: " +
+                 (mm.problems.empty() ? std::string("no location for node ") + std::to_string(index)
+                                      : mm.problems[0]);
+      return "";
+    }
+    assignments[mm.locations[index]] = {{"executor", pipeline::executor_name(a->second)}};
+  }
+  nlohmann::ordered_json j = {{"model_name", model.graph().name()}, {"op_assignments", assignments}};
+  const std::string path = job.dir + "/model_compiler.json";
+  std::ofstream f(path, std::ios::binary);
+  f << j.dump(2) << "\n";
+  if (!f) {
+    *why_not = path + ": cannot write the executor map";
+    return "";
+  }
+  return path;
+}
+
 BackendResult ToolchainBackend::run(const BackendRequest& req) {
   BackendResult r;
   r.chip = cfg_.chip;
@@ -330,6 +366,14 @@ BackendResult ToolchainBackend::run(const BackendRequest& req) {
   // --collect-profile: the tools' own profiling flags (DESIGN §5).
   // On a board {workdir} is the board's folder: the host profile is pulled back.
   Step compile = cfg_.compile_step, run_step = cfg_.run_step;
+  if (!cfg_.debug_ir_dir.empty()) {
+    std::string leaf = req.label.empty() ? fs::path(job.dir).filename().string() : req.label;
+    for (char& ch : leaf)
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != '_') ch = '_';
+    compile.argv.insert(compile.argv.end(), {"--mlir-print-ir-after-all",
+                                             "--mlir-print-ir-tree-dir=" + cfg_.debug_ir_dir + "/" + leaf,
+                                             "--mlir-elide-elementsattrs-if-larger=50"});
+  }
   if (req.collect_profile) {
     compile.argv.push_back("--torq-enable-profiling");
     compile.argv.push_back("--torq-dump-profiling={workdir}/device_trace.csv");
@@ -342,6 +386,14 @@ BackendResult ToolchainBackend::run(const BackendRequest& req) {
     v.scalars["function"] = import_function_name(read_text_file(v.scalars["mlir"]));
     if (v.scalars["function"].empty())
       return fail(r, "import", "import step wrote no func.func into " + v.scalars["mlir"]);
+  }
+  if (req.assigned_run) {
+    std::string why_not;
+    const std::string map = write_executor_map(job, &why_not);
+    if (map.empty()) return fail(r, "import", why_not);
+    // No --torq-disable-*: the compiler places what the map leaves, and
+    // with --torq-disable-slices it would not read the map at all.
+    v.lists["executor_flags"] = {"--torq-executor-map=" + map};
   }
   if (!step(job, compile, "compile", &r, nullptr)) return r;
   r.accepted = true;

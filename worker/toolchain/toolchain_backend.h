@@ -58,12 +58,19 @@ class ToolchainBackend : public runner::Backend {
   ~ToolchainBackend() override;
   std::string identity() const override;
   runner::BackendResult run(const runner::BackendRequest& req) override;
+  // Assigned runs compile the whole sub-model once with
+  // --torq-executor-map=<a compiler JSON keyed on the import the tool
+  // made>, as the real tool's `run` does.
+  bool compiles_assigned() const override { return true; }
 
  private:
   struct Job;
   // Runs one step; false with r's error set when it failed.
   bool step(const Job& job, const Step& s, const std::string& which, runner::BackendResult* r, double* wall_ms);
   bool read_outputs(const Job& job, runner::BackendResult* r);
+  // An assigned run: writes the compiler JSON (op_assignments keyed on the
+  // import's line:col) into the job folder; its path, or "" with *why_not.
+  std::string write_executor_map(const Job& job, std::string* why_not) const;
   // Board mode: the timing runs on the board; false with r's error set.
   bool run_on_board(const Job& job, const Step& run_step, bool profile, uint32_t runs, runner::BackendResult* r,
                     double* total_ms);

@@ -173,6 +173,11 @@ ToolchainConfig ToolchainConfig::parse(const std::string& text, const std::strin
   return c;
 }
 
+uint32_t ToolchainConfig::job_budget_ms(uint32_t runs) const {
+  const double s = import_step.timeout_s + compile_step.timeout_s + run_step.timeout_s * std::max<uint32_t>(1, runs);
+  return static_cast<uint32_t>(std::min(s * 1000 + 1000, 4.0e9));  // + the job's own staging
+}
+
 namespace {
 
 std::string substitute(const std::string& item, const TemplateValues& v, const TemplateValues::Tensor* t) {

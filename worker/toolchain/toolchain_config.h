@@ -66,11 +66,20 @@ struct ToolchainConfig {
   std::string work_dir;
   bool keep_work_dir = false;
   Step import_step, compile_step, run_step;
+  // Not a file key: torq-worker --debug-ir-dir DIR. Every compile then
+  // dumps its IR after each pass into DIR/<job> (the real tool's
+  // --mlir-print-ir-after-all --mlir-print-ir-tree-dir=...
+  // --mlir-elide-elementsattrs-if-larger=50).
+  std::string debug_ir_dir;
 
   // Parses and validates; throws engine::EngineError(kInvalidInput) with
   // "file:line:col: message".
   static ToolchainConfig load(const std::string& path);
   static ToolchainConfig parse(const std::string& text, const std::string& path);
+
+  // A job's budget: each step its own (the run once per timing run), the
+  // job the sum, as the real tool gives import, compile and run each theirs.
+  uint32_t job_budget_ms(uint32_t runs) const;
 };
 
 // Values of one step's placeholders.
