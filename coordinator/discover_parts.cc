@@ -1,6 +1,11 @@
 #include "coordinator/discover_parts.h"
 
+#include <stdlib.h>
+
 #include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
 #include <filesystem>
 #include <sstream>
 
@@ -11,6 +16,8 @@
 #include "pipeline/base/yaml_strict.h"
 #include "worker/engine/profile.h"
 #include "worker/runner/preload.h"
+#include "worker/toolchain/subprocess.h"
+#include "worker/toolchain/toolchain_config.h"
 
 namespace torq::coordinator {
 
@@ -139,12 +146,65 @@ LocalWorkersOptions discover_workers(const DiscoverOptions& o, const std::string
   return lo;
 }
 
+namespace {
+
+// The import a toolchain makes of `proto` (its own import step, in a scratch
+// folder), or nullopt with a log line when the step fails.
+std::optional<std::string> toolchain_import(const DiscoverOptions& o, const onnx::ModelProto& proto,
+                                            DiscoverLog& log) {
+  std::string dir = (std::getenv("TMPDIR") ? std::string(std::getenv("TMPDIR")) : std::string("/tmp")) +
+                    "/torq-import-XXXXXX";
+  if (!mkdtemp(dir.data())) return std::nullopt;
+  struct Remove {
+    std::string d;
+    ~Remove() {
+      std::error_code ec;
+      fs::remove_all(d, ec);
+    }
+  } remove{dir};
+  try {
+    const toolchain::ToolchainConfig cfg = toolchain::ToolchainConfig::load(o.toolchain_file);
+    {
+      std::ofstream f(dir + "/model.onnx", std::ios::binary);
+      if (!proto.SerializeToOstream(&f)) return std::nullopt;
+    }
+    toolchain::TemplateValues v;
+    const char* sim = std::getenv("TORQ_SIM_BIN");
+    v.scalars = {{"onnx", dir + "/model.onnx"}, {"mlir", dir + "/model.mlir"}, {"vmfb", dir + "/model.vmfb"},
+                 {"workdir", dir}, {"chip", cfg.chip}, {"hw_type", cfg.hw_type}, {"function", cfg.function},
+                 {"executor", "host"}, {"torq_sim", sim ? sim : toolchain::self_dir() + "/torq-sim"},
+                 {"worker_dir", toolchain::self_dir()}};
+    for (const auto& [n, p] : cfg.tools) v.scalars[n] = p;
+    const auto r = toolchain::run_process(toolchain::expand_argv(cfg.import_step.argv, v),
+                                          static_cast<int>(cfg.import_step.timeout_s * 1000), dir);
+    std::ifstream f(dir + "/model.mlir");
+    if (!r.ok() || !f) {
+      log.line("MLIR: the toolchain's import step failed (" + toolchain::diagnostic_excerpt(r.err, 2) +
+               "); locations come from the emitted import");
+      return std::nullopt;
+    }
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  } catch (const std::exception& e) {
+    log.line(std::string("MLIR: the toolchain's import step could not run (") + e.what() +
+             "); locations come from the emitted import");
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
 void add_mlir_locations(const DiscoverOptions& o, const std::string& name, const onnx::ModelProto& proto,
                         DiscoverLog& log, ModelReport& rep) {
   std::string text, path = o.mlir_file;
   if (path.empty()) {
+    // With a real toolchain, the import that toolchain makes: the compiler
+    // reads its executor map against exactly that text.
     path = o.output_dir + "/" + name + ".torch.mlir";
-    text = emit_torch_mlir(proto);
+    std::optional<std::string> made;
+    if (o.backend == "toolchain") made = toolchain_import(o, proto, log);
+    text = made ? *made : emit_torch_mlir(proto);
     std::ofstream f(path);
     f << text;
   } else {

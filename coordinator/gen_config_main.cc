@@ -17,7 +17,7 @@
 #include "coordinator/quantize_first.h"
 #include "coordinator/repro_command.h"
 #include "worker/quant/quantize_model.h"
-#include "worker/toolchain/toolchain_config.h"
+#include "pipeline/base/toolchain_budget.h"
 
 using namespace torq;
 using namespace torq::pipeline;
@@ -87,7 +87,7 @@ void toolchain_default_timeout(const std::string& backend, const std::string& to
                                uint32_t runs, uint32_t* timeout_ms) {
   if (backend != "toolchain" || given || toolchain_file.empty()) return;
   try {
-    *timeout_ms = torq::toolchain::ToolchainConfig::load(toolchain_file).job_budget_ms(runs);
+    *timeout_ms = torq::base::toolchain_job_budget_ms(toolchain_file, runs);
   } catch (const std::exception&) {
   }
 }

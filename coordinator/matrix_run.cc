@@ -2,6 +2,8 @@
 // outcomes → JUnit, JSON, HTML and per-test report files.
 #include "coordinator/matrix_run.h"
 
+#include "pipeline/base/toolchain_budget.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <atomic>
@@ -235,7 +237,10 @@ RunUnit make_unit(const TestCase& t, const Spec& spec, const MatrixRunOptions& o
   jt.collect_profile = spec.options.collect_profile;
   jt.tolerance = o.tolerance;
   jt.timing_runs = spec.options.timing_runs;
-  jt.timeout_ms = spec.options.job_timeout_ms;
+  jt.timeout_ms = spec.options.job_timeout_ms ? *spec.options.job_timeout_ms
+                 : !t.target.toolchain.empty()
+                     ? base::toolchain_job_budget_ms(t.target.toolchain, spec.options.timing_runs)
+                     : 120000;
   jt.random_inputs = t.variant.random_inputs;
   jt.seed = t.variant.seed;
   // One store key per (model, variant, target): a model tested two ways

@@ -29,7 +29,7 @@
 //   presets:
 //     push: {k: "squeezenet or demo", m: "push"}
 //     nightly: {m: "not slow"}
-//   options: {dedup: false, skip_mode: false, timing_runs: 1, job_timeout_ms: 120000,
+//   options: {dedup: false, skip_mode: false, timing_runs: 1, job_timeout_ms: 120000 (toolchain: steps summed),
 //             missing_tags: wait|fail, missing_tags_wait_s: 10,
 //             pcc_drift: 0.001, time_drift: 0.2, time_floor_ms: 0.001}   # "since the previous run"
 //
@@ -114,7 +114,9 @@ struct SpecOptions {
   bool dedup = false;
   bool skip_mode = false;
   uint32_t timing_runs = 1;
-  uint32_t job_timeout_ms = 120000;
+  // Unset: 120000, or with a {toolchain: FILE} target the file's step
+  // budgets added up (pipeline/base/toolchain_budget.h).
+  std::optional<uint32_t> job_timeout_ms;
   // Jobs whose required tags no registered worker offers are reported after
   // missing_tags_wait_s; then the run fails (exit 2) or keeps waiting.
   bool missing_tags_fail = false;

@@ -69,7 +69,10 @@ std::vector<MlirOperator> mlir_operators(const std::string& mlir_text, bool top_
     if (closes) --depth;
     if (line.find("func.func ") != std::string::npos && opens && ++functions == 1) body_depth = depth + 1;
     auto [type, col] = find_onnx_operator(line);
-    if (!type.empty() && (!top_level_only || (depth == body_depth && functions == 1)))
+    // A text without a function (a hand-written fragment): its operators'
+    // own depth is the top level.
+    if (!type.empty() && functions == 0 && body_depth < 0) body_depth = depth;
+    if (!type.empty() && (!top_level_only || (depth == body_depth && functions <= 1)))
       ops.push_back({type, line_no, col, depth});
     if (opens) ++depth;
     start = end + 1;

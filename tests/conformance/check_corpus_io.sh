@@ -5,10 +5,13 @@
 # for host and runs it with the corpus's own runner flags
 # (run_module_io_flags.txt: IREE's element-type names, the raw .bin inputs
 # and --expected_output files the real runner was given), in the corpus
-# folder. Every flag file must parse (types and raw sizes as the real
-# runner reads them) and at least MIN tests must match their expected
-# outputs (some cannot: ONNX 1.17's test data against Debian's 1.12 models,
-# random ops, ops the engine lacks).
+# folder. The tests: every one whose flags name an element type other than
+# f32 and i64 (bf16, f16, f64, i32, i16, i8, ui8, i1: the rare layouts) and
+# every fourth of the rest, about 375 of 871 (the whole corpus takes
+# minutes of process starts). Every flag file must parse (types and raw
+# sizes as the real runner reads them) and at least MIN tests must match
+# their expected outputs (some cannot: ONNX 1.17's test data against
+# Debian's 1.12 models, random ops, ops the engine lacks).
 # Usage: check_corpus_io.sh TORQ_SIM CORPUS_NODE_DIR DEBIAN_NODE_DIR MIN
 set -uo pipefail
 sim="$(readlink -f "$1")"; corpus="$2"; debian="$3"; min="$4"
@@ -41,11 +44,15 @@ export -f one
 export sim debian tmp
 
 list=()
+i=0
+rare='x(bf16|f16|f64|i16|i8|i1|i32|ui8)=|=(bf16|f16|f64|i16|i8|i1|i32|ui8)='
 for t in "$corpus"/*/; do
   name=$(basename "$t")
-  [ -f "$debian/$name/model.onnx" ] && [ -f "$t/run_module_io_flags.txt" ] && list+=("${t%/}")
+  [ -f "$debian/$name/model.onnx" ] && [ -f "$t/run_module_io_flags.txt" ] || continue
+  i=$((i + 1))
+  if grep -qE "$rare" "$t/run_module_io_flags.txt" || [ $((i % 4)) -eq 0 ]; then list+=("${t%/}"); fi
 done
-printf '%s\n' "${list[@]}" | xargs -P 2 -I{} bash -c 'one "$1"' _ {} > "$tmp/results"
+printf '%s\n' "${list[@]}" | xargs -P 1 -I{} bash -c 'one "$1"' _ {} > "$tmp/results"
 pass=$(grep -c '^matched ' "$tmp/results")
 mismatch=$(grep -c '^differ ' "$tmp/results")
 refused=$(grep -c '^refused ' "$tmp/results")

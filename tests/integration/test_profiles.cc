@@ -54,7 +54,7 @@ TEST(Profiles, DiscoverExportsEveryLayerRunAndRunMergesThemIntoOneTrace) {
     }
   EXPECT_GE(traces, 14u);
   EXPECT_EQ(slurp(dir + "/out/demo_profiles/Conv_conv1_nss.device_trace.csv")
-                .rfind("taskId,elapsed_time(us),timestamp(us),event,location,bytes\n", 0), 0u);
+                .rfind("taskId, elapsed_time(us), timestamp(us), event, location, bytes\n", 0), 0u);
   EXPECT_NE(slurp(dir + "/out/demo_profiles/Conv_conv1_nss.device_trace.csv").find("DMA In"), std::string::npos);
   EXPECT_EQ(slurp(dir + "/out/demo_profiles/Conv_conv1_nss.host_profile.csv")
                 .rfind("dispatch_name,invocation_id,action_id,timestamp_us,event\n", 0), 0u);

@@ -17,6 +17,7 @@
 
 #include "tests/toolchain/toolchain_helpers.h"
 #include "pipeline/base/error.h"
+#include "pipeline/base/toolchain_budget.h"
 #include "worker/sim/demo_model.h"
 #include "worker/toolchain/toolchain_backend.h"
 
@@ -162,6 +163,9 @@ TEST(ToolchainShippedFiles, RealToolchainFilesPassWhatTheRealToolsAccept) {
     // Each step its own budget, the job their sum (+1 s of staging).
     EXPECT_EQ(c.job_budget_ms(1), 841000u) << f;
     EXPECT_EQ(c.job_budget_ms(3), 1321000u) << f;
+    // What a coordinator gives a job of this file: the same budget.
+    EXPECT_EQ(base::toolchain_job_budget_ms(std::string(TORQ_SOURCE_DIR) + "/configs/toolchains/" + f, 3), 1321000u)
+        << f;
   }
   const auto sim = ToolchainConfig::load(std::string(TORQ_SOURCE_DIR) + "/configs/toolchains/torq.yaml");
   EXPECT_EQ(sim.hw_type, "sim");
@@ -390,6 +394,39 @@ bool write_standin_recording_compiles(const std::string& dir) {
   std::ofstream(dir + "/tc.yaml") << yaml;
   setenv("TORQ_SIM_BIN", bin("torq-sim").c_str(), 1);
   return true;
+}
+
+// With a toolchain, the report's mlir_location (and so the compiler JSON's
+// keys) come from the import that toolchain makes: an importer that writes
+// one line more before the function moves every location one line down.
+TEST(ToolchainDiscover, LocationsComeFromTheToolchainsOwnImport) {
+  const std::string dir = fresh_dir("toolchain/own-import");
+  const std::string model = dir + "/demo.onnx";
+  std::ofstream(model, std::ios::binary) << sim::build_demo_model();
+  std::string yaml = slurp(standin_yaml());
+  const std::string from = "import:\n  argv: [\"{torq_sim}\", torq-import-onnx,";
+  ASSERT_NE(yaml.find(from), std::string::npos);
+  const std::string tool = script(dir, "import-plus-one",
+                                  "\"" + bin("torq-sim") + "\" torq-import-onnx \"$@\" || exit $?\n"
+                                  "out=$3; { echo '// a header line'; cat \"$out\"; } > \"$out.tmp\" && mv \"$out.tmp\" \"$out\"");
+  yaml.replace(yaml.find(from), from.size(), "import:\n  argv: [\"" + tool + "\",");
+  std::ofstream(dir + "/tc.yaml") << yaml;
+  setenv("TORQ_SIM_BIN", bin("torq-sim").c_str(), 1);
+  const auto s = discover(model, dir + "/sim", "--workers 2 --skip-executors nss,css");
+  ASSERT_EQ(s.code, 0) << s.output;
+  const auto t = discover(model, dir + "/tc", "--workers 2 --skip-executors nss,css --backend toolchain --toolchain " +
+                                                  dir + "/tc.yaml");
+  ASSERT_EQ(t.code, 0) << t.output;
+  const auto a = read_json(dir + "/sim/torq_gen_config_demo.json"), b = read_json(dir + "/tc/torq_gen_config_demo.json");
+  size_t checked = 0;
+  for (const auto& [id, op] : a["ops"].items()) {
+    const std::string la = op["mlir_location"], lb = b["ops"][id]["mlir_location"];
+    EXPECT_EQ(std::stoi(lb.substr(0, lb.find(':'))), std::stoi(la.substr(0, la.find(':'))) + 1) << id;
+    EXPECT_EQ(lb.substr(lb.find(':')), la.substr(la.find(':'))) << id;
+    ++checked;
+  }
+  EXPECT_GT(checked, 10u);
+  EXPECT_EQ(slurp(dir + "/tc/demo.torch.mlir").rfind("// a header line\n", 0), 0u);
 }
 
 // `run` with the real tools is the real experiment (issue 28): the whole

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "pipeline/base/error.h"
+#include "pipeline/base/toolchain_budget.h"
 #include "pipeline/base/yaml_strict.h"
 
 namespace torq::toolchain {
@@ -26,13 +27,14 @@ const std::set<std::string> kTensor = {"in_i", "out_i", "shape", "dtype"};
 
 Step default_step(const std::string& which) {
   if (which == "import")
-    return {{"python3", "-m", "iree.compiler.tools.import_onnx", "{onnx}", "-o", "{mlir}", "--data-prop"}, 300};
+    return {{"python3", "-m", "iree.compiler.tools.import_onnx", "{onnx}", "-o", "{mlir}", "--data-prop"},
+            base::kImportTimeoutS};
   if (which == "compile")
     return {{"torq-compile", "{mlir}", "-o", "{vmfb}", "--torq-hw={chip}", "{executor_flags}", "{compiler_options}"},
-            300};
+            base::kCompileTimeoutS};
   return {{"torq-run-module", "--module={vmfb}", "--function={function}", "--torq_hw_type={hw_type}",
            "--input={shape}x{dtype}=@{in_i}", "--output=@{out_i}"},
-          240};
+          base::kRunTimeoutS};
 }
 
 // The placeholder names in `item`, in order; throws std::invalid_argument
@@ -174,8 +176,7 @@ ToolchainConfig ToolchainConfig::parse(const std::string& text, const std::strin
 }
 
 uint32_t ToolchainConfig::job_budget_ms(uint32_t runs) const {
-  const double s = import_step.timeout_s + compile_step.timeout_s + run_step.timeout_s * std::max<uint32_t>(1, runs);
-  return static_cast<uint32_t>(std::min(s * 1000 + 1000, 4.0e9));  // + the job's own staging
+  return base::job_budget_ms(import_step.timeout_s, compile_step.timeout_s, run_step.timeout_s, runs);
 }
 
 namespace {
