@@ -94,6 +94,9 @@ std::set<std::string> read_allow_list(const std::string& path) {
 
 int main(int argc, char** argv) {
   CLI::App app{"torq-coordinator: serves executor discovery to a fleet of torq-workers and runs model-matrix specs"};
+  app.footer("Exit codes: 0 every test as expected (a run: complete, no critical failure); 1 an unexpected outcome "
+             "(a run: critical failures); 2 bad input or an error; 3 stopped early (SIGTERM/SIGINT): nothing "
+             "judged, the same command with the same --db resumes it.");
   app.require_subcommand(0, 1);
   std::string prefix;
   auto* kg = app.add_subcommand("keygen", "Write a CURVE key pair: PREFIX.key (secret) and PREFIX.pub");

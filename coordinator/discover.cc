@@ -13,6 +13,7 @@
 #include "coordinator/local_fleet.h"
 #include "coordinator/local_serve.h"
 #include "coordinator/unit_run.h"
+#include "pipeline/base/yaml_strict.h"
 #include "pipeline/full_model.h"
 #include "pipeline/model_import.h"
 #include "pipeline/plan.h"
@@ -74,6 +75,8 @@ class Discover {
   ModelReport previous_;
   std::map<std::string, const LayerReport*> prev_by_id_;
   int skipped_known_ = 0;
+  int pins_kept_ = 0, pins_released_ = 0;
+  VariantRecord variant_;  // what this discover's results are of (issue 29)  // edit --executor decisions kept / released by --recompute-cache
   std::string run_;
   ServeTotals totals_;
 };
@@ -157,6 +160,8 @@ void Discover::choose_range() {
 
 // The previous report, if any: edited tolerances, skip-mode knowledge.
 void Discover::read_previous() {
+  variant_ = variant_of(o_.model, o_.convert_bf16, o_.rounding, o_.quantization, o_.backend, o_.toolchain_file,
+                        o_.targets_file);
   const std::string rpath = report_path(o_.output_dir, name_);
   if (!fs::exists(rpath)) return;
   try {
@@ -165,10 +170,47 @@ void Discover::read_previous() {
     log_.line(std::string("warning: ignoring unreadable previous report: ") + e.what());
     return;
   }
+  // One report, one variant: never results of two in one file.
+  if (previous_.variant) {
+    const std::string why = variant_mismatch(*previous_.variant, variant_, rpath);
+    if (!why.empty() && !o_.recompute_cache) throw PipelineError(why);
+    if (!why.empty()) {
+      log_.line("replacing " + rpath + " (" + variant_text(*previous_.variant) + ") with " + variant_text(variant_) +
+                " (--recompute-cache)");
+      previous_ = ModelReport{};
+      return;
+    }
+  }
   for (const auto& l : previous_.layers) prev_by_id_[l.info.id] = &l;
 }
 
+namespace {
+
+// -k that selects nothing is an error, not a run of nothing that reports
+// "No critical failures": the closest <layer id>_<executor> keys are named.
+void check_filter_selects(const DiscoverOptions& o, const std::string& model_name,
+                          const std::vector<LayerInfo>& layers) {
+  if (o.filter.empty()) return;
+  std::vector<std::string> keys;
+  for (const auto& l : layers)
+    for (Executor e : o.executors) {
+      const std::string key = l.id + "_" + executor_name(e);
+      const std::string seed_case =
+          model_name + "_layer_" + l.op_type + "_" + std::to_string(l.index) + "_" + executor_name(e);
+      if (key.find(o.filter) != std::string::npos || seed_case.find(o.filter) != std::string::npos) return;
+      keys.push_back(key);
+    }
+  std::string near;
+  for (const auto& c : engine::closest(o.filter, keys, 5)) near += (near.empty() ? "" : ", ") + c;
+  throw PipelineError("-k '" + o.filter + "' selects no layer and executor of " + model_name +
+                      " (it matches '<layer id>_<executor>' or '" + model_name +
+                      "_layer_<OpType>_<index>_<executor>')" + (near.empty() ? "" : "; closest: " + near));
+}
+
+}  // namespace
+
 void Discover::plan() {
+  check_filter_selects(o_, model().name(), range_ ? subgraph_layers(model(), *range_) : model().layers());
   read_previous();
   // The unit: the model's layers (or a subgraph's) with the previous
   // report's tolerance overrides and skip-mode knowledge.
@@ -193,6 +235,11 @@ void Discover::plan() {
     for (const auto& l : model().layers()) {
       auto it = prev_by_id_.find(l.id);
       if (it == prev_by_id_.end() || !it->second->recommended) continue;
+      if (it->second->pinned) {  // decided by the user: nothing to test
+        u.skip_layers.push_back(l.index);
+        ++skipped_known_;
+        continue;
+      }
       for (const auto& [e, r] : it->second->results)
         if (r.status == Status::kSuccess) {
           u.skip_layers.push_back(l.index);
@@ -235,6 +282,7 @@ void Discover::serve() {
 // their MLIR locations.
 ModelReport Discover::report() {
   ModelReport rep = unit_layers_report(units_[0], *store_, run_, o_.tolerance);
+  rep.variant = variant_;
   for (auto& l : rep.layers) {
     auto prev = prev_by_id_.find(l.info.id);
     if (prev == prev_by_id_.end()) continue;
@@ -244,6 +292,16 @@ ModelReport Discover::report() {
     for (const auto& [e, r] : prev->second->results)
       if (!l.results.count(e)) l.results[e] = r;
     l.recommended = recommend(l, o_.recommend_by_timing);
+    // A user's decision (edit --executor) stays until they release it.
+    if (prev->second->pinned) {
+      if (o_.recompute_cache) {
+        ++pins_released_;
+      } else {
+        l.recommended = prev->second->recommended;
+        l.pinned = true;
+        ++pins_kept_;
+      }
+    }
   }
   // Keys of the previous report we do not know stay (e.g. the relaxed
   // full-model `tolerance`); its full-model run is stale after a discover.
@@ -287,7 +345,12 @@ void Discover::log_totals(const ModelReport& rep) {
   log_.line("jobs: " + std::to_string(dispatched) + " run, " + std::to_string(totals_.resumed) +
             " resumed from the store, " + std::to_string(totals_.cache_hits) + " from the cache, " +
             std::to_string(totals_.saved_by_dedup) + " saved by dedup, " + std::to_string(skipped_known_) +
-            " layers skipped (known success)");
+            " layers skipped (known success or pinned)");
+  if (pins_kept_ > 0)
+    log_.line("pinned: " + std::to_string(pins_kept_) + " layer(s) keep the executor `edit --executor` chose "
+              "(release with: torq-gen-config edit --layer ... --executor auto, or discover --recompute-cache)");
+  if (pins_released_ > 0)
+    log_.line("pinned: " + std::to_string(pins_released_) + " pin(s) released by --recompute-cache");
   // efficiency = (sum of job run times) / (wall time x workers), over the
   // whole command (import and report included).
   log_.line("wall " + fmt(total_s, 2) + " s (jobs " + fmt(totals_.run_s, 2) + " s), " +

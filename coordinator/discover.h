@@ -16,6 +16,7 @@ namespace torq::coordinator {
 
 struct DiscoverOptions {
   std::string model;
+  std::string quantization;  // set when --quantize made `model`: how (the report's variant)
   std::string output_dir = ".";
   bool skip_mode = false;
   std::vector<pipeline::Executor> executors{pipeline::Executor::kNss, pipeline::Executor::kCss,

@@ -195,6 +195,23 @@ std::optional<std::string> toolchain_import(const DiscoverOptions& o, const onnx
 
 }  // namespace
 
+VariantRecord variant_of(const std::string& model_file, bool convert_bf16, engine::Rounding rounding,
+                         const std::string& quantization, const std::string& backend,
+                         const std::string& toolchain_file, const std::string& targets_file) {
+  VariantRecord v;
+  std::ifstream f(model_file, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  v.model_sha256 = sha256_hex(ss.str());
+  v.dtype = !quantization.empty() ? "int8" : convert_bf16 ? "bf16" : "fp32";
+  if (convert_bf16) v.rounding = rounding == engine::Rounding::kNearestEven ? "rne" : "truncate";
+  v.quantization = quantization;
+  v.executors = backend == "toolchain" ? toolchain_target(toolchain_file)
+                : targets_file.empty() ? std::string("sim")
+                                       : "sim, --targets " + file_digest(targets_file);
+  return v;
+}
+
 void add_mlir_locations(const DiscoverOptions& o, const std::string& name, const onnx::ModelProto& proto,
                         DiscoverLog& log, ModelReport& rep) {
   std::string text, path = o.mlir_file;

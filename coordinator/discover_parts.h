@@ -88,6 +88,12 @@ LocalWorkersOptions discover_workers(const DiscoverOptions& o, const std::string
 // the torch-mlir form of `proto` written to <output_dir>/<name>.torch.mlir.
 // Mapping problems are logged; an unreadable --mlir file throws
 // PipelineError "<file>: cannot open MLIR file".
+// The variant a discover (or run) makes results of: the model file's
+// SHA-256, dtype and conversion, and what runs the executors.
+pipeline::VariantRecord variant_of(const std::string& model_file, bool convert_bf16, engine::Rounding rounding,
+                                   const std::string& quantization, const std::string& backend,
+                                   const std::string& toolchain_file, const std::string& targets_file);
+
 void add_mlir_locations(const DiscoverOptions& o, const std::string& name, const onnx::ModelProto& proto,
                         DiscoverLog& log, pipeline::ModelReport& rep);
 

@@ -155,7 +155,7 @@ int run_fleet(const FleetRunOptions& o, std::ostream& out, std::ostream& err) {
   print_serve_totals(t, wall_s, out);
   for (const auto& p : exported) out << "export    " << p << "\n";
   out << std::flush;
-  if (!t.complete) return 0;
+  if (!t.complete) return kExitStoppedEarly;  // not a result: resumable, never a green run
   return critical > 0 ? 1 : 0;
 }
 

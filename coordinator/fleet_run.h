@@ -18,6 +18,10 @@
 
 namespace torq::coordinator {
 
+// The exit code of a run stopped before it finished (SIGTERM/SIGINT, or
+// workers gone with jobs left): nothing was judged, the store resumes it.
+inline constexpr int kExitStoppedEarly = 3;
+
 // What to discover: models, executors, target and options.
 struct FleetSpec {
   std::vector<std::string> models;  // paths

@@ -124,7 +124,8 @@ int main(int argc, char** argv) {
   disc->add_flag("--collect-timing", d.collect_timing, "Average executor time over --timing-runs runs");
   disc->add_flag("--collect-profile", d.collect_profile,
                  "Collect each job's profiling CSVs; export them with a Perfetto trace JSON per layer run");
-  disc->add_option("--timing-runs", d.timing_runs, "Runs per timing")->capture_default_str();
+  disc->add_option("--timing-runs", d.timing_runs, "Runs per timing")
+      ->capture_default_str()->check(CLI::Range(1u, 100000u));
   disc->add_flag("--recommend-by-timing", d.recommend_by_timing, "Recommend the fastest successful executor (falls back to priority without timing)");
   disc->add_flag("--auto-convert-bf16", d.convert_bf16, "Convert fp32 weights and I/O to bf16 before testing");
   disc->add_option("--bf16-rounding", rounding, "fp32 -> bf16 rounding: truncate (seed default) or rne")
@@ -133,7 +134,7 @@ int main(int argc, char** argv) {
   disc->add_option("--log-file", d.log_file, "Append log lines to this file");
   disc->add_flag("--recompute-cache", d.recompute_cache, "Ignore stored and cached results");
   disc->add_option("-k", d.filter, "Only layer/executor pairs whose '<layer id>_<executor>' contains this");
-  disc->add_option("--workers,-j", d.workers, "Local worker processes")->capture_default_str();
+  disc->add_option("--workers,-j", d.workers, "Local worker processes")->capture_default_str()->check(CLI::Range(1, 1024));
   disc->add_option("--inputs", inputs, "Layer inputs: activations (real, from a seeded full run) or random")
       ->check(CLI::IsMember({"activations", "random"}))->capture_default_str();
   disc->add_option("--seed", d.seed, "Seed of the model input / random inputs")->capture_default_str();
@@ -141,10 +142,13 @@ int main(int argc, char** argv) {
   disc->add_option("--mlir", d.mlir_file, "Map locations onto this torch-mlir import instead of the emitted one");
   disc->add_option("--timeout-ms", d.timeout_ms,
                    "Per-job timeout (default 120000; with --backend toolchain the sum of the file's step budgets)")
-      ->capture_default_str();
-  disc->add_option("--tolerance-avg", d.tolerance.fp_avg_tol, "Default fp_avg_tol")->capture_default_str();
-  disc->add_option("--tolerance-max", d.tolerance.fp_max_tol, "Default fp_max_tol")->capture_default_str();
-  disc->add_option("--allowed-wrong", d.tolerance.allowed_wrong, "Fraction of elements allowed over fp_max_tol")->capture_default_str();
+      ->capture_default_str()->check(CLI::Range(1u, 4000000000u));
+  disc->add_option("--tolerance-avg", d.tolerance.fp_avg_tol, "Default fp_avg_tol")
+      ->capture_default_str()->check(CLI::Range(0.0, 1e30));
+  disc->add_option("--tolerance-max", d.tolerance.fp_max_tol, "Default fp_max_tol")
+      ->capture_default_str()->check(CLI::Range(0.0, 1e30));
+  disc->add_option("--allowed-wrong", d.tolerance.allowed_wrong, "Fraction of elements allowed over fp_max_tol")
+      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
   disc->add_option("--targets", d.targets_file, "YAML map {nss|css|host: profile.yaml} replacing the built-in executor profiles");
   disc->add_flag("--quiet,-q", d.quiet, "Only errors");
   add_backend_options(disc, &d.backend, &d.toolchain_file);
@@ -179,7 +183,7 @@ int main(int argc, char** argv) {
   runc->add_option("--subgraph-from", ro.subgraph_from, "Run only this subgraph (its report from discover --subgraph-*)");
   runc->add_option("--subgraph-to", ro.subgraph_to, "Last layer of the subgraph (inclusive)");
   runc->add_option("--log-file", ro.log_file, "Append log lines to this file");
-  runc->add_option("--workers,-j", ro.workers, "Local worker processes")->capture_default_str();
+  runc->add_option("--workers,-j", ro.workers, "Local worker processes")->capture_default_str()->check(CLI::Range(1, 1024));
   runc->add_option("--seed", ro.seed, "Seed of the model input")->capture_default_str();
   runc->add_option("--timeout-ms", ro.timeout_ms,
                    "Timeout of the run (and of each bisect range run; default 300000, with --backend toolchain "
@@ -225,12 +229,16 @@ int main(int argc, char** argv) {
 
   std::string e_config, e_model, e_dir = ".", e_layer, e_exec, e_list_value, e_list_second;
   double e_avg = -1, e_max = -1;
+  bool e_force = false;
   auto* edit = app.add_subcommand("edit", "Change recommendations or tolerances in a report (regenerates the compiler JSON)");
   edit->add_option("config", e_config, "Report JSON");
   edit->add_option("--model,-m", e_model, "Model whose report to edit (with --output-dir)");
   edit->add_option("--output-dir,-o", e_dir, "Directory of the report")->capture_default_str();
   edit->add_option("--layer", e_layer, "Layer pattern: exact id, case-insensitive, substring, glob, or ALL");
-  edit->add_option("--executor", e_exec, "nss, css, host, or null (no recommendation: re-tested by --skip-mode)");
+  edit->add_option("--executor", e_exec,
+                   "nss, css or host: pin it (later discovers keep it); auto: release the pin (the results "
+                   "decide again); null: no recommendation (re-tested by --skip-mode)");
+  edit->add_flag("--force", e_force, "Pin an executor even where its result on the layer is an error");
   edit->add_option("--tolerance-avg", e_avg, "New fp_avg_tol for the layers");
   edit->add_option("--tolerance-max", e_max, "New fp_max_tol for the layers");
   auto* list_opt = edit->add_option("--list", e_list_value, "List layers (those whose id contains FILTER) instead of editing")
@@ -272,6 +280,8 @@ int main(int argc, char** argv) {
       ro.rounding = r_rounding == "rne" ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
       if (const int rc = check_backend_options(ro.backend, ro.toolchain_file)) return rc;
       toolchain_default_timeout(ro.backend, ro.toolchain_file, runc->count("--timeout-ms") > 0, 1, &ro.timeout_ms);
+      if (rq.enabled) ro.quantization = rq.format + (rq.per_channel ? ", per-channel" : ", per-tensor") + ", " +
+                                        std::to_string(rq.num_calib) + " calibration inputs";
       if (const int rc = coordinator::quantize_first(rq, ro.convert_bf16, ro.seed, ro.output_dir, &ro.model,
                                                      ro.quiet ? null_out : std::cout, std::cerr))
         return rc;
@@ -293,6 +303,8 @@ int main(int argc, char** argv) {
       d.random_inputs = inputs == "random";
       if (std::sscanf(range.c_str(), "%f,%f", &d.input_lo, &d.input_hi) != 2 || !(d.input_lo < d.input_hi))
         throw PipelineError("--input-range must be LO,HI with LO < HI, got '" + range + "'");
+      if (dq.enabled) d.quantization = dq.format + (dq.per_channel ? ", per-channel" : ", per-tensor") + ", " +
+                                       std::to_string(dq.num_calib) + " calibration inputs";
       if (const int rc = coordinator::quantize_first(dq, d.convert_bf16, d.seed, d.output_dir, &d.model,
                                                      d.quiet ? null_out : std::cout, std::cerr))
         return rc;
@@ -361,22 +373,28 @@ int main(int argc, char** argv) {
       if (e_layer.empty()) throw PipelineError("edit needs --layer PATTERN (or --list)");
       EditRequest req;
       req.pattern = e_layer;
-      if (!e_exec.empty()) {
+      req.force = e_force;
+      if (e_exec == "auto") {
+        req.release = true;
+      } else if (!e_exec.empty()) {
         if (e_exec == "null" || e_exec == "none") {
           req.executor = std::optional<Executor>();
         } else {
           auto ex = executor_from_name(e_exec);
-          if (!ex) throw PipelineError("unknown executor '" + e_exec + "' (expected nss, css, host or null)");
+          if (!ex) throw PipelineError("unknown executor '" + e_exec + "' (expected nss, css, host, auto or null)");
           req.executor = ex;
         }
       }
-      if (e_avg >= 0) req.tol_avg = e_avg;
-      if (e_max >= 0) req.tol_max = e_max;
-      if (!req.executor && !req.tol_avg && !req.tol_max)
+      if (edit->count("--tolerance-avg")) req.tol_avg = e_avg;  // range-checked by apply_edit
+      if (edit->count("--tolerance-max")) req.tol_max = e_max;
+      if (!req.executor && !req.release && !req.tol_avg && !req.tol_max)
         throw PipelineError("edit needs --executor and/or --tolerance-avg/--tolerance-max");
-      auto ids = apply_edit(r, req);
+      std::vector<std::string> notes;
+      auto ids = apply_edit(r, req, &notes);
       write_report_files_at(r, path);  // the file read, whatever its name
-      std::cout << "edited " << ids.size() << " layer(s):";
+      for (const auto& n : notes) std::cerr << "torq-gen-config: warning: " << n << "\n";
+      std::cout << (req.release ? "released the pin of " : req.executor && *req.executor ? "pinned " : "edited ")
+                << ids.size() << " layer(s):";
       for (const auto& id : ids) std::cout << " " << id;
       std::cout << "\nwrote " << path << " and " << compiler_path_for(path) << "\n";
       return 0;

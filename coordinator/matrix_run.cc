@@ -482,7 +482,7 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
           " jobs unfinished; run the same spec with the same --db to resume");
       out << "== torq-coordinator matrix " << spec.path << ": STOPPED EARLY (resumable), no outcomes ==\n";
       print_serve_totals(totals, std::chrono::duration<double>(Clock::now() - t_start).count(), out);
-      return 0;
+      return kExitStoppedEarly;  // a run that did not finish is never a green one
     }
   }
 

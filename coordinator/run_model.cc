@@ -10,6 +10,7 @@
 #include "coordinator/assigned_run.h"
 #include "coordinator/assignment_file.h"
 #include "coordinator/debug_ir.h"
+#include "coordinator/discover_parts.h"
 #include "coordinator/local_serve.h"
 #include "pipeline/full_model.h"
 #include "pipeline/mlir.h"
@@ -81,7 +82,19 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
     }
     const std::string rpath = report_path(o.output_dir, name), cpath = compiler_path(o.output_dir, name);
     const onnx::ModelProto& proto = range ? sub_proto : u.model->proto();
-    if (fs::exists(rpath)) plan = assignment_from_report(rpath, cpath, layers);
+    if (fs::exists(rpath)) {
+      // The assignment of another variant (a bf16 report run as fp32) is
+      // not this model's: refused, naming the flag (issue 29).
+      if (const auto was = read_report_file(rpath).variant) {
+        VariantRecord now = variant_of(o.model, o.convert_bf16, o.rounding, o.quantization, o.backend,
+                                       o.toolchain_file, "");
+        now.executors = was->executors;  // running a report's plan on other executors is an experiment
+        if (const std::string why = variant_mismatch(*was, now, rpath); !why.empty())
+          throw PipelineError(why.substr(0, why.find(". Results of two")) +
+                              ": run it with the flags its discover had");
+      }
+      plan = assignment_from_report(rpath, cpath, layers);
+    }
     else if (fs::exists(cpath)) plan = assignment_from_compiler(cpath, o.output_dir + "/" + name + ".torch.mlir", proto, layers);
     else
       throw PipelineError("no configuration for " + name + " in " + o.output_dir + " (looked for " + rpath + " and " +

@@ -23,6 +23,7 @@ namespace torq::coordinator {
 
 struct RunOptions {
   std::string model;
+  std::string quantization;  // set when --quantize made `model` (checked against the report's variant)
   std::string output_dir = ".";
   bool convert_bf16 = false;
   engine::Rounding rounding = engine::Rounding::kTruncate;

@@ -43,10 +43,11 @@ ojson num(double v) {
 // max_diff/pcc (others) are written for one kind of status only: in a result
 // of the other kind they are kept as extras too (the seed wrote a
 // `difference`'s accuracy details into failure_report).
-constexpr std::string_view kTopKeys[] = {"version", "model_name", "default_tolerance", "ops",
+constexpr std::string_view kTopKeys[] = {"version", "model_name", "variant", "default_tolerance", "ops",
                                          "discovery_report", "has_critical_failures", "final_report_text"};
 constexpr std::string_view kLayerKeys[] = {"executors", "_node_index", "op_type", "mlir_location",
-                                           "recommended_executor", "tolerance", "tolerance_used", "dedup_of"};
+                                           "recommended_executor", "pinned", "tolerance", "tolerance_used",
+                                           "dedup_of"};
 constexpr std::string_view kExecKeys[] = {"status", "tolerance_used", "timing", "outputs", "cached", "dedup_of",
                                           "worker_id", "job_id", "toolchain", "host_ms", "attempts", "chip"};
 constexpr std::string_view kErrorKeys[] = {"failure_report", "error_class"};
@@ -166,6 +167,7 @@ ojson layer_json(const LayerReport& l) {
   j["op_type"] = l.info.op_type;
   j["mlir_location"] = location_json(l);
   j["recommended_executor"] = l.recommended ? ojson(executor_name(*l.recommended)) : ojson(nullptr);
+  if (l.pinned) j["pinned"] = true;
   if (l.tolerance) j["tolerance"] = tolerance_json(*l.tolerance);
   if (!l.dedup_of.empty()) j["dedup_of"] = l.dedup_of;
   append_extra(j, l.extra, "ops." + l.info.id);
@@ -370,6 +372,10 @@ class Reader {
         l.recommended = *e;
       }
     }
+    if (j.contains("pinned") && !j["pinned"].is_null()) {
+      if (!j["pinned"].is_boolean()) fail(field + ".pinned", "must be true or false");
+      l.pinned = j["pinned"].get<bool>() && l.recommended.has_value();
+    }
     if (j.contains("tolerance") && !j["tolerance"].is_null()) {
       l.tolerance = tolerance(j["tolerance"], field + ".tolerance", def);
     } else if (j.contains("tolerance_used") && !j["tolerance_used"].is_null()) {
@@ -469,6 +475,14 @@ nlohmann::ordered_json report_to_json(const ModelReport& r) {
   ojson j;
   j["version"] = kVersion;
   j["model_name"] = r.model_name;
+  if (r.variant) {
+    const VariantRecord& v = *r.variant;
+    ojson vj = {{"model_sha256", v.model_sha256}, {"dtype", v.dtype}};
+    if (!v.rounding.empty()) vj["bf16_rounding"] = v.rounding;
+    if (!v.quantization.empty()) vj["quantization"] = v.quantization;
+    vj["executors"] = v.executors;
+    j["variant"] = std::move(vj);
+  }
   j["default_tolerance"] = tolerance_json(r.default_tolerance);
   ojson ops = ojson::object();
   std::vector<const LayerReport*> order;
@@ -490,6 +504,34 @@ nlohmann::ordered_json report_to_json(const ModelReport& r) {
   j["final_report_text"] = render_final_report(r);
   append_extra(j, r.extra, "");
   return j;
+}
+
+std::string variant_text(const VariantRecord& v) {
+  std::string t = v.dtype.empty() ? std::string("fp32") : v.dtype;
+  if (!v.rounding.empty()) t += " (" + v.rounding + ")";
+  if (!v.quantization.empty()) t += " (" + v.quantization + ")";
+  return t + " on " + (v.executors.empty() ? std::string("sim") : v.executors);
+}
+
+std::string variant_mismatch(const VariantRecord& was, const VariantRecord& now, const std::string& path) {
+  std::string why;
+  if (was.model_sha256 != now.model_sha256)
+    why = "another model file (sha256 " + was.model_sha256.substr(0, 12) + "..., this one " +
+          now.model_sha256.substr(0, 12) + "...)";
+  else if (was.dtype != now.dtype)
+    why = "the " + was.dtype + " variant; this one is " + now.dtype +
+          (was.dtype == "bf16" ? " (add --auto-convert-bf16)"
+           : now.dtype == "bf16" ? " (drop --auto-convert-bf16)"
+           : was.dtype == "int8" ? " (add --quantize)" : " (drop --quantize)");
+  else if (was.rounding != now.rounding)
+    why = "bf16 with --bf16-rounding " + was.rounding + "; this one asks for " + now.rounding;
+  else if (was.quantization != now.quantization)
+    why = "int8 quantized as " + was.quantization + "; this one as " + now.quantization;
+  else if (was.executors != now.executors)
+    why = "executors " + was.executors + "; this one runs " + now.executors + " (--backend/--toolchain/--targets)";
+  if (why.empty()) return "";
+  return path + " was made from " + why + ". Results of two variants never share a report: use another "
+         "--output-dir, or --recompute-cache to replace it";
 }
 
 ModelReport report_from_json(const std::string& text, const std::string& path) {
@@ -521,6 +563,19 @@ ModelReport report_from_json(const std::string& text, const std::string& path) {
   ModelReport r;
   r.model_name = j.contains("model_name") && !j["model_name"].is_null() ? rd.str(j["model_name"], "model_name")
                                                                         : model_name_from_path(path);
+  if (j.contains("variant") && !j["variant"].is_null()) {
+    const ojson& v = rd.object(j["variant"], "variant");
+    VariantRecord vr;
+    auto text = [&](const char* key, std::string* out) {
+      if (v.contains(key) && !v[key].is_null()) *out = rd.str(v[key], std::string("variant.") + key);
+    };
+    text("model_sha256", &vr.model_sha256);
+    text("dtype", &vr.dtype);
+    text("bf16_rounding", &vr.rounding);
+    text("quantization", &vr.quantization);
+    text("executors", &vr.executors);
+    r.variant = vr;
+  }
   if (j.contains("default_tolerance") && !j["default_tolerance"].is_null())
     r.default_tolerance = rd.tolerance(j["default_tolerance"], "default_tolerance", Tolerance{});
   const ojson& ops = rd.object(j["ops"], "ops");

@@ -78,6 +78,14 @@ nlohmann::ordered_json report_to_json(const ModelReport& r);
 // last, in file order).
 ModelReport report_from_json(const std::string& text, const std::string& path);
 
+// A variant in words: "fp32", "bf16 (truncate)", "int8 (qdq, ...)", with its
+// executors.
+std::string variant_text(const VariantRecord& v);
+// Why `now` may not write into the report at `path` made from `was`, as a
+// user fixes it (the flag that is missing or different), or "" when they are
+// the same variant.
+std::string variant_mismatch(const VariantRecord& was, const VariantRecord& now, const std::string& path);
+
 // Reads and parses the report at `path`; PipelineError when it cannot be
 // read or parsed.
 ModelReport read_report_file(const std::string& path);

@@ -84,6 +84,9 @@ struct LayerReport {
   LayerInfo info;
   std::map<Executor, ExecResult> results;
   std::optional<Executor> recommended;
+  // Set by `edit --executor E`: a user's decision that later discovers keep
+  // (released by `edit --executor auto` or discover --recompute-cache).
+  bool pinned = false;
   std::string dedup_of;
   // Set by `torq-gen-config edit --tolerance-*`: the tolerance the next
   // discover uses for this layer (overrides the model default).
@@ -100,9 +103,21 @@ struct LayerReport {
   std::map<Executor, ExtraFields> result_extra;
 };
 
+// What a report was made from (issue 29): one report, one variant. The
+// real tool's reports have none (absent: accepted as they are).
+struct VariantRecord {
+  std::string model_sha256;  // of the model file as given (--model)
+  std::string dtype;         // fp32 | bf16 | int8
+  std::string rounding;      // bf16's conversion: truncate | rne
+  std::string quantization;  // int8: how (e.g. "qdq, per-tensor, 16 calibration inputs")
+  std::string executors;     // "sim" (+ a --targets digest) or the toolchain target
+  bool operator==(const VariantRecord&) const = default;
+};
+
 // A model's discovery report (the source of truth, DESIGN §5).
 struct ModelReport {
   std::string model_name;
+  std::optional<VariantRecord> variant;
   Tolerance default_tolerance;
   std::vector<LayerReport> layers;  // by _node_index
   // Top-level keys this tool does not know (the seed's full-model

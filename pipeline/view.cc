@@ -128,6 +128,24 @@ std::string render_status_table(const std::vector<const LayerReport*>& layers) {
   return os.str();
 }
 
+std::string render_layer_list(const std::vector<const LayerReport*>& layers) {
+  size_t layer_w = std::string("Layer").size(), col_w = kStatusColWidth;
+  for (const LayerReport* l : layers) {
+    layer_w = std::max(layer_w, l->info.id.size());
+    for (Executor e : kExecutorPriority) col_w = std::max(col_w, cell(*l, e).size() + 1);
+  }
+  std::ostringstream os;
+  os << "  " << pad("Index", 6) << pad("Layer", layer_w) << "  ";
+  for (Executor e : kExecutorPriority) os << pad(upper(executor_name(e)), col_w) << " ";
+  os << "Recommended\n";
+  for (const LayerReport* l : layers) {
+    os << "  " << pad(l->info.index >= 0 ? std::to_string(l->info.index) : "-", 6) << pad(l->info.id, layer_w) << "  ";
+    for (Executor e : kExecutorPriority) os << pad(cell(*l, e), col_w) << " ";
+    os << (l->recommended ? executor_name(*l->recommended) : "-") << (l->pinned ? " (pinned)" : "") << "\n";
+  }
+  return os.str();
+}
+
 std::string render_final_report(const ModelReport& r) {
   const ReportSummary s = summarize(r);
   std::ostringstream os;
@@ -213,7 +231,8 @@ std::string render_layer(const ModelReport& r, const std::string& layer_pattern)
     os << "Node Index: " << node_text(l) << "\n";
     os << "Op Type: " << (l.info.op_type.empty() ? "N/A" : l.info.op_type) << "\n";
     os << "MLIR Location: " << location_text(l) << "\n";
-    os << "Recommended Executor: " << (l.recommended ? executor_name(*l.recommended) : "none") << "\n";
+    os << "Recommended Executor: " << (l.recommended ? executor_name(*l.recommended) : "none")
+       << (l.pinned ? " (pinned by edit: kept by discover; release with edit --executor auto)" : "") << "\n";
     if (l.tolerance) os << "Tolerance Override: " << tolerance_text(*l.tolerance) << "\n";
     if (!l.dedup_of.empty()) os << "Duplicate Of: " << l.dedup_of << "\n";
     os << "\nExecutor Results:\n";

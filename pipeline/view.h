@@ -17,6 +17,9 @@ namespace torq::pipeline {
 // followed by the runtime when known ("success 0.125ms"); Recommended is the
 // executor name or "-". Layer ids longer than 60 characters are cut.
 std::string render_status_table(const std::vector<const LayerReport*>& layers);
+// `edit --list`: index (_node_index), full id, per-executor status and the
+// recommendation ("(pinned)" when edit pinned it), no id cut short.
+std::string render_layer_list(const std::vector<const LayerReport*>& layers);
 
 // The human summary block stored as `final_report_text`: model, layer count,
 // per-executor status counts, recommended-executor distribution, critical

@@ -318,6 +318,28 @@ TEST_F(MatrixRun, CoordinatorKilledMidRunResumesWithoutRecomputing) {
   EXPECT_EQ(worker.wait(30000), 0) << worker.output();
 }
 
+// SIGTERM in the middle of a matrix run: it stops, says STOPPED EARLY, writes
+// no outcomes and exits 3, never 0: a CI job that was stopped is not green
+// (issue 29).
+TEST_F(MatrixRun, AStoppedRunExitsThreeAndWritesNoOutcomes) {
+  write(dir_ + "/slow.yaml", "models: [models/demo.onnx]\nvariants: [fp32, bf16]\ntest_config: [slow-cfg.yaml]\n");
+  write(dir_ + "/slow-cfg.yaml", "test_config:\n  demo-*-sim-discover: {assert_pcc: false}\n");
+  const std::string ep = endpoint(free_port());
+  Proc worker({bin("torq-worker"), "--connect", ep, "--id", "w0", "--cache", dir_ + "/cache", "--heartbeat-ms", "200",
+               "--bench-executor", "sleep:400"},
+              dir_ + "/worker.log");
+  Proc coord({bin("torq-coordinator"), "--spec", dir_ + "/slow.yaml", "--bind", ep, "--export", dir_ + "/out",
+              "--heartbeat-ms", "200", "--grace-s", "2"},
+             dir_ + "/coord.log");
+  ASSERT_TRUE(coord.wait_for("jobs 25/86", 60000)) << coord.output();
+  coord.signal(SIGTERM);
+  EXPECT_EQ(coord.wait(30000), 3) << coord.output();
+  EXPECT_NE(coord.output().find("STOPPED EARLY"), std::string::npos) << coord.output();
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/out/summary.json"));
+  worker.signal(SIGTERM);
+  EXPECT_EQ(worker.wait(30000), 0) << worker.output();
+}
+
 // The comparators judge the assigned full-model run: every layer on its
 // recommended executor, chained, against the fp32 host reference. fp32 on
 // css reproduces the reference exactly; bf16 on an nss that rounds to

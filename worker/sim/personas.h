@@ -1,7 +1,9 @@
 // torq-sim's stand-in personas of the real Torq tools (DESIGN §7), so the
 // toolchain backend can be tested end to end without a Torq release. Invoked
 // as `torq-import-onnx`, `torq-compile` or `torq-run-module` (argv[0]'s base
-// name: a symlink) or as `torq-sim <persona> ARGS...`. They honour the real
+// name: the symlinks in build/standin/, kept out of build/bin so that they
+// never shadow a real toolchain on a user's PATH) or as `torq-sim <persona>
+// ARGS...`. They honour the real
 // tools' arguments, exit codes and raw .bin I/O, with the engine and the
 // executor profiles underneath:
 //
