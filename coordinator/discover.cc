@@ -211,6 +211,10 @@ void check_filter_selects(const DiscoverOptions& o, const std::string& model_nam
 
 void Discover::plan() {
   check_filter_selects(o_, model().name(), range_ ? subgraph_layers(model(), *range_) : model().layers());
+  // A bad --targets file is reported as itself (file:line:col), before the
+  // report's variant is compared with it.
+  const auto targets = o_.targets_file.empty() ? decltype(read_targets(o_.targets_file)){}
+                                               : read_targets(o_.targets_file);
   read_previous();
   // The unit: the model's layers (or a subgraph's) with the previous
   // report's tolerance overrides and skip-mode knowledge.
@@ -247,7 +251,7 @@ void Discover::plan() {
           break;
         }
     }
-  if (!o_.targets_file.empty()) u.plan.executor_targets = read_targets(o_.targets_file);
+  if (!o_.targets_file.empty()) u.plan.executor_targets = targets;
   run_ = discover_run_id(o_, model().hash(), u.plan);
   if (o_.recompute_cache) {
     std::vector<int> all;
