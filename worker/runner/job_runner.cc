@@ -74,6 +74,21 @@ Tensor in_model_type(const std::optional<Tensor>& reference, Tensor t, bool rne)
   return engine::cast_tensor(t, reference->dtype(), rne ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate);
 }
 
+// A job's layers [first, last] marked running in its model's state for as
+// long as it lives (the reference's release window, reference_release.h).
+template <class State>
+class JobWindow {
+ public:
+  JobWindow(State& ms, uint32_t first, uint32_t last) : ms_(ms), first_(first) { ms_.job_started(first, last); }
+  ~JobWindow() { ms_.job_ended(first_); }
+  JobWindow(const JobWindow&) = delete;
+  JobWindow& operator=(const JobWindow&) = delete;
+
+ private:
+  State& ms_;
+  uint32_t first_;
+};
+
 // `r` as an error of class `cls`, with the time since `t0`.
 ExecResult failed(ExecResult r, const std::string& cls, const std::string& msg, Clock::time_point t0) {
   r.status = pipeline::Status::kError;
@@ -499,12 +514,7 @@ ExecResult JobRunner::run(const JobSpec& job) {
   if (job.last_node >= ms->layers.size())
     return fail("import", "node " + std::to_string(job.last_node) + " out of range (model has " +
                               std::to_string(ms->layers.size()) + " layers)");
-  ms->job_started(job.first_node, job.last_node);
-  struct Ended {
-    ModelState& ms;
-    uint32_t first;
-    ~Ended() { ms.job_ended(first); }
-  } ended{*ms, job.first_node};
+  const JobWindow window(*ms, job.first_node, job.last_node);
   try {
     return job.assignment.empty() ? run_layers(job, *ms, r, t0) : run_assigned(job, *ms, r, t0);
   } catch (const ReferenceLost& e) {  // a rewind that failed (reference_release.h)
@@ -517,12 +527,7 @@ JobRunner::LayerCase JobRunner::layer_case(const JobSpec& job) {
   if (job.last_node >= ms->layers.size() || job.first_node > job.last_node)
     throw pipeline::PipelineError("layers " + std::to_string(job.first_node) + ".." + std::to_string(job.last_node) +
                                   " out of range (model has " + std::to_string(ms->layers.size()) + " layers)");
-  ms->job_started(job.first_node, job.last_node);
-  struct Ended {
-    ModelState& ms;
-    uint32_t first;
-    ~Ended() { ms.job_ended(first); }
-  } ended{*ms, job.first_node};
+  const JobWindow window(*ms, job.first_node, job.last_node);
   SubModel sm;
   if (!materialise(*ms, job, job.first_node, job.last_node, nullptr, &sm)) throw pipeline::PipelineError(sm.error);
   LayerCase c;
