@@ -27,6 +27,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "pipeline/base/toolchain_budget.h"
 #include "coordinator/diff_command.h"
 #include "coordinator/fleet_run.h"
 #include "coordinator/matrix_run.h"
@@ -157,8 +158,11 @@ int main(int argc, char** argv) {
                  "Start dispatching once this many workers have registered (benchmarks)")
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));
-  app.add_option("--job-timeout-ms", o.job_timeout_ms, "Per-job executor timeout (without --spec; a spec sets "
-                                                       "options.job_timeout_ms)")->capture_default_str();
+  app.add_option("--job-timeout-ms", o.job_timeout_ms,
+                 "Per-job executor timeout (without --spec; a spec sets options.job_timeout_ms). Default 120000, "
+                 "with a --target other than sim the real tools' step budgets added up (import 300 s + compile "
+                 "300 s + run 240 s per timing run + 1 s)")
+      ->capture_default_str();
   app.add_option("--key", key_prefix, "CURVE: this coordinator's key pair PREFIX.key / PREFIX.pub");
   app.add_option("--allow", allow_file, "CURVE: allow-list of worker public keys, one per line");
   // Matrix runs.
@@ -203,6 +207,12 @@ int main(int argc, char** argv) {
       o.spec.models = models;
       o.spec.executors = pipeline::parse_executor_list(executors);
       if (o.db.empty()) throw pipeline::PipelineError("--db DIR is required (the run's durable store)");
+      // Workers of a board target run the Torq tools: a job gets the real
+      // tool's step budgets added up (import, compile, a run per timing run)
+      // unless --job-timeout-ms says otherwise.
+      if (!app.count("--job-timeout-ms") && o.spec.target != "sim")
+        o.job_timeout_ms = base::job_budget_ms(base::kImportTimeoutS, base::kCompileTimeoutS, base::kRunTimeoutS,
+                                               o.spec.timing_runs);
     }
     if (key_prefix.empty() != allow_file.empty())
       throw pipeline::PipelineError("CURVE needs both --key PREFIX and --allow FILE");

@@ -240,6 +240,9 @@ RunUnit make_unit(const TestCase& t, const Spec& spec, const MatrixRunOptions& o
   jt.timeout_ms = spec.options.job_timeout_ms ? *spec.options.job_timeout_ms
                  : !t.target.toolchain.empty()
                      ? base::toolchain_job_budget_ms(t.target.toolchain, spec.options.timing_runs)
+                 : !t.target.board.empty()  // board workers run the Torq tools: their default step budgets
+                     ? base::job_budget_ms(base::kImportTimeoutS, base::kCompileTimeoutS, base::kRunTimeoutS,
+                                           spec.options.timing_runs)
                      : 120000;
   jt.random_inputs = t.variant.random_inputs;
   jt.seed = t.variant.seed;

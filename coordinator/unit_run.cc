@@ -297,8 +297,11 @@ ServeTotals serve(std::vector<RunUnit>& units, Store& store, const std::string& 
   const std::function<void()> group_done = [&] { us.group_done(); };
   if (!bo.log) bo.log = log;
   std::optional<FleetBroker> broker;
+  uint32_t timeout_ms = 0;
+  for (const auto& u : units) timeout_ms = std::max(timeout_ms, u.plan.job_template.timeout_ms);
   const std::string header = "run " + run + ": " + std::to_string(units.size()) + " units, " +
-                             std::to_string(t.total_layers) + " layers, ~" + std::to_string(t.estimate) + " jobs";
+                             std::to_string(t.total_layers) + " layers, ~" + std::to_string(t.estimate) +
+                             " jobs, job timeout " + std::to_string(timeout_ms / 1000) + " s";
   if (local) {
     log(header + " on local job processes");
     t.complete = (*local)(next, done, group_done);

@@ -115,7 +115,8 @@ struct SpecOptions {
   bool skip_mode = false;
   uint32_t timing_runs = 1;
   // Unset: 120000, or with a {toolchain: FILE} target the file's step
-  // budgets added up (pipeline/base/toolchain_budget.h).
+  // budgets added up, with a board class the real tool's default budgets
+  // added up (pipeline/base/toolchain_budget.h).
   std::optional<uint32_t> job_timeout_ms;
   // Jobs whose required tags no registered worker offers are reported after
   // missing_tags_wait_s; then the run fails (exit 2) or keeps waiting.
