@@ -19,7 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Placeholder values that stand for a shell variable of run.sh.
+// Template values that stand for a shell variable of run.sh (marked by var()).
 const std::string kVarOpen = "\x01", kVarClose = "\x02";
 std::string var(const std::string& name) { return kVarOpen + name + kVarClose; }
 

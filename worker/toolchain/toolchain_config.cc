@@ -18,7 +18,7 @@ using engine::YamlReader;
 
 namespace {
 
-// No placeholder stands for an option the real tools lack: the job's bf16
+// No template name stands for an option the real tools lack: the job's bf16
 // rounding reaches the stand-in through TORQ_FARM_BF16_ROUNDING instead.
 const std::set<std::string> kScalars = {"onnx",     "mlir",     "vmfb",     "workdir",   "chip",
                                         "hw_type",  "function", "executor", "torq_sim",  "worker_dir"};
