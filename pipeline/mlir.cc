@@ -126,4 +126,31 @@ std::vector<std::string> set_layer_locations(const std::string& mlir_text, const
   return std::move(mm.problems);
 }
 
+// The name of an import's first function, `func.func @name(` or
+// `func.func @"name"(` (escapes \XX undone), as the real tool reads it.
+std::string mlir_text_function_name(const std::string& mlir) {
+  const size_t f = mlir.find("func.func ");
+  if (f == std::string::npos) return "";
+  size_t at = mlir.find('@', f);
+  if (at == std::string::npos || at > mlir.find('\n', f)) return "";
+  std::string name;
+  if (at + 1 < mlir.size() && mlir[at + 1] == '"') {
+    for (size_t i = at + 2; i < mlir.size() && mlir[i] != '"'; ++i) {
+      if (mlir[i] == '\\' && i + 2 < mlir.size()) {
+        name += static_cast<char>(std::stoi(mlir.substr(i + 1, 2), nullptr, 16));
+        i += 2;
+      } else {
+        name += mlir[i];
+      }
+    }
+    return name;
+  }
+  for (size_t i = at + 1; i < mlir.size(); ++i) {
+    const char c = mlir[i];
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '.')) break;
+    name += c;
+  }
+  return name;
+}
+
 }  // namespace torq::pipeline

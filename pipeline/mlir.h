@@ -36,6 +36,11 @@ std::string emit_torch_mlir(const onnx::ModelProto& model);
 // name), as `torq-run-module --function=` takes it.
 std::string mlir_function_name(const onnx::ModelProto& model);
 
+// The name of the first function of an import's text, `func.func @name(` or
+// `func.func @"name"(` (escapes \XX undone), as the real tool reads it for
+// `--function`; "" when the text has none.
+std::string mlir_text_function_name(const std::string& mlir_text);
+
 // One `torch.operator "onnx.<Op>"` line of an import: op type, 1-based line
 // and 1-based column of `torch.operator`, region depth.
 struct MlirOperator {

@@ -161,20 +161,6 @@ void write_host_profile(const std::string& path, const std::vector<Task>& tasks)
   spill(path, o.str());
 }
 
-// The function an import defines: its first `func.func @name(` (a quoted
-// name as written between the quotes).
-std::string import_function(const std::string& mlir) {
-  const size_t f = mlir.find("func.func ");
-  if (f == std::string::npos) return "";
-  const size_t at = mlir.find('@', f), eol = mlir.find('\n', f);
-  if (at == std::string::npos || at > eol) return "";
-  if (mlir[at + 1] == '"') return mlir.substr(at + 2, mlir.find('"', at + 2) - at - 2);
-  size_t end = at + 1;
-  while (end < mlir.size() && (std::isalnum(static_cast<unsigned char>(mlir[end])) || mlir[end] == '_' ||
-                               mlir[end] == '$' || mlir[end] == '.'))
-    ++end;
-  return mlir.substr(at + 1, end - at - 1);
-}
 
 // --- import ---
 
@@ -371,7 +357,7 @@ int compile_persona(const std::vector<std::string>& args) {
   const CompileArgs c = parse_compile(args);
   dump_ir(c);
   // The module's function is the one the import defines.
-  const std::string function = import_function(slurp(c.in));
+  const std::string function = pipeline::mlir_text_function_name(slurp(c.in));
   if (function.empty()) {
     std::fprintf(stderr, "%s: error: no func.func in the input\n", c.in.c_str());
     return 1;

@@ -263,32 +263,6 @@ std::string read_text_file(const std::string& path) {
   return ss.str();
 }
 
-// The name of an import's first function, `func.func @name(` or
-// `func.func @"name"(` (escapes \XX undone), as the real tool reads it.
-std::string import_function_name(const std::string& mlir) {
-  const size_t f = mlir.find("func.func ");
-  if (f == std::string::npos) return "";
-  size_t at = mlir.find('@', f);
-  if (at == std::string::npos || at > mlir.find('\n', f)) return "";
-  std::string name;
-  if (at + 1 < mlir.size() && mlir[at + 1] == '"') {
-    for (size_t i = at + 2; i < mlir.size() && mlir[i] != '"'; ++i) {
-      if (mlir[i] == '\\' && i + 2 < mlir.size()) {
-        name += static_cast<char>(std::stoi(mlir.substr(i + 1, 2), nullptr, 16));
-        i += 2;
-      } else {
-        name += mlir[i];
-      }
-    }
-    return name;
-  }
-  for (size_t i = at + 1; i < mlir.size(); ++i) {
-    const char c = mlir[i];
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '.')) break;
-    name += c;
-  }
-  return name;
-}
 
 }  // namespace
 
@@ -383,7 +357,7 @@ BackendResult ToolchainBackend::run(const BackendRequest& req) {
   // The runner is given the import's own function, as the real tool reads it
   // from the import (a toolchain file's `function:` overrides).
   if (cfg_.function.empty()) {
-    v.scalars["function"] = import_function_name(read_text_file(v.scalars["mlir"]));
+    v.scalars["function"] = pipeline::mlir_text_function_name(read_text_file(v.scalars["mlir"]));
     if (v.scalars["function"].empty())
       return fail(r, "import", "import step wrote no func.func into " + v.scalars["mlir"]);
   }
