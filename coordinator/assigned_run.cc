@@ -12,7 +12,10 @@ JobSpec unit_range_job(const RunUnit& u, uint32_t first, uint32_t last, const st
   const uint32_t base = u.layers().first;
   const std::vector<std::optional<Executor>> a(u.assignment.begin() + (first - base),
                                                u.assignment.begin() + (last - base) + 1);
-  return range_job(u.plan.job_template, u.model->hash(), first, last, a, u.plan.executor_targets, key);
+  JobSpec j = range_job(u.plan.job_template, u.model->hash(), first, last, a, u.plan.executor_targets, key);
+  // End to end (against the fp32 original) for the run of the whole model.
+  if (!u.range && first == 0 && last + 1 == u.model->layers().size()) j.original_hash = u.original_hash;
+  return j;
 }
 
 // Fills u.assignment and u.full_alone from the store's recommendations;

@@ -167,7 +167,9 @@ int main(int argc, char** argv) {
   coordinator::RunOptions ro;
   std::string r_rounding = "truncate";
   auto* runc = app.add_subcommand("run", "Run the whole model (or a subgraph) with every op on its assigned executor "
-                                         "and compare with the fp32 host reference (needs discover first)");
+                                         "and compare with the model's fp32 host reference (needs discover first); a "
+                                         "converted model (bf16, int8) is also compared with its fp32 original, end "
+                                         "to end");
   runc->add_option("--model,-m", ro.model, "ONNX model")->required();
   runc->add_option("--output-dir,-o", ro.output_dir, "Directory of the report / compiler JSON and the store")
       ->capture_default_str();
@@ -185,6 +187,11 @@ int main(int argc, char** argv) {
   runc->add_option("--log-file", ro.log_file, "Append log lines to this file");
   runc->add_option("--workers,-j", ro.workers, "Local worker processes")->capture_default_str()->check(CLI::Range(1, 1024));
   runc->add_option("--seed", ro.seed, "Seed of the model input")->capture_default_str();
+  runc->add_option("--original", ro.original_model,
+                   "The fp32 model this one was converted from, to compare the whole model's outputs with end to "
+                   "end on the same input (default: --model with --auto-convert-bf16, the fp32 model with "
+                   "--quantize; none otherwise)")
+      ->check(CLI::ExistingFile);
   runc->add_option("--timeout-ms", ro.timeout_ms,
                    "Timeout of the run (and of each bisect range run; default 300000, with --backend toolchain "
                    "the sum of the file's step budgets)")
@@ -282,6 +289,7 @@ int main(int argc, char** argv) {
       toolchain_default_timeout(ro.backend, ro.toolchain_file, runc->count("--timeout-ms") > 0, 1, &ro.timeout_ms);
       if (rq.enabled) ro.quantization = rq.format + (rq.per_channel ? ", per-channel" : ", per-tensor") + ", " +
                                         std::to_string(rq.num_calib) + " calibration inputs";
+      if (rq.enabled && ro.original_model.empty()) ro.original_model = ro.model;
       if (const int rc = coordinator::quantize_first(rq, ro.convert_bf16, ro.seed, ro.output_dir, &ro.model,
                                                      ro.quiet ? null_out : std::cout, std::cerr))
         return rc;

@@ -27,6 +27,7 @@
 #include "coordinator/assignment_file.h"
 #include "coordinator/fleet_run.h"
 #include "coordinator/fmt.h"
+#include "coordinator/fp32_original.h"
 #include "coordinator/local_fleet.h"
 #include "coordinator/matrix_history.h"
 #include "coordinator/quantized_variant.h"
@@ -142,6 +143,19 @@ TestRun run_from_report(const ModelReport& rep, const std::optional<ExecResult>&
       run.device_ms = std::isfinite(full->runtime_ms) && full->runtime_ms >= 0 ? full->runtime_ms : -1;
       run.max_abs = std::isfinite(full->max_abs) ? full->max_abs : -1;
       run.max_rel = std::isfinite(full->max_rel) ? full->max_rel : -1;
+      if (full->e2e) {  // a converted variant: against its fp32 original too
+        run.e2e = true;
+        run.converted_pcc = run.pcc;
+        run.converted_max_abs = run.max_abs;
+        run.converted_max_rel = run.max_rel;
+        run.e2e_error = full->e2e->error;
+        const auto known = [](double v) { return std::isfinite(v) ? v : -1; };
+        if (run.e2e_error.empty()) {
+          run.e2e_pcc = known(full->e2e->pcc());
+          run.e2e_max_abs = known(full->e2e->max_abs());
+          run.e2e_max_rel = known(full->e2e->max_rel());
+        }
+      }
     }
   }
   if (!sum.critical_failures.empty()) {
@@ -185,6 +199,13 @@ void print_results(const std::vector<TestResult>& results, std::ostream& out) {
     line.resize(8, ' ');
     out << line << " " << r.test->id << "  [" << bringup_name(r.bringup) << "]";
     if (r.run.ran && r.run.pcc >= 0) out << " pcc " << fmt(r.run.pcc, 6);
+    if (r.run.ran && r.run.e2e) {
+      const bool original = r.run.judged_against == kAgainstOriginal;
+      const double other = original ? r.run.converted_pcc : r.run.e2e_pcc;
+      out << " (against " << r.run.judged_against << "; against "
+          << (original ? kAgainstConverted : kAgainstOriginal) << " "
+          << (other >= 0 ? fmt(other, 6) : std::string("unknown")) << ")";
+    }
     if (r.run.ran) out << ", " << r.run.layers << " layers";
     if (!r.message.empty()) out << ": " << r.message;
     if (!r.since_previous.empty() && r.since_previous != "unchanged")
@@ -196,7 +217,10 @@ void print_results(const std::vector<TestResult>& results, std::ostream& out) {
       << counts[Outcome::kXpassed] << " xpassed\n";
 }
 
-// The test's comparators as a pass/fail of an assigned run (for the bisect).
+// The test's comparators as a pass/fail of an assigned run (for the bisect),
+// on its figures against the converted model's own reference: the
+// executors' error, which a bisect can localise (what a conversion to bf16
+// or int8 costs against the fp32 original is in no range of layers).
 std::function<bool(const ExecResult&)> comparators(const TestConfig& c) {
   return [c](const ExecResult& r) {
     TestRun run;
@@ -218,6 +242,7 @@ std::function<bool(const ExecResult&)> comparators(const TestConfig& c) {
 RunUnit make_unit(const TestCase& t, const Spec& spec, const MatrixRunOptions& o) {
   ImportOptions io;
   io.convert_bf16 = t.variant.bf16;
+  io.rounding = t.variant.bf16_rne ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
   io.batch = t.variant.batch == 1 ? 0 : t.variant.batch;
   RunUnit u;
   u.label = t.id;
@@ -246,6 +271,7 @@ RunUnit make_unit(const TestCase& t, const Spec& spec, const MatrixRunOptions& o
                      : 120000;
   jt.random_inputs = t.variant.random_inputs;
   jt.seed = t.variant.seed;
+  jt.bf16_rne = t.variant.bf16_rne;
   // One store key per (model, variant, target): a model tested two ways
   // keeps two sets of results.
   jt.result_key = u.model->hash() + "-" + sha256_hex(t.target.name + "|" + t.variant.name).substr(0, 8);
@@ -353,6 +379,7 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
   std::map<std::string, size_t> unit_of;         // test ID -> units index
   std::map<std::string, size_t> unit_of_group;   // model|variant|target -> its shared unit
   std::map<std::string, size_t> unit_of_key;     // result key -> unit (identical subgraph tests share one)
+  std::map<std::string, std::string> original_of;  // model path|batch -> its fp32 original's hash
   try {
     fs::create_directories(export_dir);
     if (!fs::is_directory(export_dir)) throw PipelineError(export_dir + ": cannot create the export directory");
@@ -396,6 +423,16 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
       unit_of_key[u.key()] = units.size();
       for (const auto& w : u.model->warnings()) log(t->id + ": warning: " + w);
       store->put_model(u.model->hash(), u.model->bytes());
+      if ((t->variant.bf16 || t->variant.int8) && !u.range) {
+        // The fp32 original, for the whole model's end-to-end comparison
+        // (imported once per model and batch).
+        ImportOptions oi;
+        oi.batch = t->variant.batch == 1 ? 0 : t->variant.batch;
+        const std::string okey = t->model->path + "|" + std::to_string(oi.batch);
+        auto o = original_of.find(okey);
+        if (o == original_of.end()) o = original_of.emplace(okey, store_fp32_original(t->model->path, oi, *store)).first;
+        u.original_hash = o->second;
+      }
       unit_of[t->id] = units.size();
       if (!own) unit_of_group[group] = units.size();
       units.push_back(std::move(u));
@@ -500,6 +537,7 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
       ModelReport rep = unit_report(u, *store, run_id, o.tolerance, dir, log);
       write_report_files(rep, dir);
       TestRun r = run_from_report(rep, u.full_result);
+      select_compared(&r, spec.options.compare_with_original);
       if (u.full_result) {
         std::vector<LayerInfo> infos;
         if (u.fixed_assignment) {

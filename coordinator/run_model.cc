@@ -11,6 +11,7 @@
 #include "coordinator/assignment_file.h"
 #include "coordinator/debug_ir.h"
 #include "coordinator/discover_parts.h"
+#include "coordinator/fp32_original.h"
 #include "coordinator/local_serve.h"
 #include "pipeline/full_model.h"
 #include "pipeline/mlir.h"
@@ -52,6 +53,8 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
   AssignmentFile plan;
   onnx::ModelProto sub_proto;
   std::vector<LayerInfo> layers;
+  // A converted model's fp32 original (issue 29), for the end-to-end figure.
+  const std::string original = !o.original_model.empty() ? o.original_model : o.convert_bf16 ? o.model : "";
   try {
     if (!o.log_file.empty()) {
       logf.open(o.log_file, std::ios::app);
@@ -123,12 +126,18 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
     if (o.backend == "toolchain") u.plan.job_template.target = toolchain_target(o.toolchain_file);
     adopt_cache_file(lo.cache_dir, u.model->hash(), o.output_dir);
     store = Store::open(store_dir + "/db");
+    if (!original.empty() && !range) u.original_hash = store_fp32_original(original, io, *store);
   } catch (const std::exception& e) {
     adopt_cache_file("", "", o.output_dir);  // removes the copy if it is still there
     err << "torq-gen-config: error: " << e.what() << "\n";
     return 2;
   }
   say(out, logf, o.quiet, "run " + name + ": " + std::to_string(layers.size()) + " ops, assignment from " + plan.source);
+  if (!original.empty())
+    say(out, logf, o.quiet,
+        range ? "end to end: not measured for a subgraph (its outputs are no outputs of the fp32 original " + original +
+                    "; run the whole model for that figure)"
+              : "end to end: the outputs are also compared with the fp32 original " + original + " on the same input");
 
   // The unit: no layer jobs, one assigned run of the range (and the bisect).
   u.label = name;

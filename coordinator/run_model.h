@@ -24,6 +24,11 @@ namespace torq::coordinator {
 struct RunOptions {
   std::string model;
   std::string quantization;  // set when --quantize made `model` (checked against the report's variant)
+  // The fp32 model a converted variant was made from: set when --quantize
+  // made `model`; with convert_bf16 it is `model` itself. A run of the
+  // whole model runs it on the same input and reports the end-to-end
+  // figures against it (issue 29).
+  std::string original_model;
   std::string output_dir = ".";
   bool convert_bf16 = false;
   engine::Rounding rounding = engine::Rounding::kTruncate;

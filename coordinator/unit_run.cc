@@ -125,7 +125,8 @@ std::string units_run_id(const std::string& kind, const std::vector<RunUnit>& un
   std::map<std::string, std::string> digests;
   std::vector<std::string> parts;
   for (const auto& u : units)
-    parts.push_back(u.key() + "|" + u.model->hash() + "|" + plan_text(u.plan) + "|" + profiles_text(u.plan, digests));
+    parts.push_back(u.key() + "|" + u.model->hash() + "|" + plan_text(u.plan) + "|" + profiles_text(u.plan, digests) +
+                    (u.original_hash.empty() ? "" : "|original " + u.original_hash));
   std::sort(parts.begin(), parts.end());
   std::string key = kind;
   for (const auto& p : parts) key += "\n" + p;

@@ -82,6 +82,11 @@ struct RunUnit {
   // layer passed alone, `bisect` looks for the smallest failing range.
   std::function<bool(const pipeline::ExecResult&)> passes;
   bool bisect = false;
+  // A converted variant (bf16, int8): the model hash of the fp32 original
+  // it was made from (in the store or the workers' cache, for them to
+  // fetch). The assigned run of the whole model runs the original on the
+  // same input and compares with it too (ExecResult::e2e). Empty: none.
+  std::string original_hash;
   // State, filled while serving.
   bool full_issued = false;
   std::optional<pipeline::ExecResult> full_result;  // its result, once known

@@ -40,15 +40,46 @@ const T* verified_root(const AlignedBytes& bytes, size_t size, const char* what)
   return flatbuffers::GetRoot<T>(data);
 }
 
-flatbuffers::Offset<fb::Result> put_result(flatbuffers::FlatBufferBuilder& b, const ExecResult& r) {
+flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::OutputDiff>>> put_diffs(
+    flatbuffers::FlatBufferBuilder& b, const std::vector<OutputDiff>& diffs) {
   std::vector<flatbuffers::Offset<fb::OutputDiff>> outs;
-  for (const auto& o : r.outputs)
+  for (const auto& o : diffs)
     outs.push_back(fb::CreateOutputDiff(b, b.CreateString(o.name), o.max_abs, o.mean_abs, o.rmse, o.max_rel, o.pcc,
                                         o.over_tol, o.size, o.nan_mismatch));
+  return b.CreateVector(outs);
+}
+
+std::vector<OutputDiff> get_diffs(const flatbuffers::Vector<flatbuffers::Offset<fb::OutputDiff>>* v) {
+  std::vector<OutputDiff> out;
+  if (v)
+    for (const auto* o : *v) {
+      OutputDiff d;
+      d.name = str(o->name());
+      d.max_abs = o->max_abs();
+      d.mean_abs = o->mean_abs();
+      d.rmse = o->rmse();
+      d.max_rel = o->max_rel();
+      d.pcc = o->pcc();
+      d.over_tol = o->over_tol();
+      d.size = o->size();
+      d.nan_mismatch = o->nan_mismatch();
+      out.push_back(d);
+    }
+  return out;
+}
+
+flatbuffers::Offset<fb::Result> put_result(flatbuffers::FlatBufferBuilder& b, const ExecResult& r) {
+  auto ov = put_diffs(b, r.outputs);
+  flatbuffers::Offset<flatbuffers::String> e2e_ref, e2e_err;
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::OutputDiff>>> e2e_outs;
+  if (r.e2e) {
+    e2e_ref = b.CreateString(r.e2e->reference);
+    e2e_err = b.CreateString(r.e2e->error);
+    e2e_outs = put_diffs(b, r.e2e->outputs);
+  }
   auto job_id = b.CreateString(r.job_id);
   auto ec = b.CreateString(r.error_class);
   auto em = b.CreateString(r.error_message);
-  auto ov = b.CreateVector(outs);
   auto tol = put_tol(b, r.tolerance_used);
   auto wid = b.CreateString(r.worker_id);
   auto tc = b.CreateString(r.toolchain);
@@ -94,6 +125,11 @@ flatbuffers::Offset<fb::Result> put_result(flatbuffers::FlatBufferBuilder& b, co
   }
   if (!r.chip.empty()) rb.add_chip(chip);
   if (!r.profiles.empty()) rb.add_profiles(profiles);
+  if (r.e2e) {
+    rb.add_e2e_reference(e2e_ref);
+    rb.add_e2e_outputs(e2e_outs);
+    rb.add_e2e_error(e2e_err);
+  }
   return rb.Finish();
 }
 
@@ -108,20 +144,7 @@ ExecResult get_result(const fb::Result* r) {
   out.status = static_cast<Status>(st);
   out.error_class = str(r->error_class());
   out.error_message = str(r->error_message());
-  if (r->outputs())
-    for (const auto* o : *r->outputs()) {
-      OutputDiff d;
-      d.name = str(o->name());
-      d.max_abs = o->max_abs();
-      d.mean_abs = o->mean_abs();
-      d.rmse = o->rmse();
-      d.max_rel = o->max_rel();
-      d.pcc = o->pcc();
-      d.over_tol = o->over_tol();
-      d.size = o->size();
-      d.nan_mismatch = o->nan_mismatch();
-      out.outputs.push_back(d);
-    }
+  out.outputs = get_diffs(r->outputs());
   out.max_abs = r->max_abs();
   out.max_rel = r->max_rel();
   out.pcc = r->pcc();
@@ -144,6 +167,15 @@ ExecResult get_result(const fb::Result* r) {
   out.chip = str(r->chip());
   if (r->profiles())
     for (const auto* p : *r->profiles()) out.profiles.push_back({str(p->device_csv()), str(p->host_csv())});
+  if (r->e2e_reference()) {
+    out.e2e.emplace();
+    out.e2e->reference = str(r->e2e_reference());
+    out.e2e->outputs = get_diffs(r->e2e_outputs());
+    out.e2e->error = str(r->e2e_error());
+    if (out.e2e->outputs.empty() == out.e2e->error.empty())
+      throw PipelineError("result's end-to-end comparison has " +
+                          std::string(out.e2e->outputs.empty() ? "neither outputs nor an error" : "both outputs and an error"));
+  }
   if (out.layer_ms.size() != out.placed.size())
     throw PipelineError("result has " + std::to_string(out.layer_ms.size()) + " layer times for " +
                         std::to_string(out.placed.size()) + " placed layers");
@@ -173,6 +205,7 @@ std::string encode_job(const JobSpec& j) {
     exec_targets = b.CreateVectorOfStrings(j.executor_targets);
     if (!j.decide.empty()) decide = b.CreateVector(j.decide);
   }
+  auto original = j.original_hash.empty() ? flatbuffers::Offset<flatbuffers::String>() : b.CreateString(j.original_hash);
   auto tags = j.tags.empty() ? flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>>()
                              : b.CreateVectorOfStrings(j.tags);
   fb::JobBuilder jb(b);
@@ -193,6 +226,7 @@ std::string encode_job(const JobSpec& j) {
   if (!j.result_key.empty()) jb.add_result_key(rkey);
   if (!j.tags.empty()) jb.add_tags(tags);
   if (j.collect_profile) jb.add_collect_profile(true);
+  if (!j.original_hash.empty()) jb.add_original_model_hash(original);
   if (!j.assignment.empty()) {
     jb.add_assignment(assignment);
     jb.add_executor_targets(exec_targets);
@@ -226,6 +260,8 @@ void check_job(const fb::Job* j) {
   if (assigned != 0 && assigned != j->last_node() - j->first_node() + 1)
     throw PipelineError("job assignment has " + std::to_string(assigned) + " executors for " +
                         std::to_string(j->last_node() - j->first_node() + 1) + " layers");
+  if (j->original_model_hash() && j->original_model_hash()->size() != 0 && assigned == 0)
+    throw PipelineError("job names an fp32 original but is not an assigned run");
   const size_t targets = j->executor_targets() ? j->executor_targets()->size() : 0;
   if (targets != 0 && targets != 3) throw PipelineError("job executor_targets must name 0 or 3 targets");
 }
@@ -266,6 +302,7 @@ JobSpec decode_job(const void* data, size_t size) {
   if (j->tags())
     for (const auto* t : *j->tags()) out.tags.push_back(str(t));
   out.collect_profile = j->collect_profile();
+  out.original_hash = str(j->original_model_hash());
   return out;
 }
 

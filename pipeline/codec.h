@@ -42,6 +42,10 @@ struct JobSpec {
   // Device tags the serving worker must offer (sorted, unique); empty: any.
   std::vector<std::string> tags;
   bool collect_profile = false;  // return the profiling CSVs with the result
+  // An assigned run of a whole converted model: the model hash of the fp32
+  // original it was converted from (the worker runs it on the same input
+  // and compares the graph outputs with it too: ExecResult::e2e). Empty: none.
+  std::string original_hash;
 };
 
 // The key a job's results are stored under (result_key, else model_hash).

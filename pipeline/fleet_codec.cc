@@ -188,6 +188,9 @@ FleetMessage decode_fleet_message(const void* data, size_t size, size_t max_byte
       m.job_bytes.assign(reinterpret_cast<const char*>(j->job()->data()), j->job()->size());
       m.job = decode_job(m.job_bytes.data(), m.job_bytes.size());
       require_hash(m.job.model_hash, "JOB");
+      // (The worker fetches the original as a blob too: a hostile path
+      // there would name a file outside its cache.)
+      if (!m.job.original_hash.empty()) require_hash(m.job.original_hash, "JOB original");
       if (m.job.id.empty()) throw PipelineError("JOB without a job id");
       return m;
     }

@@ -44,6 +44,25 @@ json metrics_json(const ExecResult& r) {
   return m;
 }
 
+// The end-to-end comparison (against the fp32 original), figures as
+// metrics_json's, or the reason there are none.
+json e2e_json(const ExecResult::EndToEnd& e) {
+  json m;
+  m["reference"] = e.reference;
+  if (!e.error.empty()) {
+    m["error"] = e.error;
+    return m;
+  }
+  ExecResult as;
+  as.outputs = e.outputs;
+  as.pcc = e.pcc();
+  as.max_abs = e.max_abs();
+  as.max_rel = e.max_rel();
+  const json figures = metrics_json(as);
+  for (auto it = figures.begin(); it != figures.end(); ++it) m[it.key()] = it.value();
+  return m;
+}
+
 std::string layer_name(const FullModelRun& run, uint32_t model_index) {
   const size_t i = model_index - run.range.first;
   return i < run.layers.size() ? run.layers[i].id : std::to_string(model_index);
@@ -113,6 +132,12 @@ json full_model_json(const FullModelRun& run) {
   j["executor_counts"] = counts;
   j["compiler_decided"] = decided;
   j["metrics"] = metrics_json(r);
+  if (r.e2e) {
+    // Beside the executors' error against the converted model's own
+    // reference: what the converted model costs against its fp32 original.
+    j["metrics"]["reference"] = "this (converted) model on the fp32 host reference";
+    j["end_to_end"] = e2e_json(*r.e2e);
+  }
   j["rule"] = rule_text(run.rule);
   j["simulated_time_ms"] = sim;
   j["worker"] = r.worker_id;
@@ -148,6 +173,14 @@ std::string full_model_text(const FullModelRun& run) {
     s += "  Number of differences: " + std::to_string(bad) + " out of " + std::to_string(n) + " [" +
          num(n ? 100.0 * static_cast<double>(bad) / static_cast<double>(n) : 0, "%.2f") + "%]\n";
     s += "  PCC: " + num(r.pcc, "%.6f") + "\n";
+    if (r.e2e) {
+      s += "  (above: against this converted model on the fp32 host reference)\n";
+      if (!r.e2e->error.empty())
+        s += "  End to end, against the " + r.e2e->reference + ": " + r.e2e->error + "\n";
+      else
+        s += "  End to end, against the " + r.e2e->reference + ": PCC " + num(r.e2e->pcc(), "%.6f") +
+             ", max abs " + num(r.e2e->max_abs()) + ", max rel " + num(r.e2e->max_rel()) + "\n";
+    }
   }
   const json j = full_model_json(run);
   if (j["placement"] == "compiler")

@@ -81,6 +81,7 @@ const char* mode_name(Mode m);                // "discover", "run", "subgraph"
 struct Variant {
   std::string name = "fp32";   // the ID part
   bool bf16 = false;           // dtype bf16: the pipeline's auto-conversion
+  bool bf16_rne = false;       // with bf16: rounding rne (round to nearest even), else truncate
   bool int8 = false;           // dtype int8: static int8 QDQ (torq-gen-config quantize)
   bool per_channel = false;    // with int8: per-output-channel weight scales
   int batch = 1;
@@ -130,6 +131,12 @@ struct SpecOptions {
   // 0.2: 20%) and than time_floor_ms is drift. Unset: diff's defaults.
   // Not part of the run id (they judge results, they make none).
   std::optional<double> pcc_drift, time_drift, time_floor_ms;
+  // What the comparators judge a converted variant's (bf16, int8) assigned
+  // run of the whole model against: the fp32 original on the same input
+  // (true, default: end to end, as tt-xla judges against the framework's
+  // fp32 golden), or the converted model's own fp32 host reference
+  // (false, `compare_with: converted`: the executors' error alone).
+  bool compare_with_original = true;
 };
 
 struct Preset {
@@ -233,6 +240,17 @@ struct TestRun {
   double pcc = -1;
   double max_abs = -1, max_rel = -1;
   bool full_model = false;              // pcc/max_* come from an assigned full-model run
+  // A converted variant's (bf16, int8) assigned run of the whole model has
+  // two comparisons: against the fp32 original on the same input (end to
+  // end; e2e_error says why there is none) and against the converted
+  // model's own fp32 host reference (the executors' error alone). pcc and
+  // max_* hold the one options.compare_with selects, `judged_against` names
+  // it ("" for an fp32 model: its reference is the original itself).
+  bool e2e = false;
+  double e2e_pcc = -1, e2e_max_abs = -1, e2e_max_rel = -1;
+  std::string e2e_error;
+  double converted_pcc = -1, converted_max_abs = -1, converted_max_rel = -1;
+  std::string judged_against;           // "the fp32 original" | "the converted model" | ""
   // Auto-bisect of a failing assigned run: "a..b (id_a .. id_b): figures".
   std::string failing_range;
   // With options.collect_profile: the assigned run's "Host Profile
@@ -270,6 +288,15 @@ struct TestResult {
 //    failed_step (import → FAILED_FE_COMPILATION, compile → FAILED_COMPILATION,
 //    runtime → FAILED_RUNTIME, result → INCORRECT_RESULT).
 TestResult judge(const TestCase& test, const TestRun& run, bool strict_xfail);
+
+// judged_against's values.
+inline constexpr const char* kAgainstOriginal = "the fp32 original";
+inline constexpr const char* kAgainstConverted = "the converted model";
+// For a run with both comparisons (run->e2e): puts the one the comparators
+// judge into pcc/max_* (options.compare_with: the fp32 original when
+// `with_original`, else the converted model) and names it in
+// judged_against. Nothing for a run with one.
+void select_compared(TestRun* run, bool with_original);
 
 // True for an unexpected outcome (failed, or xpassed): exit code 1.
 bool unexpected(const TestResult& r);

@@ -119,7 +119,7 @@ std::string enum_td(const std::string& name) {
 std::string matrix_html(const std::vector<TestResult>& results, const std::map<std::string, ModelReport>& reports) {
   std::string h = "<h2>Tests</h2>\n<div class=\"scroll\">\n<table id=\"matrix\">\n<thead><tr>";
   for (const char* col : {"ID", "model", "variant", "target", "mode", "outcome", "since previous run", "bringup",
-                          "status", "PCC",
+                          "status", "PCC", "PCC vs fp32 original / vs converted",
                           "required PCC", "layers", "critical failures", "executors", "wall s", "message"})
     h += std::string("<th>") + col + "</th>";
   h += "</tr></thead>\n<tbody>\n";
@@ -138,6 +138,9 @@ std::string matrix_html(const std::vector<TestResult>& results, const std::map<s
     h += enum_td(bringup_name(r.bringup)) + enum_td(test_status_name(t.config.status));
     const bool below = r.run.pcc >= 0 && t.config.assert_pcc && r.run.pcc < t.config.required_pcc;
     h += td(below ? "num below" : "num", metric(r.run.pcc, true));
+    h += td("num", r.run.e2e ? metric(r.run.e2e_pcc, true) + " / " + metric(r.run.converted_pcc, true) +
+                                   " (judged: " + r.run.judged_against + ")"
+                             : "-");
     h += td("num", metric(t.config.required_pcc, true));
     h += td("num", std::to_string(r.run.layers)) + td("num", std::to_string(r.run.critical_failures));
     h += td("", detail::distribution_text(r.run.executor_distribution, ", "));

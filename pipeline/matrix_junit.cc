@@ -69,6 +69,14 @@ std::string testcase_xml(const TestResult& r, const RunInfo& info) {
   x += property("bringup_status", bringup_name(r.bringup));
   x += property("status", test_status_name(t.config.status));
   x += property("pcc", metric(r.run.pcc));
+  if (r.run.e2e) {  // a converted variant: both comparisons, and which one was judged
+    x += property("pcc_against", r.run.judged_against);
+    x += property("e2e_pcc", metric(r.run.e2e_pcc));
+    x += property("e2e_max_abs", metric(r.run.e2e_max_abs));
+    x += property("e2e_max_rel", metric(r.run.e2e_max_rel));
+    if (!r.run.e2e_error.empty()) x += property("e2e_error", r.run.e2e_error);
+    x += property("converted_pcc", metric(r.run.converted_pcc));
+  }
   x += property("required_pcc", metric(t.config.required_pcc));
   x += property("layers", std::to_string(r.run.layers));
   x += property("critical_failures", std::to_string(r.run.critical_failures));
@@ -177,6 +185,19 @@ nlohmann::json summary_json(const std::vector<TestResult>& results, const RunInf
                      {"max_abs", number_or_null(r.run.max_abs)},
                      {"max_rel", number_or_null(r.run.max_rel)},
                      {"full_model", r.run.full_model},
+                     {"pcc_against", r.run.judged_against.empty() ? nlohmann::json(nullptr)
+                                                                  : nlohmann::json(r.run.judged_against)},
+                     {"end_to_end", !r.run.e2e ? nlohmann::json(nullptr)
+                                               : nlohmann::json{{"against", kAgainstOriginal},
+                                                                {"pcc", number_or_null(r.run.e2e_pcc)},
+                                                                {"max_abs", number_or_null(r.run.e2e_max_abs)},
+                                                                {"max_rel", number_or_null(r.run.e2e_max_rel)},
+                                                                {"error", r.run.e2e_error}}},
+                     {"converted", !r.run.e2e ? nlohmann::json(nullptr)
+                                              : nlohmann::json{{"against", kAgainstConverted},
+                                                               {"pcc", number_or_null(r.run.converted_pcc)},
+                                                               {"max_abs", number_or_null(r.run.converted_max_abs)},
+                                                               {"max_rel", number_or_null(r.run.converted_max_rel)}}},
                      {"first_failing_range", r.run.failing_range},
                      {"required_pcc", t.config.required_pcc},
                      {"layers", r.run.layers},

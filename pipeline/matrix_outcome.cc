@@ -47,6 +47,21 @@ bool in(const std::vector<std::string>& list, const std::string& s) {
 
 }  // namespace
 
+void select_compared(TestRun* run, bool with_original) {
+  if (!run->e2e) return;
+  if (with_original) {
+    run->pcc = run->e2e_pcc;
+    run->max_abs = run->e2e_max_abs;
+    run->max_rel = run->e2e_max_rel;
+    run->judged_against = kAgainstOriginal;
+  } else {
+    run->pcc = run->converted_pcc;
+    run->max_abs = run->converted_max_abs;
+    run->max_rel = run->converted_max_rel;
+    run->judged_against = kAgainstConverted;
+  }
+}
+
 namespace detail {
 
 bool raw_pass(const TestConfig& c, const TestRun& run, std::string* why, Bringup* bringup) {
@@ -62,18 +77,23 @@ bool raw_pass(const TestConfig& c, const TestRun& run, std::string* why, Bringup
     return fail(Bringup::kFailedRuntime, std::to_string(run.critical_failures) + " critical failure" +
                                              (run.critical_failures == 1 ? "" : "s") +
                                              (run.message.empty() ? "" : ": " + run.message));
-  if (c.assert_pcc && run.pcc == -1) return fail(Bringup::kIncorrectResult, "pcc unknown (no compared result)");
+  // What the figures were measured against, when a converted variant has two.
+  const std::string against = run.judged_against.empty() ? "" : " against " + run.judged_against;
+  const std::string unknown =
+      run.e2e_error.empty() || run.judged_against != kAgainstOriginal ? "no compared result" : run.e2e_error;
+  if (c.assert_pcc && run.pcc == -1) return fail(Bringup::kIncorrectResult, "pcc" + against + " unknown (" + unknown + ")");
   if (c.assert_pcc && !(run.pcc >= c.required_pcc))
-    return fail(Bringup::kIncorrectResult, "pcc " + figure(run.pcc) + " below required " + figure(c.required_pcc));
+    return fail(Bringup::kIncorrectResult,
+                "pcc " + figure(run.pcc) + against + " below required " + figure(c.required_pcc));
   if (c.assert_allclose) {
     if (run.max_abs < 0 && run.max_rel < 0)
-      return fail(Bringup::kIncorrectResult, "allclose unknown (no compared result)");
+      return fail(Bringup::kIncorrectResult, "allclose" + against + " unknown (" + unknown + ")");
     const bool abs_ok = run.max_abs >= 0 && run.max_abs <= c.allclose_atol;
     const bool rel_ok = run.max_rel >= 0 && run.max_rel <= c.allclose_rtol;
     if (!abs_ok && !rel_ok)
-      return fail(Bringup::kIncorrectResult, "not allclose: max_abs " + figure(run.max_abs) + " > atol " +
-                                                 figure(c.allclose_atol) + " and max_rel " + figure(run.max_rel) +
-                                                 " > rtol " + figure(c.allclose_rtol));
+      return fail(Bringup::kIncorrectResult, "not allclose" + against + ": max_abs " + figure(run.max_abs) +
+                                                 " > atol " + figure(c.allclose_atol) + " and max_rel " +
+                                                 figure(run.max_rel) + " > rtol " + figure(c.allclose_rtol));
   }
   *bringup = Bringup::kPassed;
   why->clear();

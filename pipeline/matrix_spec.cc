@@ -180,12 +180,13 @@ class SpecParser {
   Variant variant(const YAML::Node& item) const {
     Variant v;
     if (!item.IsMap()) {
-      v.name = r_.choice(item, {"fp32", "bf16", "int8"}, "variant");
-      v.bf16 = v.name == "bf16";
+      v.name = r_.choice(item, {"fp32", "bf16", "bf16-rne", "int8"}, "variant");
+      v.bf16 = v.name == "bf16" || v.name == "bf16-rne";
+      v.bf16_rne = v.name == "bf16-rne";
       v.int8 = v.name == "int8";
       return v;
     }
-    r_.expect_map(item, {"name", "dtype", "per_channel", "batch", "inputs", "seed"}, "variant");
+    r_.expect_map(item, {"name", "dtype", "rounding", "per_channel", "batch", "inputs", "seed"}, "variant");
     const std::string dtype = item["dtype"] ? r_.choice(item["dtype"], {"fp32", "bf16", "int8"}, "dtype") : "fp32";
     v.bf16 = dtype == "bf16";
     v.int8 = dtype == "int8";
@@ -193,7 +194,11 @@ class SpecParser {
       v.per_channel = r_.boolean(item["per_channel"], "per_channel");
       if (!v.int8) r_.fail(item["per_channel"], "per_channel needs dtype: int8 (it is a weight-quantization option)");
     }
-    v.name = v.per_channel ? "int8-pc" : dtype;
+    if (item["rounding"]) {
+      v.bf16_rne = r_.choice(item["rounding"], {"truncate", "rne"}, "rounding") == "rne";
+      if (!v.bf16) r_.fail(item["rounding"], "rounding needs dtype: bf16 (it is the bf16 conversion's rounding)");
+    }
+    v.name = v.per_channel ? "int8-pc" : v.bf16_rne ? "bf16-rne" : dtype;
     if (item["name"]) {
       v.name = r_.str(item["name"], "variant name");
       check_name(item["name"], v.name, "variant name");
@@ -358,9 +363,11 @@ class SpecParser {
 
   SpecOptions options(const YAML::Node& n) const {
     r_.expect_map(n, {"dedup", "skip_mode", "timing_runs", "job_timeout_ms", "missing_tags", "missing_tags_wait_s",
-                      "collect_profile", "pcc_drift", "time_drift", "time_floor_ms"},
+                      "collect_profile", "pcc_drift", "time_drift", "time_floor_ms", "compare_with"},
                   "options");
     SpecOptions o;
+    if (n["compare_with"])
+      o.compare_with_original = r_.choice(n["compare_with"], {"fp32_original", "converted"}, "compare_with") == "fp32_original";
     for (const auto& [key, into] : {std::pair{"pcc_drift", &o.pcc_drift}, std::pair{"time_drift", &o.time_drift},
                                     std::pair{"time_floor_ms", &o.time_floor_ms}})
       if (n[key]) *into = non_negative(n[key], key);

@@ -290,6 +290,7 @@ std::string cache_key(const JobSpec& j, const std::string& profile_digest, const
   s += '|';
   s += engine_identity;
   if (j.collect_profile) s += "|profile";
+  if (!j.original_hash.empty()) s += "|original:" + j.original_hash;
   if (!j.assignment.empty()) {  // an assigned full-model run: where each layer ran
     s += "|assigned:";
     for (Executor e : j.assignment) s += std::to_string(static_cast<int>(e));

@@ -67,6 +67,18 @@ struct ExecResult {
   // and its simulated/device time (ms).
   std::vector<Executor> placed;
   std::vector<double> layer_ms;
+  // An assigned run of a whole converted model (bf16, int8) only: its graph
+  // outputs against the fp32 original's on the same input (issue 29).
+  struct EndToEnd {
+    std::string reference;            // what the outputs were compared with
+    std::vector<OutputDiff> outputs;
+    std::string error;                // why no comparison was made (outputs empty)
+    double pcc() const;               // lowest over outputs; -1 with none
+    double max_abs() const;           // worst over outputs; -1 with none
+    double max_rel() const;
+    bool operator==(const EndToEnd&) const;
+  };
+  std::optional<EndToEnd> e2e;
 };
 
 // Keys of a report file this tool does not know, in file order, each with

@@ -37,6 +37,46 @@ TEST(Codec, JobAndResultRoundTrip) {
   ASSERT_EQ(rb.outputs.size(), 1u);
   EXPECT_EQ(rb.outputs[0].over_tol, 7);
   EXPECT_EQ(rb.runtime_ms, 0.125);
+  EXPECT_FALSE(rb.e2e);
+}
+
+// An assigned run of a converted model names its fp32 original; its result
+// carries the end-to-end comparison, or why there is none.
+TEST(Codec, EndToEndComparisonRoundTrips) {
+  JobSpec j;
+  j.id = "k/0/host";
+  j.model_hash = "abc";
+  j.last_node = 1;
+  j.assignment = {Executor::kNss, Executor::kCss};
+  j.executor_targets = {"", "", ""};
+  j.original_hash = "def";
+  std::string bytes = encode_job(j);
+  EXPECT_EQ(decode_job(bytes.data(), bytes.size()).original_hash, "def");
+  j.assignment.clear();
+  j.executor_targets.clear();
+  bytes = encode_job(j);
+  EXPECT_THROW(decode_job(bytes.data(), bytes.size()), PipelineError);  // only an assigned run has one
+  ExecResult r;
+  r.e2e.emplace();
+  r.e2e->reference = "fp32 original def on the same input";
+  r.e2e->outputs.push_back({"y", 0.5, 0.1, 0.2, 3.0, 0.976, 40, 1000, 0});
+  r.e2e->outputs.push_back({"z", 0.25, 0.1, 0.2, 4.0, 0.99, 4, 10, 0});
+  bytes = encode_result(r);
+  ExecResult back = decode_result(bytes.data(), bytes.size());
+  ASSERT_TRUE(back.e2e);
+  EXPECT_EQ(*back.e2e, *r.e2e);
+  EXPECT_EQ(back.e2e->pcc(), 0.976);
+  EXPECT_EQ(back.e2e->max_abs(), 0.5);
+  EXPECT_EQ(back.e2e->max_rel(), 4.0);
+  r.e2e->outputs.clear();
+  r.e2e->error = "not measured";
+  bytes = encode_result(r);
+  back = decode_result(bytes.data(), bytes.size());
+  EXPECT_EQ(back.e2e->error, "not measured");
+  EXPECT_EQ(back.e2e->pcc(), -1);
+  r.e2e->error.clear();  // neither figures nor a reason: not a result
+  bytes = encode_result(r);
+  EXPECT_THROW(decode_result(bytes.data(), bytes.size()), PipelineError);
 }
 
 // Frames from ZeroMQ and RocksDB slices come at any address: decoding one
@@ -237,6 +277,9 @@ TEST(Planner, CacheKeyChangesWithEveryInput) {
   EXPECT_NE(cache_key(j, "p2", "e"), base);
   k = j;
   k.bf16_rne = true;
+  EXPECT_NE(cache_key(k, "p", "e"), base);
+  k = j;
+  k.original_hash = "o";  // a run compared end to end is another result
   EXPECT_NE(cache_key(k, "p", "e"), base);
   EXPECT_EQ(cache_key(j, "p", "e"), base);
 }

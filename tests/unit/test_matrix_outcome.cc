@@ -34,6 +34,47 @@ TestRun failing_run(const std::string& step, const std::string& message) {
   return r;
 }
 
+// A converted variant's run has two comparisons; the comparators judge the
+// one the spec selects, and their message says which.
+TEST(MatrixOutcome, AConvertedRunIsJudgedAgainstTheComparisonTheSpecSelects) {
+  TestCase t = make_test(TestStatus::kExpectedPassing);
+  t.config.required_pcc = 0.99;
+  TestRun run = passing_run(1.0);
+  run.e2e = true;
+  run.converted_pcc = 1.0;
+  run.converted_max_abs = 0;
+  run.converted_max_rel = 0;
+  run.e2e_pcc = 0.976;
+  run.e2e_max_abs = 0.5;
+  run.e2e_max_rel = 3;
+  TestRun original = run, converted = run;
+  select_compared(&original, true);
+  select_compared(&converted, false);
+  EXPECT_EQ(original.pcc, 0.976);
+  EXPECT_EQ(original.max_abs, 0.5);
+  EXPECT_EQ(original.judged_against, "the fp32 original");
+  EXPECT_EQ(converted.pcc, 1.0);
+  EXPECT_EQ(converted.max_rel, 0.0);
+  EXPECT_EQ(converted.judged_against, "the converted model");
+  const TestResult a = judge(t, original, false);
+  EXPECT_EQ(a.outcome, Outcome::kFailed);
+  EXPECT_EQ(a.bringup, Bringup::kIncorrectResult);
+  EXPECT_EQ(a.message, "pcc 0.976 against the fp32 original below required 0.99");
+  EXPECT_EQ(judge(t, converted, false).outcome, Outcome::kPassed);
+  // No end-to-end figure (the original could not run): unknown, and why.
+  TestRun none = run;
+  none.e2e_pcc = none.e2e_max_abs = none.e2e_max_rel = -1;
+  none.e2e_error = "the fp32 original's run failed: boom";
+  select_compared(&none, true);
+  EXPECT_EQ(judge(t, none, false).message,
+            "pcc against the fp32 original unknown (the fp32 original's run failed: boom)");
+  // An fp32 run has one comparison: nothing to select.
+  TestRun fp32 = passing_run(0.5);
+  select_compared(&fp32, true);
+  EXPECT_EQ(fp32.pcc, 0.5);
+  EXPECT_EQ(fp32.judged_against, "");
+}
+
 TEST(MatrixOutcome, Names) {
   EXPECT_STREQ(outcome_name(Outcome::kXpassed), "xpassed");
   EXPECT_STREQ(outcome_name(Outcome::kSkipped), "skipped");

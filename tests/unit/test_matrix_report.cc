@@ -183,6 +183,9 @@ TEST(MatrixReport, SummaryTestFields) {
                                            {"max_abs", 0.25},
                                            {"max_rel", nullptr},
                                            {"full_model", false},
+                                           {"pcc_against", nullptr},
+                                           {"end_to_end", nullptr},
+                                           {"converted", nullptr},
                                            {"first_failing_range", ""},
                                            {"required_pcc", 0.99},
                                            {"layers", 3},
@@ -194,6 +197,28 @@ TEST(MatrixReport, SummaryTestFields) {
                                            {"report", "out/r.json"}}));
   EXPECT_EQ(j["tests"][1]["pcc"], nullptr);
   EXPECT_EQ(j["tests"][1]["report"], nullptr);
+  // A converted variant: both comparisons, and which one was judged.
+  TestRun& c = s.results[0].run;
+  c.e2e = true;
+  c.e2e_pcc = 0.976;
+  c.e2e_max_abs = 0.5;
+  c.converted_pcc = 1;
+  c.converted_max_abs = 0;
+  c.converted_max_rel = 0;
+  select_compared(&c, true);
+  const nlohmann::json jc = summary_json(s.results, info);
+  EXPECT_EQ(jc["tests"][0]["pcc"], 0.976);
+  EXPECT_EQ(jc["tests"][0]["pcc_against"], "the fp32 original");
+  EXPECT_EQ(jc["tests"][0]["end_to_end"], nlohmann::json({{"against", "the fp32 original"}, {"pcc", 0.976},
+                                                          {"max_abs", 0.5}, {"max_rel", nullptr}, {"error", ""}}));
+  EXPECT_EQ(jc["tests"][0]["converted"], nlohmann::json({{"against", "the converted model"}, {"pcc", 1.0},
+                                                         {"max_abs", 0.0}, {"max_rel", 0.0}}));
+  const std::string xml = junit_xml(s.results, info);
+  for (const char* p : {"<property name=\"pcc\" value=\"0.976\"/>",
+                        "<property name=\"pcc_against\" value=\"the fp32 original\"/>",
+                        "<property name=\"e2e_pcc\" value=\"0.976\"/>",
+                        "<property name=\"converted_pcc\" value=\"1\"/>"})
+    EXPECT_NE(xml.find(p), std::string::npos) << p << "\n" << xml;
   EXPECT_EQ(j["tests"][1]["message"], "<not> supported & \"skipped\"");
   EXPECT_EQ(j["tests"][1]["bringup_status"], "UNKNOWN");
   EXPECT_EQ(j["run"]["spec"], "m.yaml");

@@ -176,14 +176,44 @@ TEST(MatrixSpec, Int8VariantsAreQuantizedPerTensorOrPerChannel) {
   EXPECT_EQ(s.variants[2].seed, 3u);
 }
 
+TEST(MatrixSpec, Bf16VariantsTruncateOrRoundToNearestEven) {
+  const Spec s = parse_spec("models: []\nvariants: [bf16, bf16-rne, {dtype: bf16, rounding: rne, name: r2}, "
+                            "{dtype: bf16, rounding: truncate, name: t2}]\n", "s.yaml");
+  ASSERT_EQ(s.variants.size(), 4u);
+  EXPECT_EQ(s.variants[0].name, "bf16");
+  EXPECT_TRUE(s.variants[0].bf16);
+  EXPECT_FALSE(s.variants[0].bf16_rne);
+  EXPECT_EQ(s.variants[1].name, "bf16-rne");
+  EXPECT_TRUE(s.variants[1].bf16);
+  EXPECT_TRUE(s.variants[1].bf16_rne);
+  EXPECT_TRUE(s.variants[2].bf16_rne);
+  EXPECT_EQ(s.variants[2].name, "r2");
+  EXPECT_FALSE(s.variants[3].bf16_rne);
+  EXPECT_EQ(parse_spec("models: []\nvariants: [{dtype: bf16, rounding: rne}]\n", "s.yaml").variants[0].name,
+            "bf16-rne");
+  EXPECT_EQ(error_of([] { parse_spec("models: []\nvariants: [{dtype: int8, rounding: rne}]\n", "s.yaml"); }),
+            "s.yaml:2:36: rounding needs dtype: bf16 (it is the bf16 conversion's rounding)");
+  EXPECT_EQ(error_of([] { parse_spec("models: []\nvariants: [{dtype: bf16, rounding: nearest}]\n", "s.yaml"); }),
+            "s.yaml:2:36: bad value 'nearest' for rounding; expected one of: truncate, rne");
+}
+
+TEST(MatrixSpec, ConvertedVariantsAreJudgedAgainstTheFp32OriginalUnlessTheSpecSaysConverted) {
+  EXPECT_TRUE(parse_spec("models: []\n", "s.yaml").options.compare_with_original);
+  EXPECT_TRUE(parse_spec("models: []\noptions: {compare_with: fp32_original}\n", "s.yaml").options.compare_with_original);
+  EXPECT_FALSE(parse_spec("models: []\noptions: {compare_with: converted}\n", "s.yaml").options.compare_with_original);
+  EXPECT_EQ(error_of([] { parse_spec("models: []\noptions: {compare_with: original}\n", "s.yaml"); }),
+            "s.yaml:2:25: bad value 'original' for compare_with; expected one of: fp32_original, converted");
+}
+
 TEST(MatrixSpec, BadVariants) {
   EXPECT_EQ(error_of([] { parse_spec("models: []\nvariants: [fp16]\n", "s.yaml"); }),
-            "s.yaml:2:12: bad value 'fp16' for variant (did you mean 'fp32'?); expected one of: fp32, bf16, int8");
+            "s.yaml:2:12: bad value 'fp16' for variant (did you mean 'fp32'?); expected one of: fp32, bf16, bf16-rne, "
+            "int8");
   EXPECT_EQ(error_of([] { parse_spec("models: []\nvariants: [{dtype: bf16, per_channel: true}]\n", "s.yaml"); }),
             "s.yaml:2:39: per_channel needs dtype: int8 (it is a weight-quantization option)");
   EXPECT_EQ(error_of([] { parse_spec("models: []\nvariants: [{dtype: int8, per_chanel: true}]\n", "s.yaml"); }),
             "s.yaml:2:26: unknown key 'per_chanel' in variant (did you mean 'per_channel'?); allowed: batch, dtype, "
-            "inputs, name, per_channel, seed");
+            "inputs, name, per_channel, rounding, seed");
   EXPECT_EQ(error_of([] { parse_spec("models: []\nvariants: [{name: b, batch: 0}]\n", "s.yaml"); }),
             "s.yaml:2:29: batch must be >= 1, got 0");
   EXPECT_EQ(error_of([] { parse_spec("models: []\nvariants: [{name: b, batch: two}]\n", "s.yaml"); }),
@@ -262,7 +292,7 @@ TEST(MatrixSpec, DriftThresholdOptions) {
             "s.yaml:2:26: time_floor_ms must be a finite number >= 0, got 'nan'");
   EXPECT_EQ(error_of([] { parse_spec("models: []\noptions:\n  pcc_drfit: 0.01\n", "s.yaml"); }),
             "s.yaml:3:3: unknown key 'pcc_drfit' in options (did you mean 'pcc_drift'?); allowed: collect_profile, "
-            "dedup, job_timeout_ms, missing_tags, missing_tags_wait_s, pcc_drift, skip_mode, time_drift, "
+            "compare_with, dedup, job_timeout_ms, missing_tags, missing_tags_wait_s, pcc_drift, skip_mode, time_drift, "
             "time_floor_ms, timing_runs");
 }
 

@@ -366,15 +366,23 @@ struct FleetWorker::Impl {
       else sleeping.emplace_back(Clock::now() + milliseconds(bench_ms), job);
       return;
     }
-    if (have_model(job.model_hash)) {
-      pool->submit(job);
+    submit_or_park(job);
+  }
+
+  // To the pool once every model the job reads is in the cache (its model,
+  // and the fp32 original of an end-to-end comparison); else parked on the
+  // first missing one, whose fetch starts unless it is under way.
+  void submit_or_park(const JobSpec& job) {
+    for (const std::string* hash : {&job.model_hash, &job.original_hash}) {
+      if (hash->empty() || have_model(*hash)) continue;
+      auto& waiting = parked[*hash];
+      if (waiting.empty())
+        fetches[*hash] = std::make_unique<BlobFetch>(*hash, opt.cache_dir, kBlobChunkBytes, kBlobWindow,
+                                                     [this](const std::string& msg) { send(msg); });
+      waiting.push_back(job);
       return;
     }
-    auto& waiting = parked[job.model_hash];
-    if (waiting.empty())
-      fetches[job.model_hash] = std::make_unique<BlobFetch>(job.model_hash, opt.cache_dir, kBlobChunkBytes, kBlobWindow,
-                                                            [this](const std::string& msg) { send(msg); });
-    waiting.push_back(job);
+    pool->submit(job);
   }
 
   // One chunk of a blob being fetched; when it is complete (or failed), its
@@ -393,7 +401,7 @@ struct FleetWorker::Impl {
     std::vector<JobSpec> jobs = std::move(parked[m.hash]);
     parked.erase(m.hash);
     for (const auto& j : jobs) {
-      if (problem.empty()) pool->submit(j);
+      if (problem.empty()) submit_or_park(j);
       else fail(j, "fetch", problem);
     }
   }

@@ -427,6 +427,11 @@ ExecResult JobRunner::run_assigned(const JobSpec& job, ModelState& ms, ExecResul
   r.runtime_ms = sim_ms;
   r.timing_runs = 1;
   pipeline::judge(&r, job.tolerance);
+  if (!job.original_hash.empty()) try {
+      r.e2e = end_to_end(job, ms, assigned);
+    } catch (const std::exception& e) {
+      return fail("fetch", e.what());
+    }
   r.host_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   return r;
 }
@@ -462,16 +467,88 @@ ExecResult JobRunner::run_assigned_whole(const JobSpec& job, ModelState& ms, Exe
   if (!lr.ok) return fail(lr.error_class, what + " compiled with their executor map: " + lr.error_message);
   r.chip = lr.chip;
   if (job.collect_profile) r.profiles.push_back({lr.device_csv, lr.host_csv});
+  std::map<std::string, Tensor> values = assigned;  // the inputs, then the outputs (end_to_end)
   for (size_t o = 0; o < sm.outs.size(); ++o) {
     const std::optional<Tensor> x = ms.value(sm.outs[o]);
     if (o >= lr.outputs.size() || !x) return fail("runtime", "output '" + sm.outs[o] + "' was not computed by the assigned run");
-    r.outputs.push_back(diff_output(sm.outs[o], in_model_type(x, lr.outputs[o], job.bf16_rne), *x, job.tolerance));
+    Tensor got = in_model_type(x, lr.outputs[o], job.bf16_rne);
+    r.outputs.push_back(diff_output(sm.outs[o], got, *x, job.tolerance));
+    values.insert_or_assign(sm.outs[o], std::move(got));
   }
   r.runtime_ms = lr.runtime_ms;
   r.timing_runs = 1;
   pipeline::judge(&r, job.tolerance);
+  if (!job.original_hash.empty()) try {
+      r.e2e = end_to_end(job, ms, values);
+    } catch (const std::exception& e) {
+      return fail("fetch", e.what());
+    }
   r.host_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   return r;
+}
+
+ExecResult::EndToEnd JobRunner::end_to_end(const JobSpec& job, ModelState& ms,
+                                           const std::map<std::string, Tensor>& values) {
+  ExecResult::EndToEnd e;
+  e.reference = "fp32 original " + job.original_hash.substr(0, 12) + " on the same input";
+  if (job.first_node != 0 || job.last_node + 1 != ms.layers.size()) {
+    e.error = "not measured: the run covers layers " + std::to_string(job.first_node) + ".." +
+              std::to_string(job.last_node) + ", not the whole model";
+    return e;
+  }
+  const std::string bytes = fetch_(job.original_hash);  // throws: the job's fetch error
+  onnx::ModelProto original;
+  if (!original.ParseFromString(bytes)) throw pipeline::PipelineError("the fp32 original " + job.original_hash + " is not ONNX");
+  const auto& g = ms.proto.graph();
+  std::set<std::string> inits;
+  for (const auto& i : g.initializer()) inits.insert(i.name());
+  std::vector<std::string> fed;  // the variant's graph inputs, in order
+  for (const auto& i : g.input())
+    if (!inits.count(i.name())) fed.push_back(i.name());
+  try {
+    engine::SessionOptions so;
+    so.threads = threads_;
+    so.profile = host_profile();
+    auto s = engine::Session::from_proto(original, so);
+    std::vector<Tensor> feeds;
+    for (size_t i = 0; i < s->inputs().size(); ++i) {
+      const engine::ValueInfo& vi = s->inputs()[i];
+      auto v = values.find(vi.name);
+      if (v == values.end() && i < fed.size()) v = values.find(fed[i]);
+      if (v == values.end()) {
+        e.error = "the fp32 original's input '" + vi.name + "' is not one of this model's inputs";
+        return e;
+      }
+      const Tensor& t = v->second;
+      feeds.push_back(vi.dtype == DType::kUndefined || vi.dtype == t.dtype()
+                          ? t
+                          : engine::cast_tensor(t, vi.dtype, engine::Rounding::kNearestEven));
+    }
+    const std::vector<Tensor> expected = s->run(feeds);
+    if (expected.size() != static_cast<size_t>(g.output_size())) {
+      e.error = "the fp32 original has " + std::to_string(expected.size()) + " outputs, this model " +
+                std::to_string(g.output_size());
+      return e;
+    }
+    for (size_t o = 0; o < expected.size(); ++o) {
+      const std::string& name = g.output(static_cast<int>(o)).name();
+      auto v = values.find(name);
+      if (v == values.end()) {
+        e.error = "output '" + name + "' was not computed by the assigned run";
+        return e;
+      }
+      const Tensor& got = v->second;
+      const bool widen = engine::is_float(got.dtype()) && engine::is_float(expected[o].dtype()) &&
+                         got.dtype() != expected[o].dtype();
+      e.outputs.push_back(diff_output(
+          name, widen ? engine::cast_tensor(got, expected[o].dtype(), engine::Rounding::kNearestEven) : got,
+          expected[o], job.tolerance));
+    }
+  } catch (const std::exception& x) {
+    e.outputs.clear();
+    e.error = std::string("the fp32 original's run failed: ") + x.what();
+  }
+  return e;
 }
 
 // The reference outputs of a layer job taken from the worker's full-model

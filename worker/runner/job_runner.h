@@ -107,6 +107,15 @@ class JobRunner {
   // The backend's run of `sm` on executor e, for `job` (its target for e,
   // rounding, timeout; `runs` timing runs).
   BackendResult run_on(const pipeline::JobSpec& job, pipeline::Executor e, const SubModel& sm, uint32_t runs);
+  // With job.original_hash, an assigned run of the whole model: the fp32
+  // original it was converted from, run by the fp32 host reference on this
+  // run's input (`values`: the graph inputs, cast to the original's input
+  // types), its graph outputs compared with the run's (`values`, by the
+  // model's graph output names). A comparison that cannot be made says why
+  // in its `error`; an original that cannot be fetched throws (the job's
+  // fetch error: infrastructure, not the model's result).
+  pipeline::ExecResult::EndToEnd end_to_end(const pipeline::JobSpec& job, ModelState& ms,
+                                            const std::map<std::string, engine::Tensor>& values);
   pipeline::ExecResult run_assigned_whole(const pipeline::JobSpec& job, ModelState& ms, pipeline::ExecResult r,
                                           std::chrono::steady_clock::time_point t0,
                                           const std::map<std::string, engine::Tensor>& assigned);
