@@ -154,6 +154,8 @@ TestRun run_from_report(const ModelReport& rep, const std::optional<ExecResult>&
           run.e2e_pcc = known(full->e2e->pcc());
           run.e2e_max_abs = known(full->e2e->max_abs());
           run.e2e_max_rel = known(full->e2e->max_rel());
+          if (!std::isfinite(full->e2e->pcc()))
+            run.e2e_error = "no PCC: an output differs from the original's in shape or NaNs";
         }
       }
     }
