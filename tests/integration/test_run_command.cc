@@ -98,9 +98,11 @@ TEST_F(RunCommand, CachesTheModelUnderItsHashAndLeavesNoTemporaryCopy) {
   ASSERT_EQ(r.code, 0) << r.output;
   std::vector<std::string> cached;
   for (const auto& e : fs::directory_iterator(out() + "/.torq-store/models")) cached.push_back(e.path().filename());
-  ASSERT_EQ(cached.size(), 1u);
-  const std::string bytes = slurp(out() + "/.torq-store/models/" + cached[0]);
-  EXPECT_EQ(cached[0], torq::pipeline::sha256_hex(bytes) + ".onnx");
+  // The bf16 model, and the fp32 original the worker fetched for the
+  // end-to-end comparison.
+  ASSERT_EQ(cached.size(), 2u);
+  for (const auto& c : cached)
+    EXPECT_EQ(c, torq::pipeline::sha256_hex(slurp(out() + "/.torq-store/models/" + c)) + ".onnx");
   for (const auto& e : fs::directory_iterator(out()))
     EXPECT_NE(e.path().filename().string().rfind("import.", 0), 0u) << e.path();
 }
