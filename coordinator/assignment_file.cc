@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "pipeline/json_limits.h"
 #include "pipeline/mlir.h"
 #include "pipeline/report.h"
 
@@ -26,7 +27,9 @@ std::string read_text(const std::string& path) {
 
 json parse_json(const std::string& path) {
   try {
-    return json::parse(read_text(path));
+    const std::string text = read_text(path);
+    check_json_depth(text, path);
+    return json::parse(text);
   } catch (const json::exception& e) {
     throw PipelineError(path + ": not JSON: " + e.what());
   }

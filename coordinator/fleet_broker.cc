@@ -44,11 +44,14 @@ struct Job {
   std::string encoded;      // encode_job(spec), as stored and sent
   State state = State::kQueued;
   std::string worker;       // identity of the holder while leased
+  std::string holder_id;    // registered worker id of the latest lease holder (its result is the only one taken)
   Clock::time_point deadline;
   Clock::time_point sent;   // when the current lease's JOB was sent
   uint64_t seq = 0;         // queue order
   uint32_t leases = 0;      // times sent to a worker
-  uint32_t deaths = 0;      // workers that died or went silent holding it
+  // Workers (registered ids) that died or went silent holding it: a job's
+  // attempts count distinct failures, not one worker's re-registrations.
+  std::set<std::string> died_on;
   bool wanted = false;      // the source gave it and awaits its result
   // Its queue (queue_key of its spec), made when it is first queued: the
   // spec never changes, and the key's strings cost a job two allocations
@@ -67,9 +70,13 @@ struct Worker {
   // check, Bad and Maintenance take none).
   // Prefetched jobs count as credits only while the worker takes jobs at
   // all (capacity 0: draining).
+  bool quarantined = false;     // its leases kept overrunning: no more jobs this run
+  // Prefetch is bounded (issue 30): at most 4 jobs per unit of capacity
+  // wait on a worker (a peer announcing prefetch 4096 took a whole queue).
+  long prefetch() const { return std::min<long>(info.prefetch, 4L * info.capacity); }
   long credits() const {
-    if (unreachable || info.health != "Good" || info.capacity == 0) return 0;
-    return static_cast<long>(info.capacity) + static_cast<long>(info.prefetch) - static_cast<long>(leased.size());
+    if (unreachable || quarantined || info.health != "Good" || info.capacity == 0) return 0;
+    return static_cast<long>(info.capacity) + prefetch() - static_cast<long>(leased.size());
   }
 };
 
@@ -156,6 +163,8 @@ struct FleetBroker::Impl {
   const FleetBroker::Done* done = nullptr;
   const std::function<void()>* batch_done = nullptr;
   Clock::time_point next_deadline_scan;  // lease deadlines are checked every 50 ms
+  static constexpr int kQuarantineOverruns = 2;
+  std::map<std::string, int> overruns;   // leases that overran, by registered worker id
 
   std::unordered_map<std::string, Job> jobs;                             // by job id
   std::map<QueueKey, std::set<std::pair<uint64_t, std::string>>> queues;  // queued jobs by (target, executor)
@@ -252,6 +261,7 @@ struct FleetBroker::Impl {
     unqueue(j);
     j.state = Job::State::kLeased;
     j.worker = w.identity;
+    j.holder_id = w.info.worker_id;
     ++j.leases;
     w.leased.insert(j.spec.id);
     j.deadline = lease_deadline(w, j);
@@ -263,14 +273,14 @@ struct FleetBroker::Impl {
   // among its leases).
   Clock::time_point lease_deadline(const Worker& w, const Job& j) const {
     auto d = Clock::now() + milliseconds(j.spec.timeout_ms) + milliseconds(opt.lease_slack_ms);
-    if (w.info.prefetch == 0) return d;
+    if (w.prefetch() == 0) return d;
     uint32_t longest = j.spec.timeout_ms;
     for (const auto& id : w.leased) {
       auto it = jobs.find(id);
       if (it != jobs.end()) longest = std::max(longest, it->second.spec.timeout_ms);
     }
     const uint32_t cap = std::max<uint32_t>(1, w.info.capacity);
-    return d + milliseconds(static_cast<int64_t>(longest) * ((w.info.prefetch + cap - 1) / cap));
+    return d + milliseconds(static_cast<int64_t>(longest) * ((w.prefetch() + cap - 1) / cap));
   }
   // The leases of one dispatch round: stored in one batch before any job
   // leaves, then sent.
@@ -305,13 +315,14 @@ struct FleetBroker::Impl {
     if (w != workers.end()) w->second.leased.erase(j.spec.id);
     const std::string holder = w != workers.end() ? w->second.info.worker_id : hex(j.worker);
     --leased;
-    if (holder_died && ++j.deaths >= static_cast<uint32_t>(opt.max_attempts)) {
+    if (holder_died) j.died_on.insert(holder);
+    if (holder_died && j.died_on.size() >= static_cast<size_t>(opt.max_attempts)) {
       ExecResult r;
       r.job_id = j.spec.id;
       r.executor = j.spec.executor;
       r.status = Status::kError;
       r.error_class = "crash";
-      r.error_message = "the job was running on " + std::to_string(j.deaths) +
+      r.error_message = "the job was running on " + std::to_string(j.died_on.size()) +
                         " workers that died or went silent (last: " + holder + "); not retried";
       r.worker_id = holder;
       r.attempts = j.leases;
@@ -415,7 +426,7 @@ struct FleetBroker::Impl {
         return;
       }
       for (const auto& r : store.layer_results(run, result_key_of(spec), static_cast<int>(spec.first_node)))
-        if (r.executor == spec.executor && r.tolerance_used == spec.tolerance) {
+        if (r.executor == spec.executor && r.tolerance_used == spec.tolerance && !infrastructure_error(r)) {
           ++stats.reported_from_store;
           (*done)(spec, r);
           return;
@@ -505,6 +516,10 @@ struct FleetBroker::Impl {
     w.last_sent = Clock::now();
     Worker& nw = workers.emplace(identity, std::move(w)).first->second;
     ++stats.workers_seen;
+    if (std::find(stats.quarantined.begin(), stats.quarantined.end(), info.worker_id) != stats.quarantined.end()) {
+      nw.quarantined = true;
+      log("worker " + info.worker_id + " registered again but is quarantined: no jobs for it this run");
+    }
     // Jobs it kept running across a reconnect stay with it.
     size_t kept = 0;
     for (const auto& id : info.running) {
@@ -514,6 +529,7 @@ struct FleetBroker::Impl {
       else if (j->second.state != Job::State::kHeld) continue;
       j->second.state = Job::State::kLeased;
       j->second.worker = identity;
+      j->second.holder_id = info.worker_id;
       j->second.leases = std::max<uint32_t>(1, j->second.leases);
       nw.leased.insert(id);
       j->second.deadline = lease_deadline(nw, j->second);
@@ -539,6 +555,19 @@ struct FleetBroker::Impl {
       acks.emplace_back(w.identity, r.job_id);  // after the first one is committed
       return;
     }
+    // Only the lease holder's result counts (issue 30): the worker that
+    // holds, or last held, the job by its registered id; any other peer's
+    // is dropped (and acknowledged, so that it stops sending it). A job held
+    // since a coordinator restart (kHeld) has no known holder yet: the
+    // first registered worker that returns it within the hold interval does.
+    if (j.state != Job::State::kHeld && (j.holder_id.empty() || j.holder_id != w.info.worker_id)) {
+      ++stats.foreign_results;
+      log("result for job " + r.job_id + " from worker " + w.info.worker_id + " (connection " + hex(w.identity) +
+          "), which does not hold it" + (j.holder_id.empty() ? " (never leased)" : " (held by " + j.holder_id + ")") +
+          ": dropped");
+      acks.emplace_back(w.identity, r.job_id);
+      return;
+    }
     if (r.executor != j.spec.executor) {
       bad(w.identity, "result of job " + r.job_id + " names executor " + executor_name(r.executor));
       return;
@@ -546,8 +575,8 @@ struct FleetBroker::Impl {
     // Lost to the infrastructure (ssh, board unreachable, runner missing)
     // or declined unrun by a device that was not Good: not the op's result
     // and not an attempt; the job goes back to the queue.
-    const bool infra = r.error_class == kInfrastructureClass, declined = r.error_class == kDeclinedClass;
-    if (r.status == Status::kError && (infra || declined)) {
+    const bool declined = r.error_class == kDeclinedClass, infra = infrastructure_error(r) && !declined;
+    if (infra || declined) {
       if (j.state == Job::State::kLeased && j.worker == w.identity) {
         --j.leases;
         ++(infra ? stats.infra_requeued : stats.declined);
@@ -807,10 +836,15 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
       }
       std::vector<Job*> round;
       if (!m.min_workers_met) m.min_workers_met = m.workers.size() >= static_cast<size_t>(std::max(0, m.opt.min_workers));
+      // Beyond its capacity a worker takes prefetched jobs only up to its
+      // share of the work in hand (issue 30): no peer holds more than that.
+      size_t serving = 0;
+      for (auto& [id, w] : m.workers) serving += w.credits() > 0 || !w.leased.empty();
+      const size_t share = serving ? (m.queued + m.leased + serving - 1) / serving : 0;
       for (bool progress = m.min_workers_met; progress && m.queued > 0;) {
         progress = false;
         for (auto& [id, w] : m.workers)
-          if (w.credits() > 0)
+          if (w.credits() > 0 && (w.leased.size() < w.info.capacity || w.leased.size() < share))
             if (Job* j = m.next_for(w)) {
               m.take(w, *j);
               round.push_back(j);
@@ -861,6 +895,16 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
         for (const auto& jid : w.leased)
           if (now >= m.jobs.at(jid).deadline) {
             dead.emplace_back(id, "job " + jid + " overran its timeout");
+            // A worker whose leases keep overrunning (one that takes jobs
+            // and never answers, re-registering when dropped) is
+            // quarantined: it gets no more jobs this run (issue 30).
+            if (++m.overruns[w.info.worker_id] == Impl::kQuarantineOverruns &&
+                std::find(stats_.quarantined.begin(), stats_.quarantined.end(), w.info.worker_id) ==
+                    stats_.quarantined.end()) {
+              stats_.quarantined.push_back(w.info.worker_id);
+              m.log("worker " + w.info.worker_id + " quarantined: " + std::to_string(Impl::kQuarantineOverruns) +
+                    " of its leases overran their timeout; it gets no more jobs this run");
+            }
             break;
           }
     }

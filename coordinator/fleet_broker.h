@@ -106,6 +106,8 @@ struct BrokerStats {
   size_t reported_from_store = 0;  // source asked for a job already done in the store
   size_t recovered = 0;          // unfinished jobs found in the store at start
   size_t duplicates = 0;         // results of done jobs, dropped
+  size_t foreign_results = 0;    // results from a worker not holding the job's lease, dropped
+  std::vector<std::string> quarantined;  // workers whose leases kept overrunning: no more jobs this run
   size_t requeued = 0;           // leases returned to the queue
   size_t crashed = 0;            // jobs ended as error/crash after max_attempts
   size_t bad_frames = 0;         // frames dropped as malformed

@@ -36,6 +36,14 @@ void print_serve_totals(const ServeTotals& t, double wall_s, std::ostream& out) 
   out << "fleet     " << f.workers_seen << " worker registrations, " << f.workers_expired << " expired, " << f.requeued
       << " jobs requeued, " << f.crashed << " crashed, " << f.duplicates << " duplicate results dropped, "
       << f.bad_frames << " bad frames, " << f.blobs_served << " model blobs served\n";
+  if (!f.quarantined.empty()) {
+    out << "quarantine";
+    for (const auto& w : f.quarantined) out << " " << w;
+    out << " (their leases kept overrunning their timeout: no more jobs for them this run)\n";
+  }
+  if (f.foreign_results)
+    out << "foreign   " << f.foreign_results
+        << " results from workers not holding the job's lease dropped (see the log for who sent them)\n";
   if (f.infra_requeued) out << "infra     " << f.infra_requeued << " jobs lost to infrastructure errors, requeued (not attempts)\n";
   if (f.declined)
     out << "declined  " << f.declined << " leases given back unrun by boards not Good, requeued (not attempts)\n";

@@ -11,6 +11,7 @@
 #include "coordinator/discover.h"
 #include "coordinator/run_model.h"
 #include "pipeline/edit.h"
+#include "pipeline/json_limits.h"
 #include "pipeline/report.h"
 #include "pipeline/report_compare.h"
 #include "pipeline/view.h"
@@ -352,6 +353,7 @@ int main(int argc, char** argv) {
       if (!f) throw PipelineError(path + ": cannot open");
       std::stringstream ss;
       ss << f.rdbuf();
+      check_json_depth(ss.str(), path);
       nlohmann::json j;
       try {
         j = nlohmann::json::parse(ss.str());

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "pipeline/codec.h"
+#include "pipeline/fleet_codec.h"
 #include "pipeline/plan.h"
 
 namespace torq::coordinator {
@@ -59,6 +60,18 @@ ServeTotals serve_on_pool(std::vector<RunUnit>& units, pipeline::Store& store, c
     // Each group the pool returns: committed (one batch), then reported, as
     // the broker does before it acknowledges.
     auto commit = [&] {
+      // An infrastructure failure (the model cache unreadable, the disk
+      // full) is no op's result (issue 30): the run stops on it, after the
+      // group's other results are stored; a rerun resumes.
+      std::string infra;
+      for (auto it = got.begin(); it != got.end();) {
+        if (!pipeline::infrastructure_error(it->second)) {
+          ++it;
+          continue;
+        }
+        if (infra.empty()) infra = "job " + it->first.id + ": " + it->second.error_message;
+        it = got.erase(it);
+      }
       std::vector<pipeline::Store::KeyedCommit> commits;
       commits.reserve(got.size());
       for (const auto& [j, r] : got)
@@ -67,6 +80,9 @@ ServeTotals serve_on_pool(std::vector<RunUnit>& units, pipeline::Store& store, c
       for (const auto& [j, r] : got) done(j, r);
       got.clear();
       if (batch_done) batch_done();
+      if (!infra.empty())
+        throw pipeline::PipelineError(infra + " (an infrastructure failure, not the op's result: the run stops here; "
+                                              "the store keeps what finished, and a rerun resumes)");
     };
     pool.run(next,
              [&](const pipeline::JobSpec& j, pipeline::ExecResult r) {

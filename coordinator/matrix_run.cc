@@ -33,6 +33,7 @@
 #include "coordinator/quantized_variant.h"
 #include "coordinator/unit_run.h"
 #include "pipeline/matrix.h"
+#include "pipeline/json_limits.h"
 #include "pipeline/matrix_internal.h"
 #include "pipeline/subgraph.h"
 #include "pipeline/full_model.h"
@@ -697,9 +698,12 @@ int suggest_from_summary(const std::string& spec_file, const std::string& summar
     const std::vector<TestCase> tests = collect(spec, load_configs(spec.config_files));
     std::ifstream in(summary_file);
     if (!in) throw PipelineError(summary_file + ": cannot open");
+    std::stringstream summary_text;
+    summary_text << in.rdbuf();
+    check_json_depth(summary_text.str(), summary_file);
     nlohmann::json sum;
     try {
-      sum = nlohmann::json::parse(in);
+      sum = nlohmann::json::parse(summary_text.str());
     } catch (const nlohmann::json::exception& e) {
       throw PipelineError(summary_file + ": not a summary.json: " + e.what());
     }

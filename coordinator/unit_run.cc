@@ -19,6 +19,7 @@
 
 #include "coordinator/assigned_run.h"
 #include "coordinator/fmt.h"
+#include "pipeline/fleet_codec.h"
 #include "pipeline/mlir.h"
 #include "pipeline/recommend.h"
 #include "pipeline/report.h"
@@ -243,7 +244,7 @@ class UnitServer {
     const int layer = j.assignment.empty() ? static_cast<int>(j.first_node) : 0;
     for (const auto& r : store_.layer_results(run_, result_key_of(j), layer))
       if (r.executor == j.executor && r.tolerance_used == j.tolerance &&
-          !foreign_engine(r.toolchain, engine_identity())) {
+          !foreign_engine(r.toolchain, engine_identity()) && !infrastructure_error(r)) {  // (issue 30: run again)
         ++t_.resumed;
         record(u, j, r);
         return true;

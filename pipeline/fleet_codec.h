@@ -42,6 +42,15 @@ inline constexpr uint32_t kMaxBlobChunkBytes = uint32_t{4} << 20;
 //    device was not Good (sent before the coordinator heard of the change).
 inline constexpr const char* kInfrastructureClass = "infrastructure";
 inline constexpr const char* kDeclinedClass = "declined";
+// True for a result that says nothing about the op (issue 30): the two
+// classes above, and `fetch` (a model that could not be fetched or cached,
+// e.g. on a full disk), which older workers send. It is never stored as
+// the op's result: a broker requeues it, a local run stops on it, and a
+// resume runs a job whose stored result is one again.
+inline bool infrastructure_error(const ExecResult& r) {
+  return r.status == Status::kError && (r.error_class == kInfrastructureClass || r.error_class == kDeclinedClass ||
+                                        r.error_class == "fetch");
+}
 
 enum class FleetType {
   kReady,        // worker -> coordinator: registration / capacity change

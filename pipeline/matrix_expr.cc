@@ -66,6 +66,10 @@ class Parser {
 
   NodePtr parse() {
     if (tokens_.empty()) return nullptr;
+    // Parsing, evaluating and freeing recurse once per level of the tree:
+    // bounded (issue 30) by the words in all and the nesting of '(' and 'not'.
+    if (tokens_.size() > kMaxTokens)
+      fail(tokens_[kMaxTokens].col, "more than " + std::to_string(kMaxTokens) + " words and parentheses");
     NodePtr root = parse_or();
     if (pos_ < tokens_.size()) {
       const Token& t = tokens_[pos_];
@@ -76,9 +80,23 @@ class Parser {
   }
 
  private:
+  static constexpr size_t kMaxTokens = 1000;
+  static constexpr int kMaxNesting = 64;
+
   [[noreturn]] void fail(size_t col, const std::string& msg) const {
-    throw PipelineError(flag_ + " '" + text_ + "': col " + std::to_string(col) + ": " + msg);
+    const std::string shown = text_.size() > 80 ? text_.substr(0, 77) + "..." : text_;
+    throw PipelineError(flag_ + " '" + shown + "': col " + std::to_string(col) + ": " + msg);
   }
+
+  // One more level of '(' or 'not' for as long as it lives.
+  struct Level {
+    explicit Level(Parser& p) : p_(p) {
+      if (++p_.nesting_ > kMaxNesting)
+        p_.fail(p_.here(), "nested deeper than " + std::to_string(kMaxNesting) + " levels of '(' and 'not'");
+    }
+    ~Level() { --p_.nesting_; }
+    Parser& p_;
+  };
 
   bool accept(const char* keyword) {
     if (pos_ < tokens_.size() && tokens_[pos_].text == keyword) {
@@ -111,7 +129,10 @@ class Parser {
   }
 
   NodePtr parse_unary() {
-    if (accept("not")) return make(Kind::kNot, parse_unary());
+    if (accept("not")) {
+      const Level level(*this);
+      return make(Kind::kNot, parse_unary());
+    }
     return parse_primary();
   }
 
@@ -124,6 +145,7 @@ class Parser {
     }
     const Token& t = tokens_[pos_++];
     if (t.text == "(") {
+      const Level level(*this);
       NodePtr inner = parse_or();
       if (!accept(")"))
         fail(here(), "expected ')' to close '(' at col " + std::to_string(t.col) +
@@ -139,6 +161,7 @@ class Parser {
   const std::string& flag_;
   std::vector<Token> tokens_;
   size_t pos_ = 0;
+  int nesting_ = 0;  // levels of ( and not open
 };
 
 template <class WordTrue>

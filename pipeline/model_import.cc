@@ -16,6 +16,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "pipeline/base/error.h"
+#include "pipeline/model_limits.h"
 #include "pipeline/sha256.h"
 
 namespace torq::pipeline {
@@ -209,6 +210,10 @@ std::unique_ptr<ImportedModel> ImportedModel::from_data(const void* data, size_t
       !model.has_graph())
     throw PipelineError("not an ONNX model (protobuf parse failed; truncated or another format?)");
   if (model.graph().node_size() == 0) throw PipelineError("the model graph has no nodes");
+  // Before the checker and shape inference read the model (a zero stride
+  // is their SIGFPE): tensors whose data fits their shape, sizes within the
+  // limits, windows of at least 1. Also a preload's (opts.check false).
+  check_model_limits(model);
   try {
     if (opts.check) onnx::checker::check_model(model);
   } catch (const std::exception& e) {

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "pipeline/json_limits.h"
 #include "pipeline/recommend.h"
 #include "pipeline/view.h"
 
@@ -256,13 +257,41 @@ class Reader {
     return v;
   }
 
+  // A number within [lo, hi] (a tolerance, a fraction, a PCC); NaN and
+  // the infinities are not.
+  double bounded(const ojson& j, const std::string& field, double lo, double hi) const {
+    const double v = number(j, field);
+    if (!(v >= lo && v <= hi))
+      fail(field, (std::isnan(v) ? std::string("nan") : j.dump()) + " out of range (expected " + num_text(lo) +
+                      " .. " + num_text(hi) + ")");
+    return v;
+  }
+  static std::string num_text(double v) {
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    std::ostringstream s;
+    s << v;
+    return s.str();
+  }
+
   Tolerance tolerance(const ojson& j, const std::string& field, const Tolerance& base) const {
     object(j, field);
     Tolerance t = base;
-    if (j.contains("fp_avg_tol")) t.fp_avg_tol = number(j["fp_avg_tol"], field + ".fp_avg_tol");
-    if (j.contains("fp_max_tol")) t.fp_max_tol = number(j["fp_max_tol"], field + ".fp_max_tol");
-    if (j.contains("allowed_wrong")) t.allowed_wrong = number(j["allowed_wrong"], field + ".allowed_wrong");
+    const double inf = std::numeric_limits<double>::infinity();
+    if (j.contains("fp_avg_tol")) t.fp_avg_tol = bounded(j["fp_avg_tol"], field + ".fp_avg_tol", 0, inf);
+    if (j.contains("fp_max_tol")) t.fp_max_tol = bounded(j["fp_max_tol"], field + ".fp_max_tol", 0, inf);
+    if (j.contains("allowed_wrong")) t.allowed_wrong = bounded(j["allowed_wrong"], field + ".allowed_wrong", 0, 1);
     return t;
+  }
+
+  // A PCC: within [-1, 1] (a little over for rounding), or unknown
+  // (null, "nan").
+  double pcc(const ojson& j, const std::string& field) const {
+    const double v = number(j, field);
+    if (std::isnan(v)) return v;
+    constexpr double kSlack = 1e-6;
+    if (!(v >= -1 - kSlack && v <= 1 + kSlack))
+      fail(field, j.dump() + " out of range (a PCC is within -1 .. 1)");
+    return v;
   }
 
   OutputDiff output(const ojson& j, const std::string& field) const {
@@ -279,7 +308,7 @@ class Reader {
     d("mean_abs", o.mean_abs);
     d("rmse", o.rmse);
     d("max_rel", o.max_rel);
-    d("pcc", o.pcc);
+    if (j.contains("pcc")) o.pcc = pcc(j["pcc"], field + ".pcc");
     i("over_tol", o.over_tol);
     i("size", o.size);
     i("nan_mismatch", o.nan_mismatch);
@@ -325,7 +354,7 @@ class Reader {
       if (t.contains("runs"))
         r.timing_runs = static_cast<uint32_t>(integer(t["runs"], field + ".timing.runs", 0, UINT32_MAX));
     }
-    if (j.contains("pcc")) r.pcc = number(j["pcc"], field + ".pcc");
+    if (j.contains("pcc")) r.pcc = pcc(j["pcc"], field + ".pcc");
     if (j.contains("outputs")) {
       const ojson& outs = j["outputs"];
       if (!outs.is_array()) fail(field + ".outputs", std::string("expected an array, got ") + outs.type_name());
@@ -538,6 +567,7 @@ ModelReport report_from_json(const std::string& text, const std::string& path) {
   const Reader rd(path);
   if (std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isspace(c); }))
     rd.fail("", "empty file, expected a torq-gen-config report JSON");
+  check_json_depth(text, path);
   ojson j;
   try {
     j = ojson::parse(text);
@@ -547,6 +577,8 @@ ModelReport report_from_json(const std::string& text, const std::string& path) {
     if (what.find("unexpected end of input") != std::string::npos || e.byte >= text.size())
       rd.fail("", "truncated JSON (" + parse_error_detail(what) + ")");
     rd.fail("", "not valid JSON: " + parse_error_detail(what));
+  } catch (const nlohmann::json::exception& e) {  // a number out of range (1e400), ...
+    rd.fail("", std::string("not valid JSON: ") + e.what());
   }
   if (!j.is_object())
     rd.fail("", std::string("not a torq-gen-config report: the top level is ") + j.type_name() +
@@ -581,6 +613,15 @@ ModelReport report_from_json(const std::string& text, const std::string& path) {
   const ojson& ops = rd.object(j["ops"], "ops");
   std::vector<std::pair<LayerReport, bool>> layers;
   for (const auto& [id, value] : ops.items()) layers.push_back(rd.layer(id, value, r.default_tolerance));
+  // Layers are ordered by _node_index: a file has it on every layer (ours,
+  // the real tool's) or on none (ordered as written); some with and some
+  // without cannot be placed.
+  const auto indexed = std::count_if(layers.begin(), layers.end(), [](const auto& l) { return l.second; });
+  if (indexed > 0 && indexed < static_cast<std::ptrdiff_t>(layers.size()))
+    for (const auto& [l, has_index] : layers)
+      if (!has_index)
+        rd.fail("ops." + l.info.id, "no _node_index, while " + std::to_string(indexed) + " of the " +
+                                        std::to_string(layers.size()) + " layers have one (layers are ordered by it)");
   std::stable_sort(layers.begin(), layers.end(), [](const auto& a, const auto& b) {
     const int64_t ia = a.second ? a.first.info.index : INT64_MAX;
     const int64_t ib = b.second ? b.first.info.index : INT64_MAX;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "pipeline/json_limits.h"
 #include "pipeline/model_import.h"
 
 namespace torq::pipeline::history {
@@ -20,6 +21,7 @@ std::string padded(int seq) {
 }
 
 nlohmann::json parse(const std::string& key, const std::string& text) {
+  check_json_depth(text, "run history: record '" + key + "'");
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) throw PipelineError("run history: record '" + key + "' is not JSON");
   return j;

@@ -1,5 +1,7 @@
 #include "pipeline/base/yaml_strict.h"
 
+#include <cstdint>
+
 #include <algorithm>
 
 #include "pipeline/base/error.h"
@@ -72,8 +74,43 @@ void YamlReader::expect_map(const YAML::Node& n, const std::set<std::string>& al
   }
 }
 
+namespace {
+
+// The offset of the first byte of `s` that is not well-formed UTF-8
+// (overlong forms, surrogates and code points past U+10FFFF included), or
+// npos.
+size_t bad_utf8_at(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t len = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) { ++i; continue; }
+    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
+    else return i;
+    if (i + len > s.size()) return i;
+    for (size_t k = 1; k < len; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+      return i;
+    i += len;
+  }
+  return std::string::npos;
+}
+
+}  // namespace
+
 std::string YamlReader::str(const YAML::Node& n, const std::string& what) const {
   if (!n.IsScalar()) fail(n, what + " must be a string");
+  // Every string may reach JSON (summary.json, the report), which holds
+  // UTF-8 only: refused here rather than by the run's last write.
+  if (const size_t at = bad_utf8_at(n.Scalar()); at != std::string::npos)
+    fail(n, what + " is not valid UTF-8 (byte " + std::to_string(at) + " of the string)");
   return n.Scalar();
 }
 

@@ -5,6 +5,8 @@
 // the board is this machine and its /tmp is looked at directly.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -223,6 +225,76 @@ TEST_F(BoardWorker, SshdKilledMidJobIsRequeuedAndTheBoardRecovers) {
   EXPECT_EQ(h[3].rfind("Bad: health check failed: infrastructure", 0), 0u) << all;
   EXPECT_EQ(h.back().rfind("Good: health check passed", 0), 0u) << all;
   EXPECT_FALSE(fs::exists(kLock)) << "the board lock is still held after the run";
+}
+
+// Issue 30: a run that hung on the board was recorded as the op's timeout,
+// with no health check and the board still Good, and an interrupted job
+// left its folder on the board. The first timeout of a job is the board's
+// (requeued, not an attempt; the board checked before its next job), and
+// the folders and process groups interrupted jobs left are swept under the
+// next job's lock.
+TEST_F(BoardWorker, AHungBoardRunIsCheckedAndRequeuedAndInterruptedFoldersAreSwept) {
+  BoardFleet f("hung_run");
+  const std::string model = demo_model(f.dir);
+  const ordered_json sim = sim_report(model, f.dir + "/sim");
+  // What an interrupted job leaves: its folder, and its process group still running.
+  const std::string stale = "/tmp/torq-board-interrupted-" + std::to_string(getpid());
+  fs::create_directories(stale);
+  const pid_t sleeper = fork();
+  if (sleeper == 0) {
+    setsid();
+    execl("/bin/sleep", "sleep", "1000", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::ofstream(stale + "/.torq-run.pgid") << sleeper << "\n";
+  // The stand-in's runner hangs once, on the first run after the flag
+  // file appears (it removes the flag).
+  const std::string flag = f.dir + "/hang-once";
+  const std::string yaml = f.dir + "/hang-standin.yaml";
+  {
+    std::ifstream in(torq::test::standin_yaml());
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    const std::string from = "argv: [\"{torq_sim}\", torq-run-module,";
+    const auto at = text.find(from);
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, from.size(),
+                 "argv: [bash, -c, 'if [ -e \"$0\" ]; then rm -f \"$0\"; sleep 1000; fi; shift; exec \"$@\"', \"" + flag +
+                     "\", x, \"{torq_sim}\", torq-run-module,");
+    std::ofstream(yaml) << text;
+  }
+  Proc coord = f.coordinator(model, {"--job-timeout-ms", "15000"});
+  f.add_worker(*sshd_, yaml, {"--health-retry-s", "1"});
+  Proc& w = f.workers[0];
+  ASSERT_TRUE(w.wait_for("health Good", 60000)) << w.output();
+  std::ofstream(flag) << "1";
+  auto code = coord.wait(240000);
+  ASSERT_TRUE(code) << coord.output();
+  EXPECT_EQ(*code, 0) << coord.output() << w.output();
+  f.stop_workers();
+  const std::string out = coord.output(), wlog = w.output();
+  EXPECT_FALSE(fs::exists(flag)) << "the run never hung";
+  EXPECT_NE(out.find("timed out on the board, which is checked before its next job"), std::string::npos) << out;
+  EXPECT_EQ(summary_number(out, "(\\d+) crashed"), 0) << out;
+  // The board went through a check after the timeout.
+  EXPECT_GE(torq::fleet_test::count(wlog, "health check health-check/"), 2u) << wlog;
+  // Every op has its result, the sim backend's: no timeout became one.
+  const ordered_json board = torq::test::read_json(f.dir + "/out/torq_gen_config_demo.json");
+  torq::test::expect_same_results(sim, board);
+  // The interrupted job's folder is gone and its process group killed.
+  EXPECT_FALSE(fs::exists(stale)) << wlog;
+  EXPECT_NE(wlog.find("removed " + stale + ", the folder of an interrupted job"), std::string::npos) << wlog;
+  int status = 0;
+  pid_t got = 0;
+  for (int i = 0; i < 100 && (got = waitpid(sleeper, &status, WNOHANG)) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (got == 0) {
+    ::kill(sleeper, SIGKILL);
+    waitpid(sleeper, &status, 0);
+    ADD_FAILURE() << "the interrupted job's process group was not killed";
+  } else {
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  }
+  for (const auto& d : board_dirs()) EXPECT_EQ(d.find("torq-board-interrupted"), std::string::npos) << d;
 }
 
 // Throughput: two board workers on the same board (the board lock

@@ -251,6 +251,61 @@ TEST(FleetBroker, PrefetchingWorkerHoldsCapacityPlusPrefetchAndQueuedLeasesDoNot
   EXPECT_EQ(h.log().find("overran"), std::string::npos) << h.log();
 }
 
+// Issue 30: a peer announcing prefetch 4096 took all 195 jobs and stalled
+// the run. Prefetch is bounded: at most 4 per unit of capacity, and no more
+// than the worker's share of the work in hand.
+TEST(FleetBroker, APeerAnnouncingAHugePrefetchHoldsABoundedShare) {
+  std::vector<JobSpec> jobs;
+  for (int i = 0; i < 10; ++i) jobs.push_back(job(i, Executor::kCss));
+  Harness h("prefetch-bound", {}, jobs);
+  h.start();
+  FakeWorker a(h.ctx, h.ep()), b(h.ctx, h.ep());
+  a.ready("a", "sim", {Executor::kCss}, 1, {}, 4096);
+  auto held = take_jobs(a, 5);
+  ASSERT_EQ(held.size(), 5u) << h.log();
+  EXPECT_TRUE(gets_no_job(a, 500)) << "capacity 1 + prefetch bounded to 4";
+  b.ready("b", "sim", {Executor::kCss}, 1);
+  auto got = take_jobs(b, 1);
+  ASSERT_EQ(got.size(), 1u) << "the rest of the queue is left to others: " << h.log();
+}
+
+// Issue 30: a worker that takes jobs and never answers, re-registering when
+// dropped, turned their ops into error/crash ("running on 3 workers that
+// died") although it is one identity. A job's attempts count distinct
+// workers; a worker whose leases keep overrunning is quarantined (no jobs
+// for the rest of the run), and the job ends elsewhere.
+TEST(FleetBroker, AWorkerWhoseLeasesKeepOverrunningIsQuarantined) {
+  BrokerOptions o;
+  o.lease_slack_ms = 100;
+  o.max_attempts = 2;
+  JobSpec j0 = job(0, Executor::kCss);
+  j0.timeout_ms = 300;
+  Harness h("quarantine", o, {j0});
+  h.start();
+  FakeWorker a(h.ctx, h.ep()), b(h.ctx, h.ep());
+  for (int round = 0; round < 2; ++round) {
+    a.ready("a", "sim", {Executor::kCss}, 1);
+    auto taken = take_jobs(a, 1, 3000);
+    ASSERT_EQ(taken.size(), 1u) << round << "\n" << h.log();
+    std::optional<pipeline::FleetMessage> m;
+    while ((m = a.next(3000)) && m->type != FleetType::kDisconnect) {
+    }
+    ASSERT_TRUE(m) << "a was not dropped after its lease overran\n" << h.log();
+  }
+  a.ready("a", "sim", {Executor::kCss}, 1);
+  EXPECT_TRUE(gets_no_job(a, 800)) << h.log();
+  b.ready("b", "sim", {Executor::kCss}, 1);
+  auto taken = take_jobs(b, 1, 3000);
+  ASSERT_EQ(taken.size(), 1u) << h.log();
+  b.result(taken[0].id, Executor::kCss);
+  ASSERT_TRUE(h.wait_finished(5000)) << h.log();
+  ASSERT_EQ(h.done().size(), 1u);
+  EXPECT_EQ(h.done()[0].second.status, Status::kSuccess) << "two overruns of one worker are one failure";
+  EXPECT_EQ(h.broker().stats().quarantined, std::vector<std::string>{"a"});
+  EXPECT_NE(h.log().find("worker a quarantined"), std::string::npos) << h.log();
+  EXPECT_NE(h.log().find("registered again but is quarantined"), std::string::npos) << h.log();
+}
+
 // A draining worker (capacity 0) gets nothing, prefetch or not.
 TEST(FleetBroker, DrainingWorkerGetsNoPrefetchedJob) {
   Harness h("prefetch-drain", {}, {job(0, Executor::kCss)});
@@ -418,6 +473,45 @@ TEST(FleetBroker, LateAndDuplicateResultsAreAcknowledgedAndDropped) {
   auto stored = h.store().layer_results(kRun, kHash, 0);
   ASSERT_EQ(stored.size(), 1u);
   EXPECT_EQ(stored[0].status, Status::kSuccess);
+}
+
+// Issue 30: a registered peer sent RESULTs for jobs it was never given and
+// all were stored. Only the lease holder's result counts: the others are
+// acknowledged (so that the sender stops), dropped, counted and logged with
+// the sender's registered id.
+TEST(FleetBroker, AResultFromAWorkerThatDoesNotHoldTheLeaseIsDropped) {
+  Harness h("foreign", {}, {job(0, Executor::kHost), job(1, Executor::kHost)});
+  h.start();
+  FakeWorker a(h.ctx, h.ep()), b(h.ctx, h.ep());
+  a.ready("a", "sim", {Executor::kHost}, 1);
+  auto j = take_jobs(a, 1);
+  ASSERT_EQ(j.size(), 1u);
+  b.ready("b", "sim", {Executor::kCss}, 1);  // gets no host job
+  const std::string other = j[0].id == job(0, Executor::kHost).id ? job(1, Executor::kHost).id : job(0, Executor::kHost).id;
+  b.result(j[0].id, Executor::kHost, Status::kError);  // leased to a
+  b.result(other, Executor::kHost, Status::kError);    // leased to nobody
+  int acks = 0;
+  for (int i = 0; i < 4 && acks < 2; ++i) {
+    auto m = b.next(2000);
+    ASSERT_TRUE(m);
+    if (m->type == FleetType::kResultAck) ++acks;
+  }
+  EXPECT_EQ(acks, 2);
+  EXPECT_EQ(h.broker().stats().foreign_results, 2u);
+  EXPECT_NE(h.log().find("result for job " + j[0].id + " from worker b"), std::string::npos) << h.log();
+  EXPECT_NE(h.log().find("(held by a): dropped"), std::string::npos) << h.log();
+  EXPECT_NE(h.log().find("(never leased): dropped"), std::string::npos) << h.log();
+  a.result(j[0].id, Executor::kHost, Status::kSuccess);
+  auto second = take_jobs(a, 1);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].id, other);
+  a.result(other, Executor::kHost, Status::kDifference);
+  ASSERT_TRUE(h.wait_finished(5000));
+  for (const auto& [spec, r] : h.done()) {
+    EXPECT_NE(r.status, Status::kError) << spec.id << ": b's result was taken";
+    EXPECT_EQ(r.attempts, 1u) << spec.id;
+  }
+  EXPECT_EQ(h.done().size(), 2u);
 }
 
 TEST(FleetBroker, BadFramesDisconnectTheSenderAndEveryoneElseIsServed) {

@@ -9,8 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "pipeline/codec.h"
 #include "pipeline/store.h"
@@ -705,4 +707,206 @@ TEST(FleetHealth, TaggedTargetsGoToTaggedWorkersAndMissingTagsAreReported) {
             std::string::npos) << junit;
   EXPECT_NE(slurp(f.dir + "/out/report.html").find("board w1"), std::string::npos);
   f.stop_workers();
+}
+
+// CPU time (user + system, seconds) of process `pid` and its children.
+static double cpu_seconds(pid_t pid) {
+  double ticks = 0;
+  std::vector<pid_t> all = children_of(pid);
+  all.push_back(pid);
+  for (pid_t p : all) {
+    std::ifstream st("/proc/" + std::to_string(p) + "/stat");
+    std::string line;
+    if (!std::getline(st, line)) continue;
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::string field;
+    double utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {  // fields 14 and 15: utime, stime
+      if (i == 14) utime = std::stod(field);
+      if (i == 15) stime = std::stod(field);
+    }
+    ticks += utime + stime;
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Issue 30: a worker whose coordinator is unreachable, or gone after it
+// spoke, waited 0 ms in zmq_poll between heartbeats it never sent: a full
+// core. It must sleep: under 1% of a core over 10 s, both before the
+// coordinator ever answers and while it reconnects to one that vanished.
+TEST(FleetFaults, AWorkerWithoutItsCoordinatorSleepsBetweenPolls) {
+  const std::string dir = fresh_dir("faults_idle_worker");
+  const std::string ep = endpoint(free_port());
+  Proc worker({bin("torq-worker"), "--connect", ep, "--id", "w1", "--cache", dir + "/cache", "--capacity", "1", "-v"},
+              dir + "/w1.log");
+  ASSERT_TRUE(worker.wait_for("health Good", 60000)) << worker.output();
+  double before = cpu_seconds(worker.pid());
+  std::this_thread::sleep_for(std::chrono::seconds(10));
+  double used = cpu_seconds(worker.pid()) - before;
+  EXPECT_LT(used, 0.1) << "unreachable coordinator: " << used << " s of CPU in 10 s\n" << worker.output();
+  {
+    HandCoordinator c(ep);  // takes its READY, speaks, then is gone
+    ASSERT_TRUE(c.next()) << worker.output();
+    c.send(pipeline::encode_heartbeat());
+  }
+  ASSERT_TRUE(worker.wait_for("reconnecting", 60000)) << worker.output();
+  before = cpu_seconds(worker.pid());
+  std::this_thread::sleep_for(std::chrono::seconds(10));
+  used = cpu_seconds(worker.pid()) - before;
+  EXPECT_LT(used, 0.1) << "vanished coordinator: " << used << " s of CPU in 10 s\n" << worker.output();
+  worker.signal(SIGTERM);
+  EXPECT_EQ(worker.wait(20000), 0) << worker.output();
+}
+
+// Issue 30: a local worker outlived a kill -9 of its coordinator for
+// minutes (SIGTERM from PR_SET_PDEATHSIG made it finish its running job
+// first, here one that hangs for its 10-minute timeout). It must leave
+// within seconds, its job processes with it.
+TEST(FleetFaults, ALocalWorkerLeavesSoonAfterItsCoordinatorIsKilled) {
+  const std::string dir = fresh_dir("faults_orphan_worker");
+  const std::string model = demo_model(dir);
+  const std::string spec = dir + "/spec.yaml";
+  std::ofstream(spec) << "models: [" << model << "]\nmodes: [discover]\noptions: {job_timeout_ms: 600000}\n";
+  Proc coord({bin("torq-coordinator"), "--spec", spec, "--local-workers", "1", "--db", dir + "/db", "--export",
+              dir + "/out"},
+             dir + "/coordinator.log", {"TORQ_WORKER_FAULT=hang:/2/host"});
+  std::vector<pid_t> workers;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (workers.empty() && std::chrono::steady_clock::now() < until) {
+    workers = children_of(coord.pid());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(workers.empty()) << coord.output();
+  // The hanging job is leased once the layers before it are done.
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  ASSERT_FALSE(coord.wait(0).has_value()) << "the run ended before the kill: " << coord.output();
+  std::vector<pid_t> all = workers;
+  for (pid_t w : workers)
+    for (pid_t c : children_of(w)) all.push_back(c);
+  coord.signal(SIGKILL);
+  coord.wait(10000);
+  const auto kill_time = std::chrono::steady_clock::now();
+  for (;;) {
+    bool any = false;
+    for (pid_t p : all) {
+      std::ifstream st("/proc/" + std::to_string(p) + "/stat");
+      std::string line;
+      if (std::getline(st, line) && line.substr(line.rfind(')') + 2, 1) != "Z") any = true;
+    }
+    if (!any) break;
+    ASSERT_LT(std::chrono::steady_clock::now() - kill_time, std::chrono::seconds(15))
+        << "a local worker or its job process outlived its coordinator by 15 s";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+// Issue 30: with the store's filesystem full, every job's "cannot write the
+// model cache" was stored as the op's error/fetch, and kept by the resume.
+// A worker whose cache takes no write (here: a file size limit, as root
+// ignores permissions; SIGXFSZ ignored as a full disk sends none) fails its
+// health check and takes no job; the run completes on a worker that can,
+// and no result is an infrastructure error.
+TEST(FleetFaults, AWorkerThatCannotWriteItsModelCacheIsBadAndPoisonsNoResult) {
+  Fleet f("faults_full_cache");
+  const std::string model = demo_model(f.dir);
+  Proc coord = f.coordinator(model, "coordinator.log");
+  Proc full({"/bin/bash", "-c",
+             "trap '' XFSZ; ulimit -f 16; exec " + bin("torq-worker") + " --connect " + f.ep +
+                 " --id full --cache " + f.dir + "/cache-full --capacity 1 --heartbeat-ms " +
+                 std::to_string(kHeartbeatMs) + " --liveness " + kLiveness + " -v"},
+            f.dir + "/full.log");
+  ASSERT_TRUE(full.wait_for("health check failed: model cache", 60000)) << full.output();
+  EXPECT_NE(full.output().find("File too large"), std::string::npos) << full.output();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  EXPECT_FALSE(coord.wait(0).has_value()) << "no job can run on a Bad device: " << coord.output();
+  f.add_worker();
+  auto code = coord.wait(120000);
+  ASSERT_TRUE(code) << coord.output();
+  EXPECT_EQ(*code, 0) << coord.output();
+  const json rep = read_json(f.dir + "/out/torq_gen_config_demo.json");
+  int results = 0;
+  for (auto& [id, op] : rep["ops"].items())
+    for (auto& [e, r] : op["executors"].items()) {
+      ++results;
+      EXPECT_NE(r.value("error_class", ""), "fetch") << id << " " << e;
+      EXPECT_NE(r.value("error_class", ""), "infrastructure") << id << " " << e;
+      EXPECT_EQ(r["worker_id"], "w1") << id << " " << e;
+    }
+  EXPECT_GT(results, 20);
+  EXPECT_NE(coord.output().find("worker full ready"), std::string::npos) << coord.output();
+  full.signal(SIGTERM);
+  EXPECT_EQ(full.wait(20000), 0) << full.output();
+  f.stop_workers();
+}
+
+// The fields of every result of a report that a rerun must reproduce:
+// everything but where and how long it ran (host_ms, worker_id, attempts,
+// cached).
+static std::map<std::string, json> comparable_results(const json& rep) {
+  std::map<std::string, json> out;
+  for (auto& [id, op] : rep["ops"].items())
+    for (auto& [e, r] : op["executors"].items()) {
+      json x = r;
+      for (const char* k : {"host_ms", "worker_id", "attempts", "cached"}) x.erase(k);
+      out[id + "/" + e] = x;
+    }
+  return out;
+}
+
+// Issue 30's chaos test: kill -9 the coordinator or a worker, each only
+// after the coordinator is listening, again and again during dispatch,
+// restart it, and the finished run's results equal a clean run's in every
+// field (status, metrics, outputs, timing, toolchain, job id).
+TEST(FleetChaos, KillsDuringDispatchChangeNoResultField) {
+  Fleet clean("chaos_clean");
+  const std::string model = demo_model(clean.dir);
+  {
+    Proc c = clean.coordinator(model, "coordinator.log");
+    for (int i = 0; i < 2; ++i) clean.add_worker();
+    auto code = c.wait(120000);
+    ASSERT_TRUE(code && *code == 0) << c.output();
+    clean.stop_workers();
+  }
+  const auto expected = comparable_results(read_json(clean.dir + "/out/torq_gen_config_demo.json"));
+  ASSERT_EQ(expected.size(), 42u);
+
+  Fleet f("chaos");
+  const std::vector<std::string> slow = {"TORQ_WORKER_DELAY_MS=150"};
+  std::vector<Proc> coords;
+  coords.push_back(f.coordinator(model, "coordinator0.log"));
+  for (int i = 0; i < 2; ++i) f.add_worker(slow);
+  std::mt19937 rng(30);
+  int kills = 0;
+  for (int round = 1; round <= 8; ++round) {
+    Proc& c = coords.back();
+    ASSERT_TRUE(c.wait_for("listening on", 60000)) << c.output();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300 + rng() % 500));
+    if (c.wait(0)) break;  // finished
+    if (round % 2 == 1) {  // the coordinator: restarted on the same store and port
+      c.signal(SIGKILL);
+      c.wait(10000);
+      coords.push_back(f.coordinator(model, "coordinator" + std::to_string(round) + ".log"));
+    } else {  // a worker: restarted under its id
+      const size_t k = rng() % f.workers.size();
+      f.workers[k].signal(SIGKILL);
+      f.workers[k].wait(10000);
+      std::vector<std::string> args{bin("torq-worker"), "--connect", f.ep, "--id", "w" + std::to_string(k + 1),
+                                    "--cache", f.dir + "/cache-w" + std::to_string(k + 1), "--capacity", "1",
+                                    "--heartbeat-ms", std::to_string(kHeartbeatMs), "--liveness", kLiveness, "-v"};
+      f.workers[k] = Proc(args, f.dir + "/w" + std::to_string(k + 1) + "-" + std::to_string(round) + ".log", slow);
+    }
+    ++kills;
+  }
+  auto code = coords.back().wait(180000);
+  ASSERT_TRUE(code) << coords.back().output();
+  ASSERT_EQ(*code, 0) << coords.back().output();
+  f.stop_workers();
+  EXPECT_GE(kills, 4) << "the run ended before the chaos";
+  const auto got = comparable_results(read_json(f.dir + "/out/torq_gen_config_demo.json"));
+  ASSERT_EQ(got.size(), expected.size());
+  for (const auto& [key, x] : expected) {
+    auto it = got.find(key);
+    ASSERT_NE(it, got.end()) << key;
+    EXPECT_EQ(it->second, x) << key;
+  }
 }

@@ -86,8 +86,12 @@ class SshBoard {
   // Throws InfraError lock_timeout naming the holder.
   // With job_dir (a plain remote path), the same round trip also creates it
   // once the lock is taken (a failure releases the lock: InfraError
-  // staging), and stage() into it skips its own mkdir.
-  void lock(std::chrono::milliseconds timeout, const std::string& job_dir = {});
+  // staging), and stage() into it skips its own mkdir. With sweep_prefix
+  // (a plain remote path), every other folder whose path starts with it is
+  // an interrupted job's (no job runs on the board without the lock): its
+  // process group (the run script's pgid file) is killed and the folder
+  // removed, in the same round trip (issue 30).
+  void lock(std::chrono::milliseconds timeout, const std::string& job_dir = {}, const std::string& sweep_prefix = {});
   // Removes the lock if this SshBoard holds it (checked by a token); with
   // remove_dir, first removes that folder (rm -rf) in the same round trip.
   // A folder that could not be removed is noted, not thrown.
@@ -118,7 +122,7 @@ class SshBoard {
 
  private:
   struct LockProbe;  // lock helpers live in ssh_board_lock.cc
-  LockProbe probe_lock(const std::string& job_dir);
+  LockProbe probe_lock(const std::string& job_dir, const std::string& sweep_prefix);
   bool recover_lock(const std::string& seen_owner);
   std::vector<std::string> ssh_base() const;
   std::vector<std::string> common_options() const;

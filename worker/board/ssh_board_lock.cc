@@ -94,16 +94,22 @@ std::string describe(const std::string& holder) {
 
 }  // namespace
 
-SshBoard::LockProbe SshBoard::probe_lock(const std::string& job_dir) {
+SshBoard::LockProbe SshBoard::probe_lock(const std::string& job_dir, const std::string& sweep_prefix) {
   if (lock_token_.empty()) lock_token_ = new_token();
   std::vector<std::string> lines = {"owner=" + flat(owner_), "user=" + local_user(),
                                     "host=" + local_hostname(), "pid=" + std::to_string(getpid()),
                                     "time=" + now_iso(), "token=" + lock_token_};
   // Once the lock is ours, the job's folder (exit 4 and the lock released
   // if it cannot be made).
-  const std::string make_dir =
+  std::string make_dir =
       job_dir.empty() ? std::string()
                       : "    mkdir -p -- " + shell_quote(job_dir) + " || { rm -rf \"$L\"; exit 4; }\n";
+  if (!sweep_prefix.empty())
+    make_dir += "    for d in " + shell_quote(sweep_prefix) + "*; do\n"
+                "      [ -d \"$d\" ] && [ \"$d\" != " + shell_quote(job_dir) + " ] || continue\n"
+                "      p=$(cat \"$d/" + std::string(kPgidFile) + "\" 2>/dev/null) && [ -n \"$p\" ] && kill -KILL -- -\"$p\" 2>/dev/null\n"
+                "      rm -rf -- \"$d\" && echo \"torq-swept=$d\" >&2\n"
+                "    done\n";
   std::string script =
       "L=" + shell_quote(options_.lock_dir) + "\n"
       "if mkdir \"$L\" 2>/dev/null; then\n"
@@ -125,7 +131,13 @@ SshBoard::LockProbe SshBoard::probe_lock(const std::string& job_dir) {
   std::string state, age;
   std::getline(in, state);
   p.acquired = state == "torq-lock=acquired";
-  if (p.acquired) return p;
+  if (p.acquired) {
+    std::istringstream err(r.err);
+    for (std::string line; std::getline(err, line);)
+      if (line.rfind("torq-swept=", 0) == 0)
+        note("removed " + line.substr(11) + ", the folder of an interrupted job (its process group killed)");
+    return p;
+  }
   std::getline(in, age);
   p.age_s = std::atol(age.c_str());
   p.holder.assign(std::istreambuf_iterator<char>(in), {});
@@ -145,14 +157,15 @@ bool SshBoard::recover_lock(const std::string& seen_owner) {
   return r.out.find("torq-lock=recovered") != std::string::npos;
 }
 
-void SshBoard::lock(std::chrono::milliseconds timeout, const std::string& job_dir) {
+void SshBoard::lock(std::chrono::milliseconds timeout, const std::string& job_dir, const std::string& sweep_prefix) {
   if (locked_) return;
   if (!job_dir.empty()) check_remote_path(job_dir);
+  if (!sweep_prefix.empty()) check_remote_path(sweep_prefix);
   ensure_open();
   auto deadline = std::chrono::steady_clock::now() + timeout;
   bool said_waiting = false, said_stuck = false;
   for (;;) {
-    LockProbe p = probe_lock(job_dir);
+    LockProbe p = probe_lock(job_dir, sweep_prefix);
     if (p.acquired) {
       locked_ = true;
       made_dir_ = job_dir;

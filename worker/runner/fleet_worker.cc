@@ -3,13 +3,16 @@
 #include "worker/runner/fleet_worker.h"
 #include "pipeline/base/file_bytes.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <zmq.hpp>
 
+#include <cerrno>
 #include <chrono>
-#include <deque>
 #include <cstdio>
+#include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -117,6 +120,7 @@ struct FleetWorker::Impl {
   std::set<std::string> active;                        // job ids parked or in the pool
   std::map<std::string, std::string> unacked;          // job id -> RESULT message
   std::set<std::string> verified;                      // cached models checked this process
+  std::set<std::string> timed_out_once;                // jobs whose first timeout here was taken for the board's
   Clock::time_point broker_seen, last_sent;
   bool heard = false;  // the coordinator has spoken on the current socket
   int unheard = 0;     // announces since, unanswered: each waits twice as long
@@ -165,10 +169,43 @@ struct FleetWorker::Impl {
   // The check: the built-in demo CNN, every layer where the compiler
   // decides (the executors this device accepts), against the fp32 host
   // reference computed here; it passes when it runs and matches.
+  // Why the model cache takes no write ("" when it does): a probe file of
+  // 64 KiB written and removed. A full or read-only disk fails every fetch
+  // (issue 30); the device is then Bad, not a source of fetch errors.
+  std::string cache_unwritable() const {
+    const std::string probe = opt.cache_dir + "/.health-probe." + std::to_string(getpid());
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return "model cache " + opt.cache_dir + " takes no file: " + std::strerror(errno);
+    static const std::string block(64 * 1024, '\0');
+    size_t written = 0;
+    int err = 0;
+    while (written < block.size()) {  // a short write is followed by the error that ended it
+      const ssize_t n = ::write(fd, block.data() + written, block.size() - written);
+      if (n <= 0) {
+        err = n < 0 ? errno : ENOSPC;
+        break;
+      }
+      written += static_cast<size_t>(n);
+    }
+    ::close(fd);
+    ::unlink(probe.c_str());
+    if (written < block.size()) return "model cache " + opt.cache_dir + " takes no write: " + std::strerror(err);
+    return "";
+  }
+  void fail_health_check(const std::string& why) {
+    health.check_started();
+    log("health check failed: " + why);
+    if (health.check_done(false, why, Clock::now())) health_changed();
+  }
   void start_health_check() {
+    if (const std::string why = cache_unwritable(); !why.empty()) return fail_health_check(why);
     const std::string bytes = torq::sim::build_demo_model();
     const std::string hash = sha256_hex(bytes);
-    if (!have_model(hash)) store_model(hash, bytes);
+    try {
+      if (!have_model(hash)) store_model(hash, bytes);
+    } catch (const std::exception& e) {
+      return fail_health_check(e.what());
+    }
     onnx::ModelProto proto;
     proto.ParseFromString(bytes);
     const size_t layers = list_layers(proto, nullptr).size();
@@ -198,7 +235,13 @@ struct FleetWorker::Impl {
   // infrastructure error makes the device Unknown (checked at once).
   void finished(const JobSpec& job, ExecResult r) {
     if (job.id == health_job) return health_check_done(r);
-    const bool infra_error = r.status == Status::kError && r.error_class == kInfrastructureClass;
+    if (opt.timeouts_check_device && r.status == Status::kError && r.error_class == "timeout" &&
+        timed_out_once.insert(job.id).second) {
+      r.error_class = kInfrastructureClass;
+      r.error_message = "timed out on the board, which is checked before its next job; the job is requeued (" +
+                        r.error_message + ")";
+    }
+    const bool infra_error = infrastructure_error(r) && r.error_class != kDeclinedClass;
     const std::string why = job.id + ": " + r.error_message;
     if (infra_error && health.infrastructure_error(why, Clock::now())) health_changed();
     send_result(job, std::move(r));
@@ -400,9 +443,15 @@ struct FleetWorker::Impl {
     fetches.erase(f);
     std::vector<JobSpec> jobs = std::move(parked[m.hash]);
     parked.erase(m.hash);
+    // A model that cannot be fetched or cached (a full or read-only disk,
+    // a corrupt transfer) says nothing about the op (issue 30): its jobs go
+    // back as infrastructure errors (requeued, not attempts) and the device
+    // checks its health, which probes the cache, before it takes another.
+    if (!problem.empty() && health.infrastructure_error("model " + m.hash.substr(0, 16) + ": " + problem, Clock::now()))
+      health_changed();
     for (const auto& j : jobs) {
       if (problem.empty()) submit_or_park(j);
-      else fail(j, "fetch", problem);
+      else fail(j, kInfrastructureClass, "model " + m.hash.substr(0, 16) + " could not be fetched: " + problem);
     }
   }
 
@@ -472,6 +521,17 @@ int FleetWorker::run() {
       m.log("stopping: finishing " + std::to_string(m.active.size()) + " jobs");
       m.send(encode_ready(m.ready_info()));
     }
+    // Stopping while the coordinator is gone (a local worker whose parent
+    // was killed gets SIGTERM from PR_SET_PDEATHSIG): nobody will take the
+    // running jobs' results, so they are stopped and the worker leaves now
+    // instead of holding cores and memory for their whole timeout.
+    if (m.draining && !m.active.empty() && now - m.broker_seen > broker_timeout) {
+      m.log("stopping: the coordinator is silent; stopping " + std::to_string(m.active.size()) +
+            " running jobs (their results would have no taker)");
+      m.pool.reset();
+      m.log("stopped");
+      return 0;
+    }
     if (m.draining && m.active.empty()) {
       if (!idle_since) idle_since = now;
       if (m.unacked.empty() || now - *idle_since >= broker_timeout) {
@@ -489,7 +549,13 @@ int FleetWorker::run() {
     std::vector<zmq_pollitem_t> items{{m.sock->handle(), 0, ZMQ_POLLIN, 0}};
     if (m.pool)
       for (int fd : m.pool->wait_fds()) items.push_back({nullptr, fd, ZMQ_POLLIN, 0});
-    long wait_ms = std::chrono::duration_cast<milliseconds>(m.last_sent + hb - now).count();
+    // Wake for the next heartbeat, once the coordinator has spoken (none is
+    // sent before: waking for it spun at a full core while a coordinator
+    // was unreachable, refused us or restarted, issue 30), or at the end of
+    // the silence window, whichever comes first.
+    auto wake = m.broker_seen + m.silence_window(broker_timeout) + milliseconds(1);
+    if (m.heard) wake = std::min(wake, m.last_sent + hb);
+    long wait_ms = std::chrono::ceil<milliseconds>(wake - now).count();
     const int deadline = m.pool ? m.pool->ms_to_deadline() : -1;
     if (deadline >= 0) wait_ms = std::min<long>(wait_ms, deadline);
     if (!m.sleeping.empty())

@@ -79,6 +79,12 @@ struct FleetWorkerOptions {
   int health_interval_s = 24 * 3600;
   int health_retry_s = 30;
   std::string maintenance_file;
+  // A board (torq-worker --board): the first timeout of a job here is taken
+  // for the board's (an infrastructure error: requeued, the board checked
+  // before its next job, as LAVA does after a job timeout); only a job that
+  // times out again here, after the board passed that check, has the op's
+  // timeout.
+  bool timeouts_check_device = false;
   // Benchmarking only: "" (run jobs for real), "noop" or "sleep:MS" (see above).
   std::string bench_executor;
   std::function<void(const std::string&)> log;  // default: stderr

@@ -291,6 +291,7 @@ int main(int argc, char** argv) {
         if (fo.capacity != 1)
           std::fprintf(stderr, "torq-worker: note: --board runs one job at a time: capacity %d -> 1\n", fo.capacity);
         fo.capacity = 1;
+        fo.timeouts_check_device = true;  // a hang may be the board's: checked before it is the op's
         std::ostringstream lock_s;
         lock_s << backend.board_lock_timeout_s;
         fo.backend_args.insert(fo.backend_args.end(), {"--board", backend.board, "--board-lock-timeout-s", lock_s.str(),

@@ -158,7 +158,12 @@ bool ToolchainBackend::run_on_board(const Job& job, const Step& run_step, bool p
     // a busy board is an infrastructure error (requeued), not a timeout.
     // Round trips per job: lock + mkdir, scp up, the run, scp down,
     // cleanup + unlock.
-    b.lock(std::min<std::chrono::milliseconds>(bs.lock_timeout, std::chrono::milliseconds(left_ms() / 2)), remote);
+    // Under the lock no other job runs on the board: the torq-board-*
+    // folders there are interrupted jobs' (a killed worker, a timeout that
+    // killed the job process), swept with their process groups unless the
+    // file keeps work folders for debugging.
+    b.lock(std::min<std::chrono::milliseconds>(bs.lock_timeout, std::chrono::milliseconds(left_ms() / 2)), remote,
+           cfg_.keep_work_dir ? std::string() : bs.remote_base + "/torq-board-");
     b.stage(staged, remote);
     for (uint32_t k = 0; k < runs; ++k) {
       const long long limit = std::min<long long>(static_cast<long long>(cfg_.run_step.timeout_s * 1000), left_ms());
