@@ -439,6 +439,9 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
       unit_of[t->id] = units.size();
       if (!own) unit_of_group[group] = units.size();
       units.push_back(std::move(u));
+    } catch (const StoreWriteError& e) {  // the store's, not the test's: the run stops (issue 30)
+      err << "torq-coordinator: error: " << e.what() << " (the store keeps what was committed; rerun to resume)\n";
+      return 2;
     } catch (const std::exception& e) {
       TestRun r;
       r.ran = true;

@@ -12,6 +12,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <cstdarg>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -101,6 +102,24 @@ std::vector<ExecResult> decode_record(const std::string& dir, const std::string&
   }
 }
 
+// RocksDB's own diagnostics: errors to stderr, the rest nowhere. Its
+// default logger writes a LOG file into the store, and once a write to it
+// failed (a full disk) its next append is an assertion in Debian's build:
+// the coordinator died with SIGABRT instead of reporting the store's write
+// error (issue 30). The store's own errors are ours to report.
+class StoreLogger : public rocksdb::Logger {
+ public:
+  StoreLogger() : rocksdb::Logger(rocksdb::InfoLogLevel::ERROR_LEVEL) {}
+  using rocksdb::Logger::Logv;
+  void Logv(const char*, va_list) override {}
+  void Logv(const rocksdb::InfoLogLevel level, const char* format, va_list ap) override {
+    if (level < rocksdb::InfoLogLevel::ERROR_LEVEL || level == rocksdb::InfoLogLevel::HEADER_LEVEL) return;
+    char line[1024];
+    std::vsnprintf(line, sizeof line, format, ap);
+    std::fprintf(stderr, "[rocksdb] %s\n", line);
+  }
+};
+
 }  // namespace
 
 std::unique_ptr<Store> Store::open(const std::string& dir) {
@@ -108,8 +127,7 @@ std::unique_ptr<Store> Store::open(const std::string& dir) {
   rocksdb::DBOptions db_opts;
   db_opts.create_if_missing = true;
   db_opts.create_missing_column_families = true;
-  db_opts.keep_log_file_num = 4;
-  db_opts.max_log_file_size = 1 << 20;
+  db_opts.info_log = std::make_shared<StoreLogger>();
   // One writer at a time (the coordinator's thread, or its cache writer's
   // batches); the job states' vector memtable cannot take concurrent inserts.
   db_opts.allow_concurrent_memtable_write = false;
@@ -178,7 +196,7 @@ namespace {
 
 void check_write(const std::string& dir, const rocksdb::Status& st, const char* cf, const std::string& key) {
   if (!st.ok())
-    throw PipelineError(fail_prefix(dir) + "cannot write " + cf + " key '" + key + "': " + st.ToString());
+    throw StoreWriteError(fail_prefix(dir) + "cannot write " + cf + " key '" + key + "': " + st.ToString());
 }
 
 // Reads one key; nullopt when absent, PipelineError on any other failure.
@@ -337,7 +355,7 @@ void Store::put_job_states(const std::string& run, char state,
   }
   if (st.ok()) st = db_->Write(synced(), &batch);
   if (!st.ok())
-    throw PipelineError(fail_prefix(dir_) + "cannot write " + std::to_string(jobs.size()) +
+    throw StoreWriteError(fail_prefix(dir_) + "cannot write " + std::to_string(jobs.size()) +
                         " job state(s), first job '" + jobs.front().first + "': " + st.ToString());
 }
 
@@ -439,7 +457,7 @@ void Store::commit_result(const std::string& run, const std::string& model_hash,
 
 void Store::sync_log() {
   const rocksdb::Status st = db_->SyncWAL();
-  if (!st.ok()) throw PipelineError(fail_prefix(dir_) + "cannot flush the write-ahead log: " + st.ToString());
+  if (!st.ok()) throw StoreWriteError(fail_prefix(dir_) + "cannot flush the write-ahead log: " + st.ToString());
 }
 
 namespace {
@@ -463,7 +481,7 @@ void write_commits(const std::string& dir, rocksdb::DB* db, rocksdb::ColumnFamil
   }
   if (st.ok()) st = db->Write(sync ? synced() : rocksdb::WriteOptions(), &batch);
   if (!st.ok())
-    throw PipelineError(fail_prefix(dir) + "cannot commit " + std::to_string(n) + " result(s), first job '" +
+    throw StoreWriteError(fail_prefix(dir) + "cannot commit " + std::to_string(n) + " result(s), first job '" +
                         at(0).second.job_id + "': " + st.ToString());
 }
 

@@ -40,6 +40,14 @@ namespace torq::pipeline {
 //             "health/..." device health; "history/..." the run history (run_history.h)
 // Every write is synced (WriteOptions.sync = true) before the call returns, so a
 // kill -9 after a call returns loses nothing. Thread-safe (RocksDB is).
+// A write the store could not make (a full or read-only disk): the run
+// stops on it with what was committed kept; it is never a test's or an
+// op's result (issue 30).
+class StoreWriteError : public PipelineError {
+ public:
+  using PipelineError::PipelineError;
+};
+
 class Store {
  public:
   // Name of the results column family's MergeOperator. It is recorded in the

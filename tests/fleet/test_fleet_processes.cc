@@ -910,3 +910,38 @@ TEST(FleetChaos, KillsDuringDispatchChangeNoResultField) {
     EXPECT_EQ(it->second, x) << key;
   }
 }
+
+// Issue 30: a full disk crashed the coordinator (a RocksDB assertion in its
+// info log writer, SIGABRT, exit 134). The store's filesystem full (a file
+// size limit here, as root ignores permissions; SIGXFSZ ignored, as a full
+// disk sends none): a clean error naming the store, exit 2, and a store
+// the same run resumes from once there is room.
+TEST(FleetFaults, AFullDiskStopsTheCoordinatorCleanlyAndTheStoreResumes) {
+  const std::string dir = fresh_dir("faults_full_store");
+  const std::string model = demo_model(dir);
+  const std::string spec = dir + "/spec.yaml";
+  std::ofstream(spec) << "models: [" << model << "]\nvariants: [fp32, bf16]\nmodes: [discover]\n";
+  for (const int limit_kib : {40, 80}) {
+    const std::string db = dir + "/db" + std::to_string(limit_kib);
+    Proc full({"/bin/bash", "-c",
+               "trap '' XFSZ; ulimit -f " + std::to_string(limit_kib) + "; exec " + bin("torq-coordinator") +
+                   " --spec " + spec + " --local-workers 1 --db " + db + " --export " + dir + "/out"},
+              dir + "/full" + std::to_string(limit_kib) + ".log");
+    auto code = full.wait(120000);
+    ASSERT_TRUE(code) << full.output();
+    EXPECT_EQ(*code, 2) << full.output();
+    EXPECT_NE(full.output().find("torq-coordinator: error: store '" + db + "': cannot "), std::string::npos)
+        << full.output();
+    EXPECT_NE(full.output().find("File too large"), std::string::npos) << full.output();
+    EXPECT_EQ(full.output().find("Assertion"), std::string::npos) << full.output();
+    EXPECT_EQ(full.output().find("import failed"), std::string::npos) << "a store error became a test's result\n"
+                                                                      << full.output();
+    Proc again({bin("torq-coordinator"), "--spec", spec, "--local-workers", "1", "--db", db, "--export",
+                dir + "/out"},
+               dir + "/again" + std::to_string(limit_kib) + ".log");
+    code = again.wait(120000);
+    ASSERT_TRUE(code) << again.output();
+    EXPECT_EQ(*code, 0) << again.output();
+    EXPECT_NE(again.output().find("matrix: 2 passed, 0 failed"), std::string::npos) << again.output();
+  }
+}
