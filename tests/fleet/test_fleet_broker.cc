@@ -644,6 +644,45 @@ TEST(FleetBroker, RestartKeepsDoneJobsAndRequeuesLeasedOnes) {
   }
 }
 
+// Issue 30: after a full disk, a resume kept 2,112 stored error/fetch
+// results as the ops' own. A job whose stored result is an infrastructure
+// error (here the `fetch` an older build stored) runs again on resume; a
+// real result is reported from the store.
+TEST(FleetBroker, AResumeRunsAgainAJobWhoseStoredResultIsAnInfrastructureError) {
+  const std::vector<JobSpec> jobs = {job(0, Executor::kNss), job(1, Executor::kNss)};
+  {
+    Harness h("infra-resume", {}, jobs);
+    std::vector<pipeline::Store::KeyedCommit> commits;
+    for (const JobSpec& j : jobs) {
+      ExecResult r;
+      r.job_id = j.id;
+      r.executor = j.executor;
+      r.tolerance_used = j.tolerance;
+      r.status = j.first_node == 0 ? Status::kError : Status::kSuccess;
+      if (j.first_node == 0) {
+        r.error_class = "fetch";
+        r.error_message = "cannot write the model cache";
+      }
+      commits.push_back({pipeline::result_key_of(j), {static_cast<int>(j.first_node), r, j.id, pipeline::encode_job(j)}});
+    }
+    h.store().commit_results(kRun, commits);
+  }
+  Harness h("infra-resume", {}, jobs, false);
+  h.start();
+  FakeWorker a(h.ctx, h.ep());
+  a.ready("a", "sim", {Executor::kNss}, 2);
+  auto got = take_jobs(a, 1);
+  ASSERT_EQ(got.size(), 1u) << h.log();
+  EXPECT_EQ(got[0].id, jobs[0].id);
+  EXPECT_TRUE(gets_no_job(a, 300)) << "the stored success is not run again";
+  a.result(jobs[0].id, Executor::kNss, Status::kSuccess);
+  ASSERT_TRUE(h.wait_finished(5000)) << h.log();
+  ASSERT_EQ(h.done().size(), 2u);
+  for (const auto& [j, r] : h.done()) EXPECT_EQ(r.status, Status::kSuccess) << j.id;
+  EXPECT_EQ(h.broker().stats().reported_from_store, 1u);
+  EXPECT_EQ(h.broker().stats().dispatched, 1u);
+}
+
 TEST(FleetBroker, BlobRequestsAreServedFromTheStore) {
   Harness h("blob", {}, {job(0, Executor::kHost)});
   h.start();
