@@ -219,6 +219,11 @@ TEST(MatrixReport, SummaryTestFields) {
                         "<property name=\"e2e_pcc\" value=\"0.976\"/>",
                         "<property name=\"converted_pcc\" value=\"1\"/>"})
     EXPECT_NE(xml.find(p), std::string::npos) << p << "\n" << xml;
+  const std::string html = html_report(s.results, {}, info);
+  EXPECT_NE(html.find("<th>PCC vs fp32 original / vs converted</th>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"num below\">0.976</td><td class=\"num\">0.976 / 1 (judged: the fp32 original)</td>"),
+            std::string::npos)
+      << html;
   EXPECT_EQ(j["tests"][1]["message"], "<not> supported & \"skipped\"");
   EXPECT_EQ(j["tests"][1]["bringup_status"], "UNKNOWN");
   EXPECT_EQ(j["run"]["spec"], "m.yaml");
