@@ -45,7 +45,11 @@ struct Job {
   State state = State::kQueued;
   std::string worker;       // identity of the holder while leased
   std::string holder_id;    // registered worker id of the latest lease holder (its result is the only one taken)
+  // The lease's end: until the holder says the job started (STARTED), the
+  // job's timeout plus the wait a prefetching worker's queue may add; from
+  // then, the job's own timeout (plus the slack for its result's way back).
   Clock::time_point deadline;
+  uint32_t starts = 0;      // STARTEDs of this lease (a worker retries a crashed job)
   Clock::time_point sent;   // when the current lease's JOB was sent
   uint64_t seq = 0;         // queue order
   uint32_t leases = 0;      // times sent to a worker
@@ -265,12 +269,14 @@ struct FleetBroker::Impl {
     ++j.leases;
     w.leased.insert(j.spec.id);
     j.deadline = lease_deadline(w, j);
+    j.starts = 0;
     ++leased;
   }
-  // When a lease to `w` has overrun: the job's timeout and the slack, and on
-  // a worker that prefetches, the time the job may wait in its local queue
-  // (ceil(prefetch / capacity) jobs ahead, each up to the longest timeout
-  // among its leases).
+  // When a lease to `w` that has not started has overrun: the job's timeout
+  // and the slack, and on a worker that prefetches, the time the job may
+  // wait in its local queue (ceil(prefetch / capacity) jobs ahead, each up
+  // to the longest timeout among its leases). STARTED replaces it with the
+  // job's own timeout from the start (on_started).
   Clock::time_point lease_deadline(const Worker& w, const Job& j) const {
     auto d = Clock::now() + milliseconds(j.spec.timeout_ms) + milliseconds(opt.lease_slack_ms);
     if (w.prefetch() == 0) return d;
@@ -287,10 +293,11 @@ struct FleetBroker::Impl {
   void send_leases(const std::vector<Job*>& round) {
     if (round.empty()) return;
     if (opt.persist_leases) {
-      std::vector<std::pair<std::string, std::string>> states;
+      // With their holders: after a restart only they may claim them.
+      std::vector<pipeline::Store::Lease> states;
       states.reserve(round.size());
-      for (const Job* j : round) states.emplace_back(j->spec.id, j->encoded);
-      store.put_job_states(run, 'L', states);
+      for (const Job* j : round) states.push_back({j->spec.id, j->encoded, j->holder_id});
+      store.put_leases(run, states);
       ++stats.lease_commits;
     }
     for (Job* j : round) {
@@ -520,11 +527,12 @@ struct FleetBroker::Impl {
       nw.quarantined = true;
       log("worker " + info.worker_id + " registered again but is quarantined: no jobs for it this run");
     }
-    // Jobs it kept running across a reconnect stay with it.
+    // Jobs it kept running across a reconnect stay with it, if they were
+    // leased to it (issue 30: a peer cannot claim others' jobs).
     size_t kept = 0;
     for (const auto& id : info.running) {
       auto j = jobs.find(id);
-      if (j == jobs.end()) continue;
+      if (j == jobs.end() || !may_hold(j->second, info.worker_id)) continue;
       if (j->second.state == Job::State::kQueued) unqueue(j->second);
       else if (j->second.state != Job::State::kHeld) continue;
       j->second.state = Job::State::kLeased;
@@ -533,6 +541,7 @@ struct FleetBroker::Impl {
       j->second.leases = std::max<uint32_t>(1, j->second.leases);
       nw.leased.insert(id);
       j->second.deadline = lease_deadline(nw, j->second);
+      j->second.starts = 0;  // queued or running there: its STARTED (sent again after READY) says which
       ++leased;
       ++kept;
     }
@@ -540,6 +549,33 @@ struct FleetBroker::Impl {
         executors_csv(info.executors) + ", capacity " + std::to_string(info.capacity) +
         (info.prefetch ? " + prefetch " + std::to_string(info.prefetch) : "") + ", toolchain " +
         info.toolchain + (kept ? ", resumed " + std::to_string(kept) + " running jobs" : ""));
+  }
+
+  // Whether the worker registered as `worker_id` holds `j`, or last held it:
+  // its lease, or before a restart the lease stored with it. A job recovered
+  // from a store written before holders were stored has none; the first
+  // worker that claims it within the hold interval does.
+  static bool may_hold(const Job& j, const std::string& worker_id) {
+    if (j.state == Job::State::kHeld && j.holder_id.empty()) return true;
+    return !j.holder_id.empty() && j.holder_id == worker_id;
+  }
+
+  // STARTED from the worker holding the lease: from now the job has its own
+  // timeout (and the slack) to answer. A worker retries a job whose process
+  // crashed, and says so again: up to max_attempts starts of one lease
+  // renew it, no more (a holder cannot keep a lease forever). Any other
+  // STARTED (a lease already requeued, a peer that does not hold it)
+  // changes nothing.
+  void on_started(Worker& w, const std::string& id) {
+    auto it = jobs.find(id);
+    if (it == jobs.end() || it->second.state != Job::State::kLeased || it->second.worker != w.identity) {
+      ++stats.stray_started;
+      return;
+    }
+    Job& j = it->second;
+    if (++j.starts > static_cast<uint32_t>(std::max(1, opt.max_attempts))) return;
+    j.deadline = Clock::now() + milliseconds(j.spec.timeout_ms) + milliseconds(opt.lease_slack_ms);
+    ++stats.started;
   }
 
   void on_result(Worker& w, ExecResult r) {
@@ -556,11 +592,10 @@ struct FleetBroker::Impl {
       return;
     }
     // Only the lease holder's result counts (issue 30): the worker that
-    // holds, or last held, the job by its registered id; any other peer's
-    // is dropped (and acknowledged, so that it stops sending it). A job held
-    // since a coordinator restart (kHeld) has no known holder yet: the
-    // first registered worker that returns it within the hold interval does.
-    if (j.state != Job::State::kHeld && (j.holder_id.empty() || j.holder_id != w.info.worker_id)) {
+    // holds, or last held, the job by its registered id (after a restart:
+    // the holder stored with its lease); any other peer's is dropped (and
+    // acknowledged, so that it stops sending it).
+    if (!may_hold(j, w.info.worker_id)) {
       ++stats.foreign_results;
       log("result for job " + r.job_id + " from worker " + w.info.worker_id + " (connection " + hex(w.identity) +
           "), which does not hold it" + (j.holder_id.empty() ? " (never leased)" : " (held by " + j.holder_id + ")") +
@@ -645,6 +680,7 @@ struct FleetBroker::Impl {
       Worker& w = it->second;
       switch (m.type) {
         case FleetType::kResult: on_result(w, std::move(m.result)); break;
+        case FleetType::kStarted: on_started(w, m.job_id); break;
         case FleetType::kBlobRequest: blobs.request(identity, "worker " + w.info.worker_id, m); break;
         case FleetType::kHeartbeat: break;
         default: return bad(identity, std::string(fleet_type_name(m.type)) + " sent to the coordinator");
@@ -755,11 +791,12 @@ FleetBroker::FleetBroker(Store& store, std::string run, BrokerOptions opts) {
   // interval (their workers may reconnect and claim them), then queued first.
   for (auto& [id, st] : store.jobs(m.run)) {
     Job j;
-    j.spec = decode_job(st.second.data(), st.second.size());
-    j.encoded = st.second;
+    j.spec = decode_job(st.encoded.data(), st.encoded.size());
+    j.encoded = st.encoded;
+    j.holder_id = st.holder;  // '' for a job stored queued, or by an older build
     j.seq = m.next_seq++;
     auto& stored = m.jobs.emplace(id, std::move(j)).first->second;
-    if (st.first == 'D') {
+    if (st.state == 'D') {
       stored.state = Job::State::kDone;
     } else {
       stored.state = Job::State::kHeld;

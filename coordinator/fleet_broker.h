@@ -12,6 +12,10 @@
 // leased) until it disconnects, misbehaves or is silent for `liveness`
 // heartbeat intervals, and then its leased jobs go back to the queue. A job
 // leased to `max_attempts` workers that all died ends as error/crash.
+// A lease ends at the job's own timeout (plus lease_slack_ms) from the
+// holder's STARTED; before it, a prefetched job's wait in the worker's
+// queue is allowed for. Leases are stored with their holder's registered
+// id: after a restart only that worker may claim the job or answer it.
 //
 // Contracts:
 //  - Every result is committed before the worker gets RESULT_ACK and before
@@ -64,9 +68,10 @@ struct BrokerOptions {
   int liveness = 3;             // missed intervals before a worker is dead
   int max_attempts = 3;         // workers a job may outlive before error/crash
   int grace_ms = 30000;         // after request_stop: wait this long for leased jobs
-  // Extra time a lease may run past the job's own timeout before the worker
-  // holding it is considered broken.
-  int lease_slack_ms = 30000;
+  // Extra time a lease may run past the job's own timeout, counted from the
+  // worker's STARTED, before the worker holding it is considered broken:
+  // the worker's own timeout kills the job and its result is on its way.
+  int lease_slack_ms = 10000;
   size_t max_inbound_bytes = size_t{16} << 20;  // larger frames are bad frames
   size_t max_queued = 100000;   // jobs pulled from the source ahead of dispatch
   bool persist_leases = true;   // write 'L' job states before sending a job
@@ -107,6 +112,8 @@ struct BrokerStats {
   size_t recovered = 0;          // unfinished jobs found in the store at start
   size_t duplicates = 0;         // results of done jobs, dropped
   size_t foreign_results = 0;    // results from a worker not holding the job's lease, dropped
+  size_t started = 0;            // STARTEDs of lease holders: their leases run the job's own timeout from then
+  size_t stray_started = 0;      // STARTEDs for a job the sender does not hold (ignored)
   std::vector<std::string> quarantined;  // workers whose leases kept overrunning: no more jobs this run
   size_t requeued = 0;           // leases returned to the queue
   size_t crashed = 0;            // jobs ended as error/crash after max_attempts

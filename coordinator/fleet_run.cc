@@ -35,7 +35,8 @@ void print_serve_totals(const ServeTotals& t, double wall_s, std::ostream& out) 
   const BrokerStats& f = t.fleet;
   out << "fleet     " << f.workers_seen << " worker registrations, " << f.workers_expired << " expired, " << f.requeued
       << " jobs requeued, " << f.crashed << " crashed, " << f.duplicates << " duplicate results dropped, "
-      << f.bad_frames << " bad frames, " << f.blobs_served << " model blobs served\n";
+      << f.bad_frames << " bad frames, " << f.blobs_served << " model blobs served, " << f.started
+      << " leases started\n";
   if (!f.quarantined.empty()) {
     out << "quarantine";
     for (const auto& w : f.quarantined) out << " " << w;

@@ -52,6 +52,7 @@ const char* fleet_type_name(FleetType t) {
     case FleetType::kDisconnect: return "DISCONNECT";
     case FleetType::kBlobRequest: return "BLOB_REQUEST";
     case FleetType::kBlobReply: return "BLOB_REPLY";
+    case FleetType::kStarted: return "STARTED";
   }
   return "?";
 }
@@ -107,6 +108,12 @@ std::string encode_result_ack(const std::string& job_id) {
 std::string encode_heartbeat() {
   flatbuffers::FlatBufferBuilder b(64);
   return finish(b, fb::Message::Heartbeat, fb::CreateHeartbeat(b).Union());
+}
+
+std::string encode_job_started(const std::string& job_id) {
+  flatbuffers::FlatBufferBuilder b(128);
+  auto id = b.CreateString(job_id);
+  return finish(b, fb::Message::JobStarted, fb::CreateJobStarted(b, id).Union());
 }
 
 std::string encode_disconnect(const std::string& reason) {
@@ -210,6 +217,11 @@ FleetMessage decode_fleet_message(const void* data, size_t size, size_t max_byte
     }
     case fb::Message::Heartbeat:
       m.type = FleetType::kHeartbeat;
+      return m;
+    case fb::Message::JobStarted:
+      m.type = FleetType::kStarted;
+      m.job_id = str(env->message_as_JobStarted()->job_id());
+      if (m.job_id.empty()) throw PipelineError("STARTED without a job id");
       return m;
     case fb::Message::Disconnect:
       m.type = FleetType::kDisconnect;

@@ -27,7 +27,9 @@ namespace torq::pipeline {
 // Version of the envelope; a message of another version is refused.
 // 2: a RESULT may carry error class "declined" (below), which a version-1
 // coordinator would record as the op's error.
-inline constexpr uint16_t kFleetProtocolVersion = 2;
+// 3: a worker says when each job starts (STARTED); the lease of a job runs
+// for its own timeout from then (issue 30).
+inline constexpr uint16_t kFleetProtocolVersion = 3;
 // Largest fleet message a worker accepts (a whole model blob may travel in
 // one BLOB_REPLY). The coordinator accepts only kMaxMessageBytes and less.
 inline constexpr size_t kMaxFleetBlobBytes = size_t{1} << 30;
@@ -61,9 +63,10 @@ enum class FleetType {
   kDisconnect,   // both ways
   kBlobRequest,  // worker -> coordinator: model blob by hash
   kBlobReply,    // coordinator -> worker: the blob, or unknown
+  kStarted,      // worker -> coordinator: a job left the local queue and runs
 };
 // "READY", "JOB", "RESULT", "RESULT_ACK", "HEARTBEAT", "DISCONNECT",
-// "BLOB_REQUEST", "BLOB_REPLY".
+// "BLOB_REQUEST", "BLOB_REPLY", "STARTED".
 const char* fleet_type_name(FleetType t);
 
 // What a worker offers (READY).
@@ -90,7 +93,7 @@ struct FleetMessage {
   JobSpec job;              // kJob (decoded)
   std::string job_bytes;    // kJob: the nested encoded job, as sent
   ExecResult result;        // kResult
-  std::string job_id;       // kResultAck
+  std::string job_id;       // kResultAck, kStarted
   std::string reason;       // kDisconnect
   std::string hash;         // kBlobRequest, kBlobReply
   uint64_t blob_offset = 0;  // kBlobRequest: first byte wanted; kBlobReply: where `blob` starts
@@ -109,6 +112,7 @@ std::string encode_job_message(const std::string& encoded_job);
 std::string encode_result_message(const ExecResult& r);
 std::string encode_result_ack(const std::string& job_id);
 std::string encode_heartbeat();
+std::string encode_job_started(const std::string& job_id);
 std::string encode_disconnect(const std::string& reason);
 // The whole blob (max_bytes 0), or the chunk of at most max_bytes at offset.
 std::string encode_blob_request(const std::string& hash, uint64_t offset = 0, uint32_t max_bytes = 0);

@@ -86,6 +86,20 @@ std::string job_value(char state, const std::string& encoded_job) {
   return v;
 }
 
+// A lease with its holder: 'l', the holder's length (2 bytes, little
+// endian), the holder, the encoded job. Read back as state 'L'.
+constexpr char kLeaseWithHolder = 'l';
+std::string lease_value(const std::string& holder, const std::string& encoded_job) {
+  std::string v;
+  v.reserve(3 + holder.size() + encoded_job.size());
+  v.push_back(kLeaseWithHolder);
+  v.push_back(static_cast<char>(holder.size() & 0xff));
+  v.push_back(static_cast<char>(holder.size() >> 8));
+  v += holder;
+  v += encoded_job;
+  return v;
+}
+
 void sort_by_priority(std::vector<ExecResult>& rs) {
   std::stable_sort(rs.begin(), rs.end(), [](const ExecResult& a, const ExecResult& b) {
     return static_cast<int>(a.executor) < static_cast<int>(b.executor);
@@ -359,15 +373,45 @@ void Store::put_job_states(const std::string& run, char state,
                         " job state(s), first job '" + jobs.front().first + "': " + st.ToString());
 }
 
-std::map<std::string, std::pair<char, std::string>> Store::jobs(const std::string& run) const {
+void Store::put_leases(const std::string& run, const std::vector<Lease>& leases) {
+  if (leases.empty()) return;
+  rocksdb::WriteBatch batch;
+  rocksdb::Status st;
+  for (const auto& l : leases) {
+    const std::string key = job_key(dir_, run, l.job_id);
+    check_job_value(dir_, 'L', l.encoded_job, key);
+    if (l.holder.size() > 0xffff)
+      throw PipelineError(fail_prefix(dir_) + "holder of jobs key '" + key + "' is longer than 65535 bytes");
+    if (st.ok()) st = batch.Put(jobs_, key, lease_value(l.holder, l.encoded_job));
+  }
+  if (st.ok()) st = db_->Write(synced(), &batch);
+  if (!st.ok())
+    throw StoreWriteError(fail_prefix(dir_) + "cannot write " + std::to_string(leases.size()) +
+                          " lease(s), first job '" + leases.front().job_id + "': " + st.ToString());
+}
+
+std::map<std::string, Store::StoredJob> Store::jobs(const std::string& run) const {
   check_component(dir_, "run id", run);
   const std::string prefix = run + "/";
-  std::map<std::string, std::pair<char, std::string>> out;
+  std::map<std::string, StoredJob> out;
   scan(dir_, db_, jobs_, kJobs, prefix, [&](const std::string& key, const rocksdb::Slice& v) {
     if (v.empty()) throw PipelineError(fail_prefix(dir_) + "empty value at jobs key '" + key + "'");
-    std::string job(v.data() + 1, v.size() - 1);
-    check_job_value(dir_, v[0], job, key);
-    out.emplace(key.substr(prefix.size()), std::make_pair(v[0], std::move(job)));
+    StoredJob j;
+    j.state = v[0];
+    size_t at = 1;
+    if (v[0] == kLeaseWithHolder) {
+      const size_t n = v.size() < 3 ? 0
+                                    : static_cast<size_t>(static_cast<uint8_t>(v[1])) |
+                                          static_cast<size_t>(static_cast<uint8_t>(v[2])) << 8;
+      if (v.size() < 3 || v.size() - 3 < n)
+        throw PipelineError(fail_prefix(dir_) + "truncated lease holder at jobs key '" + key + "'");
+      j.state = 'L';
+      j.holder.assign(v.data() + 3, n);
+      at = 3 + n;
+    }
+    j.encoded.assign(v.data() + at, v.size() - at);
+    check_job_value(dir_, j.state, j.encoded, key);
+    out.emplace(key.substr(prefix.size()), std::move(j));
   });
   return out;
 }

@@ -119,10 +119,25 @@ class Store {
   // none. Each element is (job id, encoded job); validation as above.
   void put_job_states(const std::string& run, char state,
                       const std::vector<std::pair<std::string, std::string>>& jobs);
-  // job id -> (state, encoded job)
+  // The leases of one dispatch round, each with the registered id of the
+  // worker it went to, in one synced WriteBatch (state 'L'): after a
+  // coordinator restart only that worker may claim the job or return its
+  // result (issue 30). A holder longer than 65,535 bytes is a PipelineError.
+  struct Lease {
+    std::string job_id, encoded_job, holder;
+  };
+  void put_leases(const std::string& run, const std::vector<Lease>& leases);
+  // A job as stored: its state, the encoded job, and for a lease written by
+  // put_leases its holder (else empty).
+  struct StoredJob {
+    char state = 'Q';
+    std::string encoded;
+    std::string holder;
+  };
+  // job id -> stored job.
   // A stored value with a bad state byte or an undecodable job is a
   // PipelineError naming its key.
-  std::map<std::string, std::pair<char, std::string>> jobs(const std::string& run) const;
+  std::map<std::string, StoredJob> jobs(const std::string& run) const;
 
   // Stores run metadata; `json` must parse as JSON (else PipelineError).
   void put_run_meta(const std::string& run, const std::string& json);

@@ -175,6 +175,7 @@ class FakeWorker {
     r.worker_id = "fake";
     send(pipeline::encode_result_message(r));
   }
+  void started(const std::string& job_id) { send(pipeline::encode_job_started(job_id)); }
   // The next message other than HEARTBEAT within timeout_ms (sending our own
   // heartbeats meanwhile when `alive`), or nullopt.
   std::optional<pipeline::FleetMessage> next(int timeout_ms, bool alive = true) {

@@ -218,7 +218,7 @@ TEST(FleetBroker, DispatchHonoursCreditsAndMatchesExecutorAndTarget) {
   EXPECT_EQ(h.broker().stats().dispatched, 5u);
   auto states = h.store().jobs(kRun);
   EXPECT_EQ(states.size(), 5u);
-  for (auto& [id, st] : states) EXPECT_EQ(st.first, 'D') << id;
+  for (auto& [id, st] : states) EXPECT_EQ(st.state, 'D') << id;
 }
 
 // A worker with capacity 1 and prefetch 1 holds two leases; the second waits
@@ -304,6 +304,81 @@ TEST(FleetBroker, AWorkerWhoseLeasesKeepOverrunningIsQuarantined) {
   EXPECT_EQ(h.broker().stats().quarantined, std::vector<std::string>{"a"});
   EXPECT_NE(h.log().find("worker a quarantined"), std::string::npos) << h.log();
   EXPECT_NE(h.log().find("registered again but is quarantined"), std::string::npos) << h.log();
+}
+
+// Issue 30: a lease expires at the job's own timeout. A prefetching
+// worker's lease allows for the wait in its queue only until the worker
+// says the job started; from STARTED it has the job's timeout plus the
+// slack. A STARTED from a worker that does not hold the job changes nothing.
+TEST(FleetBroker, ALeaseRunsForTheJobsOwnTimeoutFromItsStarted) {
+  BrokerOptions o;
+  o.lease_slack_ms = 200;
+  // Deadlines at the lease: 1000 + 200 + 2 × 1000 (two jobs may wait ahead
+  // in the queue) = 3200 ms.
+  std::vector<JobSpec> jobs{job(0, Executor::kNss), job(1, Executor::kNss), job(2, Executor::kNss)};
+  for (auto& j : jobs) j.timeout_ms = 1000;
+  Harness h("started", o, jobs);
+  h.start();
+  FakeWorker a(h.ctx, h.ep()), b(h.ctx, h.ep());
+  a.ready("a", "sim", {Executor::kNss}, 1, {}, 2);
+  auto held = take_jobs(a, 3);
+  ASSERT_EQ(held.size(), 3u) << h.log();
+  b.ready("b", "sim", {Executor::kCss}, 1);
+  b.started(held[1].id);  // not b's: ignored
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto t0 = Clock::now();
+  a.started(held[0].id);  // and then never answers
+  std::optional<pipeline::FleetMessage> m;
+  while ((m = a.next(5000)) && m->type != FleetType::kDisconnect) {
+  }
+  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+  ASSERT_TRUE(m) << "a's started lease never expired\n" << h.log();
+  EXPECT_GE(waited, 1100) << "expired before the job's timeout + slack from STARTED";
+  EXPECT_LT(waited, 2200) << "expired at the queue allowance (3200 ms from the lease), not at STARTED + 1200 ms";
+  EXPECT_NE(h.log().find("job " + held[0].id + " overran its timeout"), std::string::npos) << h.log();
+  EXPECT_EQ(h.broker().stats().started, 1u);
+  EXPECT_EQ(h.broker().stats().stray_started, 1u);
+}
+
+// Issue 30: leases are stored with their holder. After a coordinator
+// restart, a peer cannot claim another worker's lease by listing it as
+// running, nor return its result; the holder can do both.
+TEST(FleetBroker, AfterARestartOnlyTheStoredHolderClaimsOrAnswersALease) {
+  const std::vector<JobSpec> jobs = {job(0, Executor::kNss), job(1, Executor::kNss)};
+  std::vector<JobSpec> got;
+  {
+    BrokerOptions o;
+    o.grace_ms = 0;
+    Harness h("holder-restart", o, jobs);
+    h.start();
+    FakeWorker a(h.ctx, h.ep());
+    a.ready("a", "sim", {Executor::kNss}, 2);
+    got = take_jobs(a, 2);
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_FALSE(h.stop());
+    for (auto& [id, st] : h.store().jobs(kRun)) EXPECT_EQ(st.holder, "a") << id;
+  }
+  BrokerOptions o2;
+  o2.liveness = 30;
+  o2.recovered_hold_ms = 1500;
+  Harness h("holder-restart", o2, jobs, false);
+  h.start();
+  FakeWorker a2(h.ctx, h.ep()), x(h.ctx, h.ep());
+  x.ready("x", "sim", {Executor::kCss}, 1, {got[0].id, got[1].id});  // claims a's leases
+  x.result(got[0].id, Executor::kNss, Status::kError);
+  auto ack = x.next(2000);
+  ASSERT_TRUE(ack && ack->type == FleetType::kResultAck) << h.log();
+  EXPECT_EQ(h.broker().stats().foreign_results, 1u) << h.log();
+  EXPECT_NE(h.log().find("(held by a): dropped"), std::string::npos) << h.log();
+  a2.ready("a", "sim", {Executor::kNss}, 2, {got[0].id, got[1].id});
+  EXPECT_TRUE(gets_no_job(a2, 300)) << "a runs both already";
+  a2.result(got[0].id, Executor::kNss);
+  a2.result(got[1].id, Executor::kNss, Status::kDifference);
+  ASSERT_TRUE(h.wait_finished(5000)) << h.log();
+  ASSERT_EQ(h.done().size(), 2u);
+  for (const auto& [spec, r] : h.done()) EXPECT_NE(r.status, Status::kError) << spec.id << ": x's result was taken";
+  EXPECT_EQ(h.broker().stats().dispatched, 0u) << "no job was leased again";
+  EXPECT_NE(h.log().find("resumed 2 running jobs"), std::string::npos) << h.log();
 }
 
 // A draining worker (capacity 0) gets nothing, prefetch or not.
@@ -608,7 +683,7 @@ TEST(FleetBroker, RestartKeepsDoneJobsAndRequeuesLeasedOnes) {
     EXPECT_FALSE(h.stop()) << "stopped before the end";
     auto states = h.store().jobs(kRun);
     ASSERT_EQ(states.size(), 3u);
-    for (auto& [id, st] : states) EXPECT_EQ(st.first, id == first_id ? 'D' : 'L') << id;
+    for (auto& [id, st] : states) EXPECT_EQ(st.state, id == first_id ? 'D' : 'L') << id;
   }
   // A new broker on the same store: the done job is reported from the store,
   // the leased ones run again (one kept by the worker that reconnects).

@@ -100,6 +100,13 @@ TEST(FleetCodec, EveryMessageTypeRoundTrips) {
   EXPECT_EQ(decode_fleet_message(d.data(), d.size()).reason, "bye");
   const std::string hb = encode_heartbeat();
   EXPECT_EQ(decode_fleet_message(hb.data(), hb.size()).type, FleetType::kHeartbeat);
+  const std::string st = encode_job_started("x/1/nss");
+  m = decode_fleet_message(st.data(), st.size());
+  EXPECT_EQ(m.type, FleetType::kStarted);
+  EXPECT_EQ(m.job_id, "x/1/nss");
+  EXPECT_STREQ(fleet_type_name(m.type), "STARTED");
+  const std::string st_empty = encode_job_started("");
+  EXPECT_THROW(decode_fleet_message(st_empty.data(), st_empty.size()), PipelineError);
   const std::string req = encode_blob_request(kHash);
   EXPECT_EQ(decode_fleet_message(req.data(), req.size()).hash, kHash);
 }

@@ -117,8 +117,8 @@ TEST(FleetLargeBlob, ServedWithoutSilenceReconnectOrRequeue) {
   std::string hash;
   size_t jobs = 0;
   for (auto& [id, st] : store->jobs(m[1])) {
-    EXPECT_EQ(st.first, 'D') << id;
-    hash = pipeline::decode_job(st.second.data(), st.second.size()).model_hash;
+    EXPECT_EQ(st.state, 'D') << id;
+    hash = pipeline::decode_job(st.encoded.data(), st.encoded.size()).model_hash;
     ++jobs;
   }
   EXPECT_GE(jobs, 6u);

@@ -113,8 +113,8 @@ StoreView read_store(const std::string& db, const std::string& run) {
   auto store = pipeline::Store::open(db);
   std::string hash;
   for (auto& [id, st] : store->jobs(run)) {
-    v.states[id] = st.first;
-    hash = pipeline::decode_job(st.second.data(), st.second.size()).model_hash;
+    v.states[id] = st.state;
+    hash = pipeline::decode_job(st.encoded.data(), st.encoded.size()).model_hash;
   }
   if (!hash.empty()) v.results = store->model_results(run, hash);
   return v;
@@ -203,6 +203,10 @@ TEST(FleetProcesses, DemoOverThreeWorkersMatchesSingleMachineDiscover) {
   // Every worker fetched the model once and took part.
   const std::string out = coord.output();
   EXPECT_EQ(summary_number(out, "(\\d+) model blobs served"), 3) << out;
+  // Every job's worker said when it started (STARTED: its lease runs the
+  // job's own timeout from then; issue 30).
+  EXPECT_GT(summary_number(out, "(\\d+) run on the fleet"), 0) << out;
+  EXPECT_EQ(summary_number(out, "(\\d+) leases started"), summary_number(out, "(\\d+) run on the fleet")) << out;
   for (const auto& w : f.workers) EXPECT_NE(w.output().find("finished "), std::string::npos) << w.output();
 }
 

@@ -76,7 +76,7 @@ TEST(CommitWriter, ABatchIsDoneAndItsFdReadableOnlyOnceItIsInTheStore) {
   EXPECT_TRUE(w.done(true));
   EXPECT_EQ(stored(*store, 0, 3500), 3500);
   EXPECT_EQ(store->jobs(kRun).size(), 3500u);
-  for (const auto& [id, st] : store->jobs(kRun)) EXPECT_EQ(st.first, 'D') << id;
+  for (const auto& [id, st] : store->jobs(kRun)) EXPECT_EQ(st.state, 'D') << id;
 }
 
 TEST(CommitWriter, OneBatchAtATime) {

@@ -196,9 +196,9 @@ TEST(Store, ReopenKeepsEverything) {
   EXPECT_DOUBLE_EQ(c->max_abs, 0.25);
   const auto js = s->jobs("run");
   ASSERT_EQ(js.size(), 2u);
-  EXPECT_EQ(js.at("m1/0-0/css").first, 'L');
-  EXPECT_EQ(js.at("m1/2-2/nss").first, 'D');
-  EXPECT_EQ(decode_job(js.at("m1/2-2/nss").second.data(), js.at("m1/2-2/nss").second.size()).id, "m1/2-2/nss");
+  EXPECT_EQ(js.at("m1/0-0/css").state, 'L');
+  EXPECT_EQ(js.at("m1/2-2/nss").state, 'D');
+  EXPECT_EQ(decode_job(js.at("m1/2-2/nss").encoded.data(), js.at("m1/2-2/nss").encoded.size()).id, "m1/2-2/nss");
   EXPECT_EQ(s->jobs("run2").size(), 1u);
   EXPECT_TRUE(s->jobs("run3").empty());
   EXPECT_EQ(s->get_run_meta("run"), R"({"model_name":"resnet18","finished":null})");
@@ -216,7 +216,7 @@ TEST(Store, CommitResultWritesResultAndDoneStateTogether) {
   auto s = Store::open(d.path());
   const auto js = s->jobs("r");
   ASSERT_EQ(js.size(), 1u);
-  EXPECT_EQ(js.at("h/7-7/nss").first, 'D');
+  EXPECT_EQ(js.at("h/7-7/nss").state, 'D');
   const auto rs = s->layer_results("r", "h", 7);
   ASSERT_EQ(rs.size(), 1u);
   EXPECT_EQ(rs[0].job_id, "h/7-7/nss");
@@ -253,7 +253,7 @@ TEST(Store, ACommitOfSeveralModelsIsOneBatch) {
   const auto js = s->jobs("r");
   EXPECT_EQ(js.size(), 3u);
   EXPECT_EQ(js.count("m1/5/nss"), 0u);
-  EXPECT_EQ(js.at("m2/3/nss").first, 'D');
+  EXPECT_EQ(js.at("m2/3/nss").state, 'D');
 }
 
 TEST(Store, ResultRunsListsEachRunWithResultsOnce) {
@@ -267,6 +267,33 @@ TEST(Store, ResultRunsListsEachRunWithResultsOnce) {
   s->commit_results("run1", {commit("m1", 0, "m1/0/nss")});
   s->commit_results("run10", {commit("m1", 7, "m1/7/nss")});
   EXPECT_EQ(s->result_runs(), (std::vector<std::string>{"run1", "run10", "run2"}));
+}
+
+// Issue 30: a lease is stored with its holder, so that after a restart
+// only that worker may claim the job; a lease without one (an older
+// build's) reads back with an empty holder, and a done state replaces it.
+TEST(Store, LeasesKeepTheirHolderAcrossAReopen) {
+  TempDir d{"torq-store"};
+  {
+    auto s = Store::open(d.path());
+    s->put_leases("r", {{"a", job("a"), "board-7"}, {"b", job("b"), ""}});
+    s->put_job_states("r", 'L', {{"c", job("c")}});
+    EXPECT_THROW(s->put_leases("r", {{"d", "junk", "w"}}), PipelineError);
+    EXPECT_THROW(s->put_leases("r", {{"e", job("e"), std::string(70000, 'x')}}), PipelineError);
+  }
+  auto s = Store::open(d.path());
+  auto js = s->jobs("r");
+  ASSERT_EQ(js.size(), 3u);
+  EXPECT_EQ(js.at("a").state, 'L');
+  EXPECT_EQ(js.at("a").holder, "board-7");
+  EXPECT_EQ(decode_job(js.at("a").encoded.data(), js.at("a").encoded.size()).id, "a");
+  EXPECT_EQ(js.at("b").holder, "");
+  EXPECT_EQ(js.at("c").state, 'L');
+  EXPECT_EQ(js.at("c").holder, "");
+  s->put_job_state("r", "a", 'D', job("a"));
+  js = s->jobs("r");
+  EXPECT_EQ(js.at("a").state, 'D');
+  EXPECT_EQ(js.at("a").holder, "");
 }
 
 TEST(Store, BatchedJobStatesAndCacheEntriesAreAllOrNone) {
@@ -286,8 +313,8 @@ TEST(Store, BatchedJobStatesAndCacheEntriesAreAllOrNone) {
   auto s = Store::open(d.path());
   const auto js = s->jobs("r");
   ASSERT_EQ(js.size(), 2u);
-  EXPECT_EQ(js.at("a").first, 'L');
-  EXPECT_EQ(js.at("b").first, 'L');
+  EXPECT_EQ(js.at("a").state, 'L');
+  EXPECT_EQ(js.at("b").state, 'L');
   ASSERT_TRUE(s->get_cache("k1").has_value());
   EXPECT_DOUBLE_EQ(s->get_cache("k1")->max_abs, 0.5);
   EXPECT_EQ(s->get_cache("k2")->executor, Executor::kCss);
@@ -513,7 +540,7 @@ void killed_writer_loses_no_reported_commit(bool sync) {
   for (int k : acked) {
     const std::string id = "h/" + std::to_string(k) + "/nss";
     ASSERT_TRUE(js.count(id)) << "acknowledged job " << id << " lost";
-    EXPECT_EQ(js.at(id).first, 'D');
+    EXPECT_EQ(js.at(id).state, 'D');
     ASSERT_TRUE(all.count(k)) << "acknowledged result " << k << " lost";
     ASSERT_EQ(all.at(k).size(), 1u);
     EXPECT_EQ(all.at(k)[0].job_id, id);

@@ -118,6 +118,7 @@ struct FleetWorker::Impl {
   std::map<std::string, std::vector<JobSpec>> parked;  // model hash -> jobs waiting for its blob
   std::map<std::string, std::unique_ptr<BlobFetch>> fetches;  // model hash -> its blob coming in chunks
   std::set<std::string> active;                        // job ids parked or in the pool
+  std::set<std::string> started;                       // of those, the ones a lane took (STARTED sent)
   std::map<std::string, std::string> unacked;          // job id -> RESULT message
   std::set<std::string> verified;                      // cached models checked this process
   std::set<std::string> timed_out_once;                // jobs whose first timeout here was taken for the board's
@@ -282,6 +283,7 @@ struct FleetWorker::Impl {
     heard = false;
     unheard = 0;
     send(encode_ready(ready_info()));
+    for (const auto& id : started) send(encode_job_started(id));  // their leases run from their start
     for (const auto& [id, msg] : unacked) send(msg);
     for (auto& [hash, fetch] : fetches) fetch->restart();  // its requests in flight died with the old socket
     broker_seen = Clock::now();
@@ -350,11 +352,23 @@ struct FleetWorker::Impl {
     r.job_id = job.id;
     r.worker_id = opt.worker_id;
     active.erase(job.id);
+    started.erase(job.id);
     if (opt.verbose)
       log("finished " + job.id + ": " + status_name(r.status) + (r.error_class.empty() ? "" : " " + r.error_class));
     std::string msg = encode_result_message(r);
     send(msg);
     unacked[job.id] = std::move(msg);
+  }
+
+  // STARTED for every job a lane took since the last call (the coordinator's
+  // lease then runs for the job's own timeout; issue 30). The health
+  // check is this worker's own job.
+  void report_started() {
+    for (auto& id : pool->take_started()) {
+      if (id == health_job || !active.count(id)) continue;
+      started.insert(id);
+      send(encode_job_started(id));
+    }
   }
 
   void fail(const JobSpec& job, const std::string& cls, const std::string& msg) {
@@ -585,9 +599,10 @@ int FleetWorker::run() {
     }
 
     // Finished jobs go back (and stay until acknowledged).
-    if (m.pool)
+    if (m.pool) {
       for (auto& [job, r] : m.pool->service()) m.finished(job, std::move(r));
-    else
+      m.report_started();
+    } else
       m.bench_service();
     m.poll_health();
 

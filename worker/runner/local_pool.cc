@@ -268,7 +268,10 @@ void LocalPool::start_queued(std::vector<Finished>& out) {
     // The process starts its jobs in the order written: this one now if a
     // lane is free, else when enough of those before it have finished.
     Running r{q.job, q.attempts + 1};
-    if (s->running.size() < static_cast<size_t>(opts_.lanes)) r.start(Clock::now());
+    if (s->running.size() < static_cast<size_t>(opts_.lanes)) {
+      r.start(Clock::now());
+      started_.push_back(r.job.id);
+    }
     s->running.push_back(std::move(r));
     s->alone = q.alone;
     if (!runner::write_frame(s->to_child, pipeline::encode_job(q.job)))
@@ -328,8 +331,13 @@ void LocalPool::read_result(Slot& s, std::vector<Finished>& out) {
   // The lane that sent it took the next job waiting in the process.
   const auto now = Clock::now();
   for (size_t i = 0; i < s.running.size() && i < static_cast<size_t>(opts_.lanes); ++i)
-    if (!s.running[i].started) s.running[i].start(now);
+    if (!s.running[i].started) {
+      s.running[i].start(now);
+      started_.push_back(s.running[i].job.id);
+    }
 }
+
+std::vector<std::string> LocalPool::take_started() { return std::exchange(started_, {}); }
 
 std::vector<LocalPool::Finished> LocalPool::service() {
   std::vector<Finished> out;

@@ -95,6 +95,10 @@ class LocalPool {
   size_t busy() const;
   // Ids of those jobs.
   std::vector<std::string> busy_ids() const;
+  // Ids of the jobs that started (a lane took them; their timeout runs from
+  // then) since the last call, in order; a job retried after a crash
+  // appears again when it starts again.
+  std::vector<std::string> take_started();
   // Jobs the pool takes at once: `workers` running and `queue_ahead` more
   // waiting in each process.
   size_t slots() const;
@@ -127,6 +131,7 @@ class LocalPool {
   LocalPoolOptions opts_;
   std::vector<Slot> slots_;
   std::deque<Queued> queue_;  // crash retries and jobs put back go first
+  std::vector<std::string> started_;  // for take_started()
 };
 
 }  // namespace torq::runner
