@@ -2,19 +2,24 @@
 """Seeded fuzzing of what users hand torq-farm (issue 30): mutated ONNX
 models (torq-gen-config discover), report JSONs (view, edit --list,
 compare) and matrix specs with their test configs (torq-coordinator
-validate), each run with a time limit. Every outcome is classified:
+validate), each run with a time limit; and a hostile fleet peer
+(torq_hostile_peer, seeded) over a real socket beside a real worker
+during a coordinator's run, whose export must equal a clean run's.
+Every outcome is classified:
 
   handled  exit 0 or 1, or exit 2 with a message naming the input file
   unclear  exit 2 whose message does not name the file, or another code
   crash    killed by a signal (SIGSEGV, SIGFPE, SIGABRT, ...)
   hang     still running at the time limit
+  lost     (peer) the run did not complete, or an op's result is missing
+  poisoned (peer) an op's stored result differs from the clean run's
 
 and the table printed at the end; exit 1 when anything is not handled.
 Rerun with the same --seed for the same inputs; failing inputs stay in
 OUT/failures/ with the command and its output.
 
 Usage: tests/fuzz/fuzz_inputs.py [--bin build/bin] [--seed 1] [--count 60]
-       [--timeout 30] [--out fuzz-out] [--kinds onnx,json,yaml]
+       [--timeout 30] [--out fuzz-out] [--kinds onnx,json,yaml,peer]
 Needs /usr/bin/python3 with python3-onnx and python3-numpy (ci/install-deps.sh).
 """
 import argparse
@@ -23,8 +28,10 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import time
 
 import numpy as np
 import onnx
@@ -202,6 +209,102 @@ def yaml_case(model, rng, d, path):
     return "spec (k of %d chars, variants %s, reason %s)" % (len(k), variants, reason[:10])
 
 
+# ---- a hostile fleet peer during a run ----
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# Fields of a result that differ between two good runs: wall-clock times,
+# and how many leases the job took (a lease the hostile peer held and lost
+# is one more).
+VOLATILE = {"host_ms", "timing", "attempts"}
+
+
+def op_results(export):
+    """op id -> executor -> every stable field of its result (status, error,
+    metrics, outputs, worker id, job id, toolchain), from a run's report."""
+    rep = json.load(open(os.path.join(export, "torq_gen_config_demo.json")))
+    out = {}
+    for op_id, op in rep["ops"].items():
+        out[op_id] = {e: json.dumps({k: v for k, v in r.items() if k not in VOLATILE}, sort_keys=True)
+                      for e, r in op.get("executors", {}).items()}
+        out[op_id]["recommended"] = json.dumps(op.get("recommended_executor"))
+    return out
+
+
+def fleet_run(a, base, d, seed, timeout):
+    """A coordinator run of the demo with one real worker and, when seed is
+    not None, the hostile peer. Returns (verdict, detail)."""
+    port = free_port()
+    ep = "tcp://127.0.0.1:%d" % port
+    log = open(os.path.join(d, "run.log"), "w")
+    coord = subprocess.Popen([os.path.join(a.bin, "torq-coordinator"), "--model", base, "--bind", ep,
+                              "--export", os.path.join(d, "out"), "--db", os.path.join(d, "db"),
+                              "--min-workers", "1" if seed is None else "2", "--heartbeat-ms", "200",
+                              "--job-timeout-ms", "5000"],
+                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    env = dict(os.environ, TORQ_WORKER_DELAY_MS="50")
+    worker = subprocess.Popen([os.path.join(a.bin, "torq-worker"), "--connect", ep, "--capacity", "2",
+                               "--heartbeat-ms", "200", "--cache", os.path.join(d, "cache"), "--no-health-check",
+                               "--id", "honest"], stdout=log, stderr=subprocess.STDOUT, env=env,
+                              start_new_session=True)
+    peer, code, said = None, None, ""
+    try:
+        if seed is not None:
+            peer = subprocess.Popen([os.path.join(a.bin, "torq_hostile_peer"), "--connect", ep, "--seed", str(seed),
+                                     "--seconds", "3"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            code = coord.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+        if peer:
+            try:
+                said = peer.communicate(timeout=10)[0].decode("utf-8", "replace").strip()
+            except subprocess.TimeoutExpired:
+                said = "hostile peer still running"
+    finally:  # nothing outlives the case, whatever happened
+        for p in (coord, worker):
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM if p is worker else signal.SIGKILL)
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait()
+        if peer and peer.poll() is None:
+            peer.kill()
+            peer.wait()
+        log.close()
+    if code is None:
+        return "hang", said
+    if code < 0 or code >= 128:
+        return "crash", said
+    if code != 0:
+        return "lost", "coordinator exit %d; %s" % (code, said)
+    return "done", said
+
+
+def peer_case(a, base, clean, rng, d):
+    seed = rng.randrange(1 << 30)
+    verdict, said = fleet_run(a, base, d, seed, a.timeout)
+    if verdict != "done":
+        return verdict, "seed %d: %s" % (seed, said)
+    try:
+        got = op_results(os.path.join(d, "out"))
+    except (OSError, ValueError, KeyError) as e:
+        return "lost", "seed %d: no report (%s)" % (seed, e)
+    if set(got) != set(clean) or any(set(got[k]) != set(clean[k]) for k in clean):
+        return "lost", "seed %d: ops or executors missing" % seed
+    diff = [(k, e) for k in clean for e in clean[k] if got[k][e] != clean[k][e]]
+    if diff:
+        return "poisoned", "seed %d: %d results differ, first %s: %s vs clean %s" % (
+            seed, len(diff), diff[0], got[diff[0][0]][diff[0][1]], clean[diff[0][0]][diff[0][1]])
+    return "handled", "seed %d: %s" % (seed, said)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default="build/bin")
@@ -209,7 +312,7 @@ def main():
     ap.add_argument("--count", type=int, default=60, help="inputs per kind")
     ap.add_argument("--timeout", type=float, default=30)
     ap.add_argument("--out", default="fuzz-out")
-    ap.add_argument("--kinds", default="onnx,json,yaml")
+    ap.add_argument("--kinds", default="onnx,json,yaml,peer")
     a = ap.parse_args()
     gen = os.path.join(a.bin, "torq-gen-config")
     coord = os.path.join(a.bin, "torq-coordinator")
@@ -222,11 +325,32 @@ def main():
     report_text = open(os.path.join(good, "torq_gen_config_demo.json")).read()
     rng = random.Random(a.seed)
     table = {}
+    clean = None
     for kind in a.kinds.split(","):
-        row = table.setdefault(kind, {"tried": 0, "handled": 0, "refused": 0, "unclear": 0, "crash": 0, "hang": 0})
+        row = table.setdefault(kind, {"tried": 0, "handled": 0, "refused": 0, "unclear": 0, "crash": 0, "hang": 0,
+                                      "lost": 0, "poisoned": 0})
+        if kind == "peer" and clean is None:
+            d = os.path.join(a.out, "peer-clean")
+            os.makedirs(d)
+            verdict, said = fleet_run(a, base, d, None, a.timeout)
+            if verdict != "done":
+                print("the clean fleet run failed (%s): see %s/run.log" % (verdict, d))
+                return 1
+            clean = op_results(os.path.join(d, "out"))
         for i in range(a.count):
             d = os.path.join(a.out, "%s-%03d" % (kind, i))
             os.makedirs(d)
+            if kind == "peer":
+                row["tried"] += 1
+                verdict, what = peer_case(a, base, clean, rng, d)
+                row[verdict] += 1
+                if verdict != "handled":
+                    with open(os.path.join(a.out, "failures", "peer-%03d.txt" % i), "a") as f:
+                        f.write("%s (%s); the run's log: %s/run.log\n" % (what, verdict, d))
+                else:
+                    shutil.rmtree(d, ignore_errors=True)
+                print("peer %d: %s (%s)" % (i, verdict, what), flush=True)
+                continue
             if kind == "onnx":
                 path = os.path.join(d, "m.onnx")
                 what = onnx_case(base, rng, path)
@@ -250,13 +374,15 @@ def main():
                     with open(os.path.join(a.out, "failures", "%s-%03d.txt" % (kind, i)), "a") as f:
                         f.write("%s\n%s\nexit %s (%s)\n%s\n\n" % (what, " ".join(cmd), code, verdict, out[-4000:]))
         shutil.rmtree(os.path.join(a.out, "good"), ignore_errors=True)
-    print("| inputs | runs | handled (of which refused, exit 2) | unclear errors | crashes | hangs |")
-    print("|---|---|---|---|---|---|")
+    print("| inputs | runs | handled (of which refused, exit 2) | unclear errors | crashes | hangs "
+          "| results lost | results poisoned |")
+    print("|---|---|---|---|---|---|---|---|")
     bad = 0
     for kind, r in table.items():
-        print("| %s x%d (seed %d) | %d | %d (%d) | %d | %d | %d |" % (kind, a.count, a.seed, r["tried"], r["handled"],
-                                                                    r["refused"], r["unclear"], r["crash"], r["hang"]))
-        bad += r["unclear"] + r["crash"] + r["hang"]
+        print("| %s x%d (seed %d) | %d | %d (%d) | %d | %d | %d | %d | %d |" % (
+            kind, a.count, a.seed, r["tried"], r["handled"], r["refused"], r["unclear"], r["crash"], r["hang"],
+            r["lost"], r["poisoned"]))
+        bad += r["unclear"] + r["crash"] + r["hang"] + r["lost"] + r["poisoned"]
     print("failures: %s" % (os.path.join(a.out, "failures") if bad else "none"))
     return 1 if bad else 0
 

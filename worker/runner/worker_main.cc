@@ -187,8 +187,8 @@ int main(int argc, char** argv) {
       CLI::Range(1, 4096));
   app.add_option("--prefetch", fo.prefetch,
                  "Fleet: jobs taken beyond --capacity, waiting in the job processes, so a lane never waits "
-                 "for the coordinator between two short jobs (their lease deadlines allow for the wait; a "
-                 "job's timeout runs from when it starts)")
+                 "for the coordinator between two short jobs (the worker tells the coordinator when each "
+                 "starts; its timeout and its lease run from then)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
   app.add_option("--heartbeat-ms", fo.heartbeat_ms, "Fleet: heartbeat interval")->capture_default_str()->check(
