@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
 # Configures and builds torq-farm (Release by default, -j2, ccache if present).
-# Usage: ci/build.sh [BUILD_DIR] [extra cmake args...]
+# Usage: ci/build.sh [--tools] [BUILD_DIR] [extra cmake args...]
+#   --tools  the tools only (torq-coordinator, torq-worker, torq-gen-config,
+#            torq-sim, the demo model): README command 1. Without it, the
+#            tools and every test (command 2). Either way the other half is
+#            switched off or on in the build tree's cache (TORQ_TESTS), and
+#            a rebuild reuses what was built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+TESTS=ON
+if [ "${1:-}" = "--tools" ]; then
+  TESTS=OFF
+  shift
+fi
 BUILD_DIR="${1:-build}"
 shift || true
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" "$@"
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" -DTORQ_TESTS="$TESTS" "$@"
 cmake --build "$BUILD_DIR" -j"${JOBS:-2}"

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency from Debian 12 packages.
-# Usage: ci/install-deps.sh [--bench]
+# Usage: ci/install-deps.sh [--tools | --bench]
+#   --tools only what building and running the tools needs (README command
+#   1): no GoogleTest, ONNX test data, PyTorch, Chromium or sshd, which only
+#   the tests use.
 #   --bench also installs the peers of tests/bench, for benchmarks only (never
 #   a build or test dependency): OpenBLAS for PyTorch, and ONNX Runtime from
 #   npm (onnxruntime-node, pinned in tests/bench/package.json and its lock
@@ -9,19 +12,27 @@
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+# Building and running the tools.
 PKGS=(
   build-essential cmake ccache pkg-config
   libzmq3-dev cppzmq-dev libflatbuffers-dev flatbuffers-compiler
   libonnx-dev libprotobuf-dev protobuf-compiler
-  librocksdb-dev libyaml-cpp-dev libgtest-dev libdnnl-dev
+  librocksdb-dev libyaml-cpp-dev libdnnl-dev
   nlohmann-json3-dev libcli11-dev libssl-dev
   libgoogle-perftools-dev   # tcmalloc, the coordinators' allocator (coordinator/CMakeLists.txt)
   ocl-icd-opencl-dev
-  libonnx-testdata
-  python3-torch python3-torchvision python3-onnx
-  chromium
-  openssh-server openssh-client   # worker/board: ssh/scp to boards; tests/board start an sshd
+  openssh-client            # worker/board: ssh/scp to boards
 )
+# The tests (and the model zoo, which exports torchvision models).
+if [ "${1:-}" != "--tools" ]; then
+  PKGS+=(
+    libgtest-dev
+    libonnx-testdata
+    python3-torch python3-torchvision python3-onnx
+    chromium
+    openssh-server          # tests/board start an sshd playing the board
+  )
+fi
 if [ "${1:-}" = "--bench" ]; then
   # PyTorch is the peer of tests/bench; OpenBLAS gives it Debian's fastest
   # BLAS (with the reference BLAS its fp32 convolutions are ~10x slower,
