@@ -1,8 +1,6 @@
 // The durable store (store.h): opening RocksDB with its five column
 // families, key layout, synced writes, and decoding reads into
 // PipelineErrors that name the key.
-#include <chrono>
-#include <cstdio>
 #include "pipeline/store.h"
 
 #include <rocksdb/db.h>
@@ -12,8 +10,11 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
+
 #include <nlohmann/json.hpp>
 
 #include "pipeline/codec.h"
@@ -130,6 +131,9 @@ class StoreLogger : public rocksdb::Logger {
     if (level < rocksdb::InfoLogLevel::ERROR_LEVEL || level == rocksdb::InfoLogLevel::HEADER_LEVEL) return;
     char line[1024];
     std::vsnprintf(line, sizeof line, format, ap);
+    // Opening a new store, RocksDB lists its directory before creating it
+    // and logs the miss as an error: a first run is not an error.
+    if (std::strncmp(line, "Error when reading", 18) == 0 && std::strstr(line, "NotFound")) return;
     std::fprintf(stderr, "[rocksdb] %s\n", line);
   }
 };
