@@ -1,14 +1,14 @@
 // The assigned runs of a unit (see unit_run.h): once its layers are done,
 // one run of its layer range with every layer on its executor, chained; and
 // when that fails although every layer passed alone, the auto-bisect's
-// range runs (pipeline/bisect.h), one at a time. Jobs and results only.
+// range runs (pipeline/plan/bisect.h), one at a time. Jobs and results only.
 #pragma once
 
 #include <optional>
 #include <string>
 
 #include "coordinator/unit_run.h"
-#include "pipeline/full_model.h"
+#include "pipeline/report/full_model.h"
 
 namespace torq::coordinator {
 

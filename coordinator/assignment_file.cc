@@ -5,9 +5,9 @@
 #include <map>
 #include <sstream>
 
-#include "pipeline/json_limits.h"
-#include "pipeline/mlir.h"
-#include "pipeline/report.h"
+#include "pipeline/core/json_limits.h"
+#include "pipeline/model/mlir.h"
+#include "pipeline/report/report.h"
 
 namespace torq::coordinator {
 

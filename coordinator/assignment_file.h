@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
 
-#include "pipeline/full_model.h"
-#include "pipeline/types.h"
+#include "pipeline/report/full_model.h"
+#include "pipeline/core/types.h"
 
 namespace torq::coordinator {
 

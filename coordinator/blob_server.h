@@ -2,7 +2,7 @@
 // stalling the broker's poll loop: a blob of hundreds of MB (the zoo's
 // vit_b_16: 347 MB) is read from the store by a loader thread, kept in
 // memory while workers fetch it, and sent as the chunks the workers ask
-// for (pipeline/fleet_codec.h: offset, max_bytes <= kMaxBlobChunkBytes), so
+// for (pipeline/wire/fleet_codec.h: offset, max_bytes <= kMaxBlobChunkBytes), so
 // heartbeats, jobs and results interleave with it. Reading, encoding and
 // sending it whole at once held the loop (and the worker's) for seconds:
 // workers and coordinator each took the other for dead.
@@ -30,8 +30,8 @@
 #include <optional>
 #include <string>
 
-#include "pipeline/fleet_codec.h"
-#include "pipeline/store.h"
+#include "pipeline/wire/fleet_codec.h"
+#include "pipeline/store/store.h"
 
 namespace torq::coordinator {
 

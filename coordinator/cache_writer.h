@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "pipeline/store.h"
+#include "pipeline/store/store.h"
 
 namespace torq::coordinator {
 

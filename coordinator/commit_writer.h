@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "pipeline/store.h"
+#include "pipeline/store/store.h"
 
 namespace torq::coordinator {
 

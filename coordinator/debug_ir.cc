@@ -6,8 +6,8 @@
 #include <map>
 #include <sstream>
 
-#include "pipeline/layer_nodes.h"
-#include "pipeline/mlir.h"
+#include "pipeline/model/layer_nodes.h"
+#include "pipeline/model/mlir.h"
 
 namespace torq::coordinator {
 

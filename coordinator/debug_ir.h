@@ -10,7 +10,7 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "pipeline/types.h"
+#include "pipeline/core/types.h"
 
 namespace torq::coordinator {
 

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <memory>
 
-#include "pipeline/run_history.h"
-#include "pipeline/store.h"
+#include "pipeline/store/run_history.h"
+#include "pipeline/store/store.h"
 
 namespace torq::coordinator {
 

@@ -1,6 +1,6 @@
 // `torq-coordinator diff [--spec S] [--db DIR | --export DIR] [RUN_A] [RUN_B]`
 // (issue 13): what changed between two runs of a matrix spec, from the run
-// history in the store (pipeline/run_history.h, pipeline/run_diff.h).
+// history in the store (pipeline/store/run_history.h, pipeline/store/run_diff.h).
 //
 //   store     --db DIR, else EXPORT/.torq-store (EXPORT: --export, default
 //             torq-results), as `torq-coordinator --spec` keeps it
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/run_diff.h"
+#include "pipeline/store/run_diff.h"
 
 namespace torq::coordinator {
 

@@ -14,14 +14,14 @@
 #include "coordinator/local_serve.h"
 #include "coordinator/unit_run.h"
 #include "pipeline/base/yaml_strict.h"
-#include "pipeline/full_model.h"
-#include "pipeline/model_import.h"
-#include "pipeline/plan.h"
-#include "pipeline/recommend.h"
-#include "pipeline/report.h"
-#include "pipeline/store.h"
-#include "pipeline/subgraph.h"
-#include "pipeline/view.h"
+#include "pipeline/report/full_model.h"
+#include "pipeline/model/model_import.h"
+#include "pipeline/plan/plan.h"
+#include "pipeline/plan/recommend.h"
+#include "pipeline/report/report.h"
+#include "pipeline/store/store.h"
+#include "pipeline/model/subgraph.h"
+#include "pipeline/report/view.h"
 
 namespace torq::coordinator {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/types.h"
+#include "pipeline/core/types.h"
 #include "pipeline/base/dtype.h"
 
 namespace torq::coordinator {

@@ -10,9 +10,9 @@
 #include <sstream>
 
 #include "coordinator/unit_run.h"
-#include "pipeline/mlir.h"
-#include "pipeline/model_import.h"
-#include "pipeline/profile_merge.h"
+#include "pipeline/model/mlir.h"
+#include "pipeline/model/model_import.h"
+#include "pipeline/report/profile_merge.h"
 #include "pipeline/base/yaml_strict.h"
 #include "worker/engine/profile.h"
 #include "worker/runner/preload.h"

@@ -16,9 +16,9 @@
 #include "coordinator/discover.h"
 #include "coordinator/fmt.h"
 #include "coordinator/local_fleet.h"
-#include "pipeline/plan.h"
-#include "pipeline/report.h"
-#include "pipeline/types.h"
+#include "pipeline/plan/plan.h"
+#include "pipeline/report/report.h"
+#include "pipeline/core/types.h"
 
 namespace torq::coordinator {
 

@@ -18,7 +18,7 @@
 
 #include "coordinator/blob_server.h"
 #include "coordinator/commit_writer.h"
-#include "pipeline/fleet_codec.h"
+#include "pipeline/wire/fleet_codec.h"
 
 namespace torq::coordinator {
 

@@ -55,9 +55,9 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/codec.h"
-#include "pipeline/store.h"
-#include "pipeline/types.h"
+#include "pipeline/wire/codec.h"
+#include "pipeline/store/store.h"
+#include "pipeline/core/types.h"
 
 namespace torq::coordinator {
 

@@ -11,8 +11,8 @@
 
 #include "coordinator/fmt.h"
 #include "coordinator/unit_run.h"
-#include "pipeline/model_import.h"
-#include "pipeline/report.h"
+#include "pipeline/model/model_import.h"
+#include "pipeline/report/report.h"
 
 namespace torq::coordinator {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "coordinator/fleet_broker.h"
-#include "pipeline/types.h"
+#include "pipeline/core/types.h"
 
 namespace torq::coordinator {
 

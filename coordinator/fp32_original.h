@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "pipeline/model_import.h"
-#include "pipeline/store.h"
+#include "pipeline/model/model_import.h"
+#include "pipeline/store/store.h"
 
 namespace torq::coordinator {
 

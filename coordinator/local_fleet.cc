@@ -18,8 +18,8 @@
 #include <sstream>
 
 #include "coordinator/tool_process.h"
-#include "pipeline/sha256.h"
-#include "pipeline/types.h"
+#include "pipeline/core/sha256.h"
+#include "pipeline/core/types.h"
 
 namespace torq::coordinator {
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <utility>
 
-#include "pipeline/codec.h"
-#include "pipeline/fleet_codec.h"
-#include "pipeline/plan.h"
+#include "pipeline/wire/codec.h"
+#include "pipeline/wire/fleet_codec.h"
+#include "pipeline/plan/plan.h"
 
 namespace torq::coordinator {
 

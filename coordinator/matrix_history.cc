@@ -1,9 +1,9 @@
 // A matrix run and its history (matrix_history.h).
 #include "coordinator/matrix_history.h"
 
-#include "pipeline/matrix_history.h"
-#include "pipeline/op_key.h"
-#include "pipeline/run_diff.h"
+#include "pipeline/matrix/matrix_history.h"
+#include "pipeline/model/op_key.h"
+#include "pipeline/store/run_diff.h"
 
 namespace torq::coordinator {
 

@@ -1,5 +1,5 @@
 // The run history side of a matrix run (issue 13; the records:
-// pipeline/run_history.h): `--last-failed` chooses the tests to rerun from
+// pipeline/store/run_history.h): `--last-failed` chooses the tests to rerun from
 // it, and after every completed run the run is recorded there and each
 // result learns what changed since the test's previous record. Knows jobs,
 // results and reports, never tensors or sockets.
@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "coordinator/unit_run.h"
-#include "pipeline/matrix.h"
-#include "pipeline/run_diff.h"
-#include "pipeline/run_history.h"
+#include "pipeline/matrix/matrix.h"
+#include "pipeline/store/run_diff.h"
+#include "pipeline/store/run_history.h"
 
 namespace torq::coordinator {
 

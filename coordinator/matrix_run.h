@@ -1,18 +1,18 @@
 // `torq-coordinator --spec FILE`: a model-matrix run (DESIGN.md §8, issue
 // #5). The spec and its test_config files are loaded and validated
-// (pipeline/matrix.h), tests are collected and selected (-k, -m, --preset),
+// (pipeline/matrix/matrix.h), tests are collected and selected (-k, -m, --preset),
 // every runnable discover test becomes a unit served to the fleet
 // (unit_run.h) in one broker run, and each test is judged (passed, failed,
 // skipped, xfailed, xpassed). Written to the export directory:
 //
 //   junit.xml, summary.json, report.html     the matrix (matrix_report.h), each test with
 //                                            what changed since its previous run
-//   ops.csv                                  the op-support matrix (pipeline/op_matrix.h)
+//   ops.csv                                  the op-support matrix (pipeline/report/op_matrix.h)
 //   suggested.yaml                           config edits (matrix::suggest), when any
 //   reports/<test-id>/torq_gen_config_<model>.json, ..._compiler.json, <model>.torch.mlir
 //
 // Every completed run is recorded in the store's run history (one synced
-// batch, before the exports are written: pipeline/run_history.h), which
+// batch, before the exports are written: pipeline/store/run_history.h), which
 // `torq-coordinator diff` and --last-failed read.
 //
 // Modes `run` and `subgraph` are collected but reported skipped as not
@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "coordinator/fleet_broker.h"
-#include "pipeline/types.h"
+#include "pipeline/core/types.h"
 
 namespace torq::coordinator {
 

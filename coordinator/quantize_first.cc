@@ -6,7 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "pipeline/model_import.h"
+#include "pipeline/model/model_import.h"
 #include "worker/quant/quantize_model.h"
 
 namespace torq::coordinator {

@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "coordinator/tool_process.h"
-#include "pipeline/model_import.h"
-#include "pipeline/types.h"
+#include "pipeline/model/model_import.h"
+#include "pipeline/core/types.h"
 
 namespace torq::coordinator {
 

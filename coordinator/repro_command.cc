@@ -6,9 +6,9 @@
 #include <onnx/onnx_pb.h>
 
 #include "pipeline/base/config_dir.h"
-#include "pipeline/model_import.h"
-#include "pipeline/report.h"
-#include "pipeline/subgraph.h"
+#include "pipeline/model/model_import.h"
+#include "pipeline/report/report.h"
+#include "pipeline/model/subgraph.h"
 #include "worker/runner/job_runner.h"
 #include "worker/toolchain/repro_bundle.h"
 

@@ -8,7 +8,7 @@
 #include <iosfwd>
 #include <string>
 
-#include "pipeline/types.h"
+#include "pipeline/core/types.h"
 #include "worker/engine/tensor.h"
 
 namespace torq::coordinator {

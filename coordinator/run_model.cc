@@ -13,13 +13,13 @@
 #include "coordinator/discover_parts.h"
 #include "coordinator/fp32_original.h"
 #include "coordinator/local_serve.h"
-#include "pipeline/full_model.h"
-#include "pipeline/mlir.h"
-#include "pipeline/model_import.h"
-#include "pipeline/profile_merge.h"
-#include "pipeline/report.h"
-#include "pipeline/store.h"
-#include "pipeline/subgraph.h"
+#include "pipeline/report/full_model.h"
+#include "pipeline/model/mlir.h"
+#include "pipeline/model/model_import.h"
+#include "pipeline/report/profile_merge.h"
+#include "pipeline/report/report.h"
+#include "pipeline/store/store.h"
+#include "pipeline/model/subgraph.h"
 
 namespace torq::coordinator {
 

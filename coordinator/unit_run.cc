@@ -19,10 +19,10 @@
 
 #include "coordinator/assigned_run.h"
 #include "coordinator/fmt.h"
-#include "pipeline/fleet_codec.h"
-#include "pipeline/mlir.h"
-#include "pipeline/recommend.h"
-#include "pipeline/report.h"
+#include "pipeline/wire/fleet_codec.h"
+#include "pipeline/model/mlir.h"
+#include "pipeline/plan/recommend.h"
+#include "pipeline/report/report.h"
 #include "pipeline/base/config_dir.h"
 
 namespace torq::coordinator {

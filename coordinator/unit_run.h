@@ -23,12 +23,12 @@
 #include <vector>
 
 #include "coordinator/fleet_broker.h"
-#include "pipeline/bisect.h"
-#include "pipeline/model_import.h"
-#include "pipeline/plan.h"
-#include "pipeline/store.h"
-#include "pipeline/subgraph.h"
-#include "pipeline/types.h"
+#include "pipeline/plan/bisect.h"
+#include "pipeline/model/model_import.h"
+#include "pipeline/plan/plan.h"
+#include "pipeline/store/store.h"
+#include "pipeline/model/subgraph.h"
+#include "pipeline/core/types.h"
 
 namespace torq::coordinator {
 

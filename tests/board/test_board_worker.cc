@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "coordinator/unit_run.h"
-#include "pipeline/store.h"
+#include "pipeline/store/store.h"
 #include "tests/board/board_fleet.h"
 #include "tests/board/sshd_fixture.h"
 #include "tests/fleet/fleet_harness.h"

@@ -1,18 +1,35 @@
 #!/usr/bin/env bash
 # The rooms of DESIGN §2: the pipeline library includes nothing of worker/
 # (its foundations are pipeline/base/, the lowest room, which includes
-# nothing of the project but itself), and the coordinator's fleet side
+# nothing of the project but itself), its own rooms include only those
+# below them, and the coordinator's fleet side
 # (broker, unit runs) includes no engine header.
 # Usage: check_layout.sh SOURCE_DIR
 set -uo pipefail
 cd "$1" || exit 2
 bad=0
 if grep -rn '#include "worker/' pipeline/ ; then echo "layout: pipeline/ includes worker/"; bad=1; fi
-if grep -rn '#include "\(pipeline/[a-z_]*\.h\|worker/\|coordinator/\)' pipeline/base/ ; then
+if grep -rn '#include "\(pipeline/[a-z_]*\.h\|pipeline/[a-z]*/\|worker/\|coordinator/\)' pipeline/base/ |
+   grep -v '#include "pipeline/base/' ; then
   echo "layout: pipeline/base/ includes another room"; bad=1
 fi
+# pipeline/'s rooms, lowest first: each includes only itself, base/ and the
+# rooms before it (pipeline/CMakeLists.txt says what each holds).
+rooms=(core wire model store plan report matrix)
+if ls pipeline/*.cc pipeline/*.h >/dev/null 2>&1; then
+  echo "layout: sources at pipeline/'s top level (each belongs in a room):"; ls pipeline/*.cc pipeline/*.h; bad=1
+fi
+for i in "${!rooms[@]}"; do
+  r=${rooms[$i]}
+  above=("${rooms[@]:$((i + 1))}")
+  [ ${#above[@]} -eq 0 ] && continue
+  pat=$(IFS='|'; echo "${above[*]}")
+  if grep -rnE "#include \"pipeline/($pat)/" "pipeline/$r/"; then
+    echo "layout: pipeline/$r/ includes a room above it ($pat)"; bad=1
+  fi
+done
 for f in coordinator/fleet_broker.cc coordinator/unit_run.cc coordinator/assigned_run.cc coordinator/matrix_run.cc; do
   if grep -n '#include "worker/engine/' "$f"; then echo "layout: $f includes the engine"; bad=1; fi
 done
-[ "$bad" = 0 ] && echo "layout: ok (pipeline/ -> pipeline/base/ only; the fleet side of coordinator/ knows no engine)"
+[ "$bad" = 0 ] && echo "layout: ok (pipeline/ -> pipeline/base/ only; pipeline's rooms in order ${rooms[*]}; the fleet side of coordinator/ knows no engine)"
 exit "$bad"

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/mlir.h"
+#include "pipeline/model/mlir.h"
 
 namespace fs = std::filesystem;
 using torq::pipeline::MlirOperator;

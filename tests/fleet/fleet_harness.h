@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "pipeline/fleet_codec.h"
+#include "pipeline/wire/fleet_codec.h"
 
 namespace torq::fleet_test {
 

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "coordinator/fleet_broker.h"
-#include "pipeline/model_import.h"
+#include "pipeline/model/model_import.h"
 #include "schema/fleet_generated.h"
 #include "tests/fleet/fleet_harness.h"
 

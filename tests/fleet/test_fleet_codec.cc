@@ -6,8 +6,8 @@
 
 #include <random>
 
-#include "pipeline/fleet_codec.h"
-#include "pipeline/model_import.h"
+#include "pipeline/wire/fleet_codec.h"
+#include "pipeline/model/model_import.h"
 #include "schema/fleet_generated.h"
 
 using namespace torq::pipeline;

@@ -12,8 +12,8 @@
 #include <optional>
 #include <regex>
 
-#include "pipeline/codec.h"
-#include "pipeline/store.h"
+#include "pipeline/wire/codec.h"
+#include "pipeline/store/store.h"
 #include "tests/fleet/fleet_harness.h"
 
 using namespace torq;

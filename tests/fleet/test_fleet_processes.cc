@@ -14,8 +14,8 @@
 #include <set>
 #include <sstream>
 
-#include "pipeline/codec.h"
-#include "pipeline/store.h"
+#include "pipeline/wire/codec.h"
+#include "pipeline/store/store.h"
 #include "tests/fleet/fleet_harness.h"
 
 using namespace torq;

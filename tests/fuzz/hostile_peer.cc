@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/fleet_codec.h"
+#include "pipeline/wire/fleet_codec.h"
 
 using namespace torq::pipeline;
 using Clock = std::chrono::steady_clock;

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/matrix_history.h"
-#include "pipeline/matrix_report.h"
-#include "pipeline/op_matrix.h"
-#include "pipeline/report.h"
+#include "pipeline/matrix/matrix_history.h"
+#include "pipeline/matrix/matrix_report.h"
+#include "pipeline/report/op_matrix.h"
+#include "pipeline/report/report.h"
 
 namespace tp = torq::pipeline;
 namespace tm_ = torq::pipeline::matrix;

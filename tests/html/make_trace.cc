@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/profile_trace.h"
+#include "pipeline/report/profile_trace.h"
 #include "worker/engine/profile.h"
 #include "worker/engine/profile_csv.h"
 

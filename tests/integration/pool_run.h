@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "pipeline/codec.h"
+#include "pipeline/wire/codec.h"
 #include "tests/integration/proc.h"
 #include "worker/runner/local_pool.h"
 

@@ -12,8 +12,8 @@
 
 #include "tests/integration/models.h"
 #include "tests/integration/proc.h"
-#include "pipeline/model_import.h"
-#include "pipeline/store.h"
+#include "pipeline/model/model_import.h"
+#include "pipeline/store/store.h"
 #include "worker/runner/job_runner.h"
 
 using namespace torq::test;

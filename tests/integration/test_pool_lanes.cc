@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "pipeline/codec.h"
+#include "pipeline/wire/codec.h"
 #include "tests/integration/pool_run.h"
 #include "tests/integration/proc.h"
 #include "worker/runner/local_pool.h"

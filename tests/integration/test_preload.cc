@@ -10,8 +10,8 @@
 #include <map>
 #include <string>
 
-#include "pipeline/codec.h"
-#include "pipeline/model_import.h"
+#include "pipeline/wire/codec.h"
+#include "pipeline/model/model_import.h"
 #include "tests/integration/pool_run.h"
 #include "tests/integration/proc.h"
 #include "worker/runner/local_pool.h"

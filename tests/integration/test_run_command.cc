@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "pipeline/sha256.h"
+#include "pipeline/core/sha256.h"
 #include "tests/integration/models.h"
 #include "tests/integration/proc.h"
 

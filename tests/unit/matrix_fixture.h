@@ -11,7 +11,7 @@
 #include <functional>
 #include <string>
 
-#include "pipeline/types.h"
+#include "pipeline/core/types.h"
 #include "tests/unit/temp_dir.h"
 
 namespace torq::matrix_test {

@@ -4,9 +4,9 @@
 
 #include <random>
 
-#include "pipeline/model_import.h"
-#include "pipeline/codec.h"
-#include "pipeline/plan.h"
+#include "pipeline/model/model_import.h"
+#include "pipeline/wire/codec.h"
+#include "pipeline/plan/plan.h"
 
 using namespace torq::pipeline;
 

@@ -11,7 +11,7 @@
 
 #include "coordinator/commit_writer.h"
 #include "pipeline/base/error.h"
-#include "pipeline/codec.h"
+#include "pipeline/wire/codec.h"
 #include "tests/unit/temp_dir.h"
 
 using torq::coordinator::CommitWriter;

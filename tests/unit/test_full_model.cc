@@ -7,12 +7,12 @@
 #include <onnx/onnx_pb.h>
 
 #include "coordinator/debug_ir.h"
-#include "pipeline/bisect.h"
-#include "pipeline/codec.h"
-#include "pipeline/full_model.h"
-#include "pipeline/model_import.h"
-#include "pipeline/plan.h"
-#include "pipeline/subgraph.h"
+#include "pipeline/plan/bisect.h"
+#include "pipeline/wire/codec.h"
+#include "pipeline/report/full_model.h"
+#include "pipeline/model/model_import.h"
+#include "pipeline/plan/plan.h"
+#include "pipeline/model/subgraph.h"
 #include "worker/sim/demo_model.h"
 
 using namespace torq::pipeline;

@@ -1,4 +1,4 @@
-// Layers of QDQ models (pipeline/layer_nodes.h): a compute op with its
+// Layers of QDQ models (pipeline/model/layer_nodes.h): a compute op with its
 // Q/DQ neighbours, on hand-built graphs and on the quantized demo CNN.
 #include <gtest/gtest.h>
 
@@ -6,11 +6,11 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "pipeline/layer_nodes.h"
-#include "pipeline/mlir.h"
-#include "pipeline/model_import.h"
-#include "pipeline/plan.h"
-#include "pipeline/subgraph.h"
+#include "pipeline/model/layer_nodes.h"
+#include "pipeline/model/mlir.h"
+#include "pipeline/model/model_import.h"
+#include "pipeline/plan/plan.h"
+#include "pipeline/model/subgraph.h"
 #include "worker/quant/quantize_model.h"
 #include "worker/sim/demo_model.h"
 

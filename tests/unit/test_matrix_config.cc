@@ -1,10 +1,10 @@
-// Per-test config files and collection (pipeline/matrix.h): load_configs'
+// Per-test config files and collection (pipeline/matrix/matrix.h): load_configs'
 // fields and exact file:line:col errors, and collect's order, resolution
 // (exact beats glob, target_overrides, EXCLUDE_MODEL), placeholders and
 // errors (keys matching no test, ambiguous globs, unknown targets).
 #include <gtest/gtest.h>
 
-#include "pipeline/matrix.h"
+#include "pipeline/matrix/matrix.h"
 #include "tests/unit/matrix_fixture.h"
 
 namespace torq::pipeline::matrix {

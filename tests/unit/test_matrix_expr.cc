@@ -1,9 +1,9 @@
-// Selection expressions (pipeline/matrix.h, Expr): -k over ID substrings,
+// Selection expressions (pipeline/matrix/matrix.h, Expr): -k over ID substrings,
 // -m over marker names, precedence not > and > or, parentheses, and syntax
 // errors with their 1-based column.
 #include <gtest/gtest.h>
 
-#include "pipeline/matrix.h"
+#include "pipeline/matrix/matrix.h"
 #include "tests/unit/matrix_fixture.h"
 
 namespace torq::pipeline::matrix {

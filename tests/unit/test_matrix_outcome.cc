@@ -1,9 +1,9 @@
-// Outcomes and exit-code rules of a matrix run (pipeline/matrix.h, judge /
+// Outcomes and exit-code rules of a matrix run (pipeline/matrix/matrix.h, judge /
 // unexpected), one test per row of the rules, and the config suggestions
 // (suggest) a run produces.
 #include <gtest/gtest.h>
 
-#include "pipeline/matrix.h"
+#include "pipeline/matrix/matrix.h"
 #include "tests/unit/matrix_fixture.h"
 
 namespace torq::pipeline::matrix {

@@ -1,4 +1,4 @@
-// Matrix reports (pipeline/matrix_report.h): JUnit XML structure, counts and
+// Matrix reports (pipeline/matrix/matrix_report.h): JUnit XML structure, counts and
 // escaping, the JSON summary's fields, counts and exit code, and the HTML
 // report's escaping and grid markup. (The HTML in a browser:
 // tests/html/check_html_report.sh.)
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/matrix_report.h"
+#include "pipeline/matrix/matrix_report.h"
 
 using namespace torq::pipeline;
 using namespace torq::pipeline::matrix;

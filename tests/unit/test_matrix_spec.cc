@@ -1,8 +1,8 @@
-// Matrix spec parsing (pipeline/matrix.h): fields, defaults, path and glob
+// Matrix spec parsing (pipeline/matrix/matrix.h): fields, defaults, path and glob
 // resolution, and the exact file:line:col errors of malformed specs.
 #include <gtest/gtest.h>
 
-#include "pipeline/matrix.h"
+#include "pipeline/matrix/matrix.h"
 #include "tests/unit/matrix_fixture.h"
 
 namespace torq::pipeline::matrix {

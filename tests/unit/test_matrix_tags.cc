@@ -1,4 +1,4 @@
-// tt-xla's JUnit `tags` property and guidance tags (pipeline/matrix_report.h
+// tt-xla's JUnit `tags` property and guidance tags (pipeline/matrix/matrix_report.h
 // junit_tags, guidance_tags), and the JUnit properties that carry them.
 // (Read back by Python's ElementTree and ast.literal_eval:
 // tests/matrix/test_matrix_history.cc.)
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/matrix_report.h"
+#include "pipeline/matrix/matrix_report.h"
 
 using namespace torq::pipeline::matrix;
 

@@ -5,8 +5,8 @@
 
 #include <sstream>
 
-#include "pipeline/mlir.h"
-#include "pipeline/types.h"
+#include "pipeline/model/mlir.h"
+#include "pipeline/core/types.h"
 
 using namespace torq::pipeline;
 

@@ -9,9 +9,9 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "pipeline/model_import.h"
-#include "pipeline/sha256.h"
-#include "pipeline/types.h"
+#include "pipeline/model/model_import.h"
+#include "pipeline/core/sha256.h"
+#include "pipeline/core/types.h"
 #include "tests/unit/temp_dir.h"
 #include "worker/sim/demo_model.h"
 

@@ -1,12 +1,12 @@
-// Op keys (pipeline/op_key.h) of the demo CNN in fp32, bf16 and int8 QDQ,
-// and the op-support matrix (pipeline/op_matrix.h): grouping, occurrences
+// Op keys (pipeline/model/op_key.h) of the demo CNN in fp32, bf16 and int8 QDQ,
+// and the op-support matrix (pipeline/report/op_matrix.h): grouping, occurrences
 // counted once per model, blocked / falling-back models, order, CSV.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
-#include "pipeline/model_import.h"
-#include "pipeline/op_key.h"
-#include "pipeline/op_matrix.h"
+#include "pipeline/model/model_import.h"
+#include "pipeline/model/op_key.h"
+#include "pipeline/report/op_matrix.h"
 #include "worker/quant/quantize_model.h"
 #include "worker/sim/demo_model.h"
 

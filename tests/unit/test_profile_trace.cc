@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/profile_merge.h"
-#include "pipeline/profile_trace.h"
-#include "pipeline/types.h"
+#include "pipeline/report/profile_merge.h"
+#include "pipeline/report/profile_trace.h"
+#include "pipeline/core/types.h"
 #include "pipeline/base/error.h"
 #include "worker/engine/profile.h"
 #include "worker/engine/profile_csv.h"

@@ -2,8 +2,8 @@
 // the `edit` rules: layer patterns, executor null, tolerance overrides.
 #include <gtest/gtest.h>
 
-#include "pipeline/edit.h"
-#include "pipeline/recommend.h"
+#include "pipeline/report/edit.h"
+#include "pipeline/plan/recommend.h"
 
 using namespace torq::pipeline;
 

@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "pipeline/report.h"
-#include "pipeline/view.h"
+#include "pipeline/report/report.h"
+#include "pipeline/report/view.h"
 
 using namespace torq::pipeline;
 namespace fs = std::filesystem;

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "pipeline/report.h"
-#include "pipeline/report_compare.h"
+#include "pipeline/report/report.h"
+#include "pipeline/report/report_compare.h"
 
 using namespace torq::pipeline;
 namespace fs = std::filesystem;

@@ -11,8 +11,8 @@
 #include <set>
 #include <sstream>
 
-#include "pipeline/report.h"
-#include "pipeline/view.h"
+#include "pipeline/report/report.h"
+#include "pipeline/report/view.h"
 
 using namespace torq::pipeline;
 using ojson = nlohmann::ordered_json;

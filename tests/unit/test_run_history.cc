@@ -1,15 +1,15 @@
-// The run history of matrix specs (pipeline/run_history.h) on a real
+// The run history of matrix specs (pipeline/store/run_history.h) on a real
 // RocksDB in a temp dir: append, list, load, latest, reopen, two specs,
 // bad records; and what is read from it: run diffs and "since the previous
-// run" (pipeline/run_diff.h).
+// run" (pipeline/store/run_diff.h).
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <memory>
 
-#include "pipeline/run_diff.h"
-#include "pipeline/run_history.h"
-#include "pipeline/store.h"
+#include "pipeline/store/run_diff.h"
+#include "pipeline/store/run_history.h"
+#include "pipeline/store/store.h"
 #include "tests/unit/matrix_fixture.h"
 
 using namespace torq::pipeline;

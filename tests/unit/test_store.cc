@@ -1,4 +1,4 @@
-// The durable store (pipeline/store.h) on a real RocksDB in a temp dir:
+// The durable store (pipeline/store/store.h) on a real RocksDB in a temp dir:
 // per-executor merging and erasing, reopen, atomic commit, cache, corrupt
 // values, open failures, and a writer killed with SIGKILL mid-run.
 #include <gtest/gtest.h>
@@ -17,9 +17,9 @@
 #include <set>
 #include <thread>
 
-#include "pipeline/codec.h"
-#include "pipeline/store.h"
-#include "pipeline/store_merge.h"
+#include "pipeline/wire/codec.h"
+#include "pipeline/store/store.h"
+#include "pipeline/store/store_merge.h"
 #include "tests/unit/temp_dir.h"
 
 using namespace torq::pipeline;

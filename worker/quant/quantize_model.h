@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/model_import.h"
+#include "pipeline/model/model_import.h"
 #include "worker/quant/qdq_rewrite.h"
 #include "worker/quant/qoperator_rewrite.h"
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/types.h"
+#include "pipeline/core/types.h"
 #include "worker/engine/tensor.h"
 
 namespace onnx {

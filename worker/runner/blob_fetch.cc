@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "pipeline/base/error.h"
-#include "pipeline/sha256.h"
+#include "pipeline/core/sha256.h"
 
 namespace torq::runner {
 

@@ -23,8 +23,8 @@
 #include <functional>
 #include <string>
 
-#include "pipeline/fleet_codec.h"
-#include "pipeline/sha256.h"
+#include "pipeline/wire/fleet_codec.h"
+#include "pipeline/core/sha256.h"
 
 namespace torq::runner {
 

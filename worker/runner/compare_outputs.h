@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "pipeline/types.h"
+#include "pipeline/core/types.h"
 #include "worker/engine/tensor.h"
 
 namespace torq::runner {

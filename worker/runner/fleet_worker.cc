@@ -22,8 +22,8 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "pipeline/fleet_codec.h"
-#include "pipeline/model_import.h"
+#include "pipeline/wire/fleet_codec.h"
+#include "pipeline/model/model_import.h"
 #include "worker/runner/blob_fetch.h"
 #include "worker/runner/board_health.h"
 #include "worker/runner/job_runner.h"

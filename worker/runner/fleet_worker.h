@@ -41,7 +41,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/types.h"
+#include "pipeline/core/types.h"
 
 namespace torq::runner {
 

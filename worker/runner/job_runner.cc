@@ -11,9 +11,9 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "pipeline/compare.h"
-#include "pipeline/layer_nodes.h"
-#include "pipeline/sha256.h"
+#include "pipeline/plan/compare.h"
+#include "pipeline/model/layer_nodes.h"
+#include "pipeline/core/sha256.h"
 #include "worker/runner/compare_outputs.h"
 #include "worker/runner/model_state.h"
 #include "worker/runner/reference_release.h"

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/codec.h"
-#include "pipeline/types.h"
+#include "pipeline/wire/codec.h"
+#include "pipeline/core/types.h"
 #include "worker/engine/tensor.h"
 #include "worker/runner/backend.h"
 

@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "pipeline/codec.h"
+#include "pipeline/wire/codec.h"
 
 namespace torq::runner {
 

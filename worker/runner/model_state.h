@@ -18,8 +18,8 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "pipeline/layer_nodes.h"
-#include "pipeline/types.h"
+#include "pipeline/model/layer_nodes.h"
+#include "pipeline/core/types.h"
 #include "worker/engine/session.h"
 #include "worker/engine/tensor.h"
 #include "worker/runner/job_runner.h"

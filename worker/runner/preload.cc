@@ -5,7 +5,7 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "pipeline/model_import.h"
+#include "pipeline/model/model_import.h"
 
 namespace torq::runner {
 

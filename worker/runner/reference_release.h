@@ -20,7 +20,7 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "pipeline/layer_nodes.h"
+#include "pipeline/model/layer_nodes.h"
 
 namespace torq::runner {
 

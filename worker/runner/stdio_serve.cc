@@ -13,7 +13,7 @@
 #include <sstream>
 #include <thread>
 
-#include "pipeline/codec.h"
+#include "pipeline/wire/codec.h"
 #include "worker/runner/frame_io.h"
 
 namespace torq::runner {

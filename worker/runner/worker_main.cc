@@ -29,7 +29,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "pipeline/codec.h"
+#include "pipeline/wire/codec.h"
 #include "pipeline/base/file_bytes.h"
 #include "worker/board/address.h"
 #include "worker/runner/fleet_worker.h"

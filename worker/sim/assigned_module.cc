@@ -12,7 +12,7 @@
 #include "pipeline/base/dtype.h"
 #include "pipeline/base/error.h"
 #include "pipeline/base/onnx_scope.h"
-#include "pipeline/mlir.h"
+#include "pipeline/model/mlir.h"
 #include "worker/sim/sim_backend.h"
 
 namespace torq::sim {

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/types.h"
+#include "pipeline/core/types.h"
 #include "worker/engine/session.h"
 #include "worker/engine/tensor.h"
 

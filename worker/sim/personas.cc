@@ -15,8 +15,8 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "pipeline/mlir.h"
-#include "pipeline/types.h"
+#include "pipeline/model/mlir.h"
+#include "pipeline/core/types.h"
 #include "pipeline/base/error.h"
 #include "worker/engine/session.h"
 #include "worker/sim/assigned_module.h"

@@ -10,7 +10,7 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "pipeline/mlir.h"
+#include "pipeline/model/mlir.h"
 #include "worker/toolchain/raw_tensor.h"
 #include "worker/toolchain/repro_compare_py.h"
 

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/types.h"
+#include "pipeline/core/types.h"
 #include "worker/runner/job_runner.h"
 #include "worker/toolchain/toolchain_config.h"
 

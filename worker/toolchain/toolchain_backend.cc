@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "pipeline/mlir.h"
+#include "pipeline/model/mlir.h"
 #include "worker/runner/job_runner.h"
 
 #include "worker/board/remote_script.h"
@@ -273,7 +273,7 @@ std::string read_text_file(const std::string& path) {
 
 std::string ToolchainBackend::write_executor_map(const Job& job, std::string* why_not) const {
   // Keyed on the import this toolchain made: the i-th non-Constant node is
-  // the i-th top-level torch.operator of that text (pipeline/mlir.h).
+  // the i-th top-level torch.operator of that text (pipeline/model/mlir.h).
   const std::string mlir = read_text_file(job.values.scalars.at("mlir"));
   const onnx::ModelProto& model = *job.req->model;
   const pipeline::MlirMapping mm = pipeline::map_mlir_locations(mlir, pipeline::non_constant_op_types(model));

@@ -1,0 +1,59 @@
+// Matrix results to run-history records (matrix_history.h).
+#include "pipeline/matrix/matrix_history.h"
+
+#include <cmath>
+
+#include "pipeline/matrix/matrix_internal.h"
+
+namespace torq::pipeline::matrix {
+
+namespace {
+
+double known(double v) { return std::isfinite(v) ? v : -1; }
+
+history::LayerRecord layer_record(const LayerReport& l, const std::string& op) {
+  history::LayerRecord out;
+  out.id = l.info.id;
+  out.op = op;
+  out.recommended = l.recommended;
+  for (const auto& [e, r] : l.results) {
+    history::ExecRecord x;
+    x.status = r.status;
+    if (r.status == Status::kError)
+      x.error = (r.error_class + ": " + r.error_message).substr(0, 300);
+    else
+      x.pcc = known(r.pcc);
+    x.ms = known(r.runtime_ms);
+    out.executors[e] = x;
+  }
+  return out;
+}
+
+}  // namespace
+
+history::TestRecord test_record(const TestResult& r, const ModelReport* report,
+                                const std::vector<std::string>& op_keys) {
+  const TestCase& t = detail::test_of(r);
+  history::TestRecord h;
+  h.id = t.id;
+  h.model = detail::model_name(t);
+  h.variant = t.variant.name;
+  h.target = t.target.name;
+  h.mode = mode_name(t.mode);
+  h.outcome = outcome_name(r.outcome);
+  h.bringup = bringup_name(r.bringup);
+  h.status = test_status_name(t.config.status);
+  h.message = r.message.substr(0, 300);
+  h.failed_step = r.run.failed_step;
+  h.ran = r.run.ran;
+  h.pcc = known(r.run.pcc);
+  h.required_pcc = t.config.required_pcc;
+  h.device_ms = known(r.run.device_ms);
+  h.wall_s = r.run.wall_s;
+  if (report)
+    for (size_t i = 0; i < report->layers.size(); ++i)
+      h.layers.push_back(layer_record(report->layers[i], i < op_keys.size() ? op_keys[i] : ""));
+  return h;
+}
+
+}  // namespace torq::pipeline::matrix

@@ -1,0 +1,23 @@
+// A matrix run's results as run-history records (run_history.h): what the
+// coordinator stores after each run and what the diff, --last-failed, the
+// "since the previous run" notes and the op-support matrix read.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "pipeline/matrix/matrix.h"
+#include "pipeline/store/run_history.h"
+#include "pipeline/core/types.h"
+
+namespace torq::pipeline::matrix {
+
+// The record of one judged test. `report`: its model report (nullptr for a
+// test without one: skipped, import failure, a run of a config file);
+// `op_keys`: the op key of each of the report's layers, in layer order
+// (shorter or empty: the missing keys stay empty). Error messages are cut
+// to 300 characters; non-finite figures become -1.
+history::TestRecord test_record(const TestResult& r, const ModelReport* report,
+                                const std::vector<std::string>& op_keys);
+
+}  // namespace torq::pipeline::matrix

@@ -1,0 +1,125 @@
+// The run history in the store (run_history.h): key layout, appending a run
+// in one batch, listing and loading runs, the latest record of each test.
+#include "pipeline/store/run_history.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "pipeline/core/json_limits.h"
+#include "pipeline/model/model_import.h"
+
+namespace torq::pipeline::history {
+
+namespace {
+
+std::string padded(int seq) {
+  char b[16];
+  std::snprintf(b, sizeof b, "%08d", seq);
+  return b;
+}
+
+nlohmann::json parse(const std::string& key, const std::string& text) {
+  check_json_depth(text, "run history: record '" + key + "'");
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) throw PipelineError("run history: record '" + key + "' is not JSON");
+  return j;
+}
+
+// A record decoded by `from`; any malformation is a PipelineError naming the key.
+template <class From>
+auto decode(const std::string& dir, const std::string& key, const std::string& text, From from) {
+  try {
+    return from(parse(key, text));
+  } catch (const std::exception& e) {
+    throw PipelineError("store '" + dir + "': run history record '" + key + "': " + e.what());
+  }
+}
+
+RunRecord decode_run(const std::string& dir, const std::string& key, const std::string& text) {
+  return decode(dir, key, text, [](const nlohmann::json& j) { return run_from_json(j); });
+}
+
+TestRecord decode_test(const std::string& dir, const std::string& key, const std::string& text) {
+  return decode(dir, key, text, [](const nlohmann::json& j) { return test_from_json(j); });
+}
+
+// The seq of a key ending in "/<8 digits>" (or "/<8 digits>/..." after `prefix`).
+int seq_of(const std::string& key, const std::string& prefix) {
+  const std::string digits = key.substr(prefix.size(), 8);
+  if (digits.size() != 8 || digits.find_first_not_of("0123456789") != std::string::npos)
+    throw PipelineError("run history: malformed key '" + key + "'");
+  return std::stoi(digits);
+}
+
+}  // namespace
+
+History::History(Store& store, const std::string& spec_path)
+    : store_(store), spec_(std::filesystem::absolute(spec_path).lexically_normal().string()) {
+  key_ = sha256_hex(spec_).substr(0, 16);
+}
+
+std::vector<RunRecord> History::runs() const {
+  std::vector<RunRecord> out;
+  for (const auto& [k, v] : store_.run_records(key("runs/"))) out.push_back(decode_run(store_.dir(), k, v));
+  return out;
+}
+
+std::optional<RunRecord> History::load(int seq) const {
+  const std::string k = key("runs/" + padded(seq));
+  const auto v = store_.get_run_record(k);
+  if (!v) return std::nullopt;
+  RunRecord r = decode_run(store_.dir(), k, *v);
+  std::map<std::string, TestRecord> by_id;
+  const std::string prefix = key("tests/" + padded(seq) + "/");
+  for (const auto& [tk, tv] : store_.run_records(prefix))
+    by_id[tk.substr(prefix.size())] = decode_test(store_.dir(), tk, tv);
+  for (const auto& id : r.test_ids)
+    if (auto it = by_id.find(id); it != by_id.end()) r.tests.push_back(it->second);
+  return r;
+}
+
+std::map<std::string, TestRecord> History::latest() const {
+  std::map<std::string, TestRecord> out;
+  const std::string prefix = key("latest/");
+  for (const auto& [k, v] : store_.run_records(prefix)) {
+    const std::string id = k.substr(prefix.size());
+    const nlohmann::json j = parse(k, v);
+    if (!j.is_object() || !j.contains("seq") || !j["seq"].is_number_integer())
+      throw PipelineError("run history: record '" + k + "' has no seq");
+    const std::string tk = key("tests/" + padded(j["seq"].get<int>()) + "/" + id);
+    const auto tv = store_.get_run_record(tk);
+    if (!tv) throw PipelineError("run history: '" + k + "' names a missing record '" + tk + "'");
+    out[id] = decode_test(store_.dir(), tk, *tv);
+  }
+  return out;
+}
+
+int History::append(RunRecord run) {
+  const auto existing = store_.run_records(key("runs/"));
+  run.seq = existing.empty() ? 1 : seq_of(existing.back().first, key("runs/")) + 1;
+  run.spec = spec_;
+  run.test_ids.clear();
+  run.counts.clear();
+  std::vector<std::pair<std::string, std::string>> batch;
+  for (const TestRecord& t : run.tests) {
+    run.test_ids.push_back(t.id);
+    ++run.counts[t.outcome];
+    batch.emplace_back(key("tests/" + padded(run.seq) + "/" + t.id), to_json(t).dump());
+    batch.emplace_back(key("latest/" + t.id), nlohmann::json({{"seq", run.seq}}).dump());
+  }
+  batch.emplace_back(key("runs/" + padded(run.seq)), to_json(run).dump());
+  batch.emplace_back("history-specs/" + key_, nlohmann::json({{"spec", spec_}}).dump());
+  store_.put_run_records(batch);
+  return run.seq;
+}
+
+std::vector<std::string> History::specs(const Store& store) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : store.run_records("history-specs/")) out.push_back(parse(k, v).value("spec", k));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace torq::pipeline::history

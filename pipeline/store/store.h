@@ -1,0 +1,208 @@
+// Durable result store of the discovery pipeline (DESIGN.md §6): models,
+// job states, per-layer result records, the content-addressed result cache
+// and run metadata, in one RocksDB database with one column family each.
+//
+// Contracts shared by every method:
+//  - Every write is synced (WriteOptions.sync = true) before the call
+//    returns, so a kill -9 (or power loss) after a call returns loses nothing.
+//  - Every failure (I/O error, corrupt stored value, bad key component) is a
+//    PipelineError whose message names the store directory and the key.
+//    Nothing here aborts the process.
+//  - A Store is thread-safe: any method may be called concurrently from any
+//    thread (RocksDB is; the Store holds no other mutable state).
+//  - Key components `run` and `model_hash` must be non-empty and contain no
+//    '/'; `layer` must be in [0, 99999999]. Job ids and cache keys must be
+//    non-empty (a job id may contain '/'). Violations are PipelineErrors.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pipeline/core/types.h"
+
+namespace rocksdb {
+class DB;
+class ColumnFamilyHandle;
+}  // namespace rocksdb
+
+namespace torq::pipeline {
+
+// Durable store of discovery runs in RocksDB. Column families:
+//   models  : model hash -> model bytes (ONNX), written once
+//   jobs    : run id + "/" + job id -> job state byte ('Q' queued, 'L' leased, 'D' done) + encoded JobSpec
+//   results : run id + "/" + model hash + "/" + zero-padded layer index -> LayerRecord (merged per executor by a MergeOperator)
+//   cache   : cache key (hex) -> encoded Result (content-addressed: an unchanged layer is not recomputed)
+//   runs    : run id -> small JSON metadata (model name, options, started/finished);
+//             "health/..." device health; "history/..." the run history (run_history.h)
+// Every write is synced (WriteOptions.sync = true) before the call returns, so a
+// kill -9 after a call returns loses nothing. Thread-safe (RocksDB is).
+// A write the store could not make (a full or read-only disk): the run
+// stops on it with what was committed kept; it is never a test's or an
+// op's result (issue 30).
+class StoreWriteError : public PipelineError {
+ public:
+  using PipelineError::PipelineError;
+};
+
+class Store {
+ public:
+  // Name of the results column family's MergeOperator. It is recorded in the
+  // database's OPTIONS file; changing it makes existing stores unreadable.
+  static constexpr const char* kMergeOperatorName = "torq.LayerRecordMerge";
+  // Width of the zero-padded layer index in results keys.
+  static constexpr int kLayerDigits = 8;
+
+  // Opens or creates the store at `dir`. Throws PipelineError with the path and
+  // RocksDB's message on failure (e.g. an unwritable directory, or a directory
+  // locked by another process: say so clearly).
+  // A directory can be open by only one Store at a time, in this process or
+  // any other (RocksDB's LOCK file); a second open fails and says so.
+  // Column families other than the five above, if present, are opened and left
+  // untouched.
+  static std::unique_ptr<Store> open(const std::string& dir);
+  // Closes the database. Every write already returned is on disk.
+  ~Store();  // non-copyable
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // The directory given to open().
+  const std::string& dir() const { return dir_; }
+
+  // Stores a model blob under its content hash. Written once: storing a hash
+  // that is already present is a no-op when the bytes are identical and a
+  // PipelineError when they differ.
+  void put_model(const std::string& hash, const std::string& bytes);
+  // The model bytes, or nullopt if the hash is unknown.
+  std::optional<std::string> get_model(const std::string& hash) const;
+
+  // Merges one executor's result into the layer record (replacing a previous
+  // result of the same executor). Uses rocksdb Merge with the store's MergeOperator.
+  void merge_result(const std::string& run, const std::string& model_hash, int layer, const ExecResult& r);
+  // The merged results of a layer (empty if none), in executor priority order (nss, css, host).
+  // A stored record that cannot be decoded is a PipelineError naming its key.
+  std::vector<ExecResult> layer_results(const std::string& run, const std::string& model_hash, int layer) const;
+  // All layers with results for (run, model): layer index -> results.
+  // Layers whose record holds no result (every executor erased) are omitted.
+  // Any undecodable record is a PipelineError naming its key. The map is a
+  // consistent snapshot of the store.
+  std::map<int, std::vector<ExecResult>> model_results(const std::string& run, const std::string& model_hash) const;
+  // The run ids that have results, in order.
+  std::vector<std::string> result_runs() const;
+  // Removes one executor's result of a layer (used when a layer must be re-tested).
+  // Erasing a result that is not there is a no-op. Written as a merge operand
+  // so it orders correctly against concurrent merge_result calls.
+  void erase_result(const std::string& run, const std::string& model_hash, int layer, Executor e);
+  // The same for every executor in `executors` of every layer in `layers`,
+  // in one synced write (a --recompute-cache of a 341-layer model is one
+  // disk flush, not a thousand).
+  void erase_results(const std::string& run, const std::string& model_hash, const std::vector<int>& layers,
+                     const std::vector<Executor>& executors);
+
+  // Stores a result under a content-addressed cache key (overwrites). Not
+  // fsynced: it survives a killed process (WAL in the OS page cache) but
+  // may be lost with the machine; the cache is advisory.
+  void put_cache(const std::string& key, const ExecResult& r);
+  // Several cache entries (key, result) in one WriteBatch, not fsynced, as put_cache.
+  void put_caches(const std::vector<std::pair<std::string, ExecResult>>& entries);
+  // The cached result, or nullopt. An undecodable value is a PipelineError.
+  std::optional<ExecResult> get_cache(const std::string& key) const;
+
+  // Records a job's state: 'Q' queued, 'L' leased or 'D' done (any other
+  // state, or an `encoded_job` that is not a valid encoded JobSpec, is a
+  // PipelineError and nothing is written).
+  void put_job_state(const std::string& run, const std::string& job_id, char state, const std::string& encoded_job);
+  // Several job states in one synced WriteBatch (one disk flush): all or
+  // none. Each element is (job id, encoded job); validation as above.
+  void put_job_states(const std::string& run, char state,
+                      const std::vector<std::pair<std::string, std::string>>& jobs);
+  // The leases of one dispatch round, each with the registered id of the
+  // worker it went to, in one synced WriteBatch (state 'L'): after a
+  // coordinator restart only that worker may claim the job or return its
+  // result (issue 30). A holder longer than 65,535 bytes is a PipelineError.
+  struct Lease {
+    std::string job_id, encoded_job, holder;
+  };
+  void put_leases(const std::string& run, const std::vector<Lease>& leases);
+  // A job as stored: its state, the encoded job, and for a lease written by
+  // put_leases its holder (else empty).
+  struct StoredJob {
+    char state = 'Q';
+    std::string encoded;
+    std::string holder;
+  };
+  // job id -> stored job.
+  // A stored value with a bad state byte or an undecodable job is a
+  // PipelineError naming its key.
+  std::map<std::string, StoredJob> jobs(const std::string& run) const;
+
+  // Stores run metadata; `json` must parse as JSON (else PipelineError).
+  void put_run_meta(const std::string& run, const std::string& json);
+  // Device health transitions (LAVA's model), in the runs column family
+  // under "health/<worker>/<seq>": one synced write each.
+  struct HealthEntry {
+    std::string worker, health, reason, since;
+  };
+  void append_health(const std::string& worker, const std::string& health, const std::string& reason,
+                     const std::string& since);
+  // Every transition recorded, per worker in order.
+  std::vector<HealthEntry> health_log() const;
+  std::optional<std::string> get_run_meta(const std::string& run) const;
+
+  // Free-form records of the runs column family (the run history of matrix
+  // specs, run_history.h), under keys that hold a '/' (so they never meet a
+  // run id). Writes every (key, JSON value) pair in one synced WriteBatch:
+  // all or none. An empty key, a key without '/' or a value that is not
+  // JSON is a PipelineError and nothing is written.
+  void put_run_records(const std::vector<std::pair<std::string, std::string>>& records);
+  // The record at `key`, or nullopt.
+  std::optional<std::string> get_run_record(const std::string& key) const;
+  // Every (key, value) whose key starts with `prefix` (which must end in
+  // '/'), in key order, from one consistent snapshot.
+  std::vector<std::pair<std::string, std::string>> run_records(const std::string& prefix) const;
+
+  // Writes a result and marks its job done atomically (one WriteBatch): the
+  // acknowledgement point of the scheduler.
+  // After a crash either both the result and the 'D' state are in the store
+  // or neither is. Validation is as for merge_result and put_job_state.
+  void commit_result(const std::string& run, const std::string& model_hash, int layer, const ExecResult& r,
+                     const std::string& job_id, const std::string& encoded_job);
+  // Several commits in one synced WriteBatch (one disk flush): all or none.
+  struct Commit {
+    int layer;
+    ExecResult result;
+    std::string job_id;
+    std::string encoded_job;
+  };
+  // With `sync` false the batch reaches the write-ahead log (the OS's
+  // page cache: it survives a killed process, not a lost machine) without a
+  // disk flush; sync_log() flushes every such commit at once.
+  void commit_results(const std::string& run, const std::string& model_hash, const std::vector<Commit>& commits,
+                      bool sync = true);
+  // Commits of several models (result keys) in one WriteBatch: a group
+  // commit of whatever finished together costs one disk flush, all or none.
+  struct KeyedCommit {
+    std::string model_hash;
+    Commit commit;
+  };
+  void commit_results(const std::string& run, const std::vector<KeyedCommit>& commits, bool sync = true);
+  void sync_log();
+
+ private:
+  Store() = default;
+
+  std::string dir_;
+  rocksdb::DB* db_ = nullptr;
+  // Handles of every opened column family; the named ones below point into it.
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  rocksdb::ColumnFamilyHandle* models_ = nullptr;
+  rocksdb::ColumnFamilyHandle* jobs_ = nullptr;
+  rocksdb::ColumnFamilyHandle* results_ = nullptr;
+  rocksdb::ColumnFamilyHandle* cache_ = nullptr;
+  rocksdb::ColumnFamilyHandle* runs_ = nullptr;
+};
+
+}  // namespace torq::pipeline
