@@ -28,9 +28,9 @@
 #include <CLI/CLI.hpp>
 
 #include "pipeline/base/toolchain_budget.h"
-#include "coordinator/diff_command.h"
-#include "coordinator/fleet_run.h"
-#include "coordinator/matrix_run.h"
+#include "coordinator/matrix/diff_command.h"
+#include "coordinator/fleet/fleet_run.h"
+#include "coordinator/matrix/matrix_run.h"
 
 using namespace torq;
 

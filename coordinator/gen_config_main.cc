@@ -8,15 +8,15 @@
 
 #include <CLI/CLI.hpp>
 
-#include "coordinator/discover.h"
-#include "coordinator/run_model.h"
+#include "coordinator/gen_config/discover.h"
+#include "coordinator/gen_config/run_model.h"
 #include "pipeline/report/edit.h"
 #include "pipeline/core/json_limits.h"
 #include "pipeline/report/report.h"
 #include "pipeline/report/report_compare.h"
 #include "pipeline/report/view.h"
-#include "coordinator/quantize_first.h"
-#include "coordinator/repro_command.h"
+#include "coordinator/gen_config/quantize_first.h"
+#include "coordinator/gen_config/repro_command.h"
 #include "worker/quant/quantize_model.h"
 #include "pipeline/base/toolchain_budget.h"
 

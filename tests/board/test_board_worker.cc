@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "coordinator/unit_run.h"
+#include "coordinator/fleet/unit_run.h"
 #include "pipeline/store/store.h"
 #include "tests/board/board_fleet.h"
 #include "tests/board/sshd_fixture.h"

@@ -2,7 +2,7 @@
 # The rooms of DESIGN §2: the pipeline library includes nothing of worker/
 # (its foundations are pipeline/base/, the lowest room, which includes
 # nothing of the project but itself), its own rooms include only those
-# below them, and the coordinator's fleet side
+# below them, coordinator/'s rooms likewise, and the coordinator's fleet side
 # (broker, unit runs) includes no engine header.
 # Usage: check_layout.sh SOURCE_DIR
 set -uo pipefail
@@ -28,8 +28,22 @@ for i in "${!rooms[@]}"; do
     echo "layout: pipeline/$r/ includes a room above it ($pat)"; bad=1
   fi
 done
-for f in coordinator/fleet_broker.cc coordinator/unit_run.cc coordinator/assigned_run.cc coordinator/matrix_run.cc; do
-  if grep -n '#include "worker/engine/' "$f"; then echo "layout: $f includes the engine"; bad=1; fi
-done
-[ "$bad" = 0 ] && echo "layout: ok (pipeline/ -> pipeline/base/ only; pipeline's rooms in order ${rooms[*]}; the fleet side of coordinator/ knows no engine)"
+# coordinator/'s rooms: fleet/ below gen_config/ and matrix/, which know
+# nothing of each other; fleet/ and matrix/ include no engine header.
+if grep -rnE '#include "coordinator/(gen_config|matrix)/' coordinator/fleet/; then
+  echo "layout: coordinator/fleet/ includes a room above it"; bad=1
+fi
+if grep -rn '#include "coordinator/matrix/' coordinator/gen_config/; then
+  echo "layout: coordinator/gen_config/ includes coordinator/matrix/"; bad=1
+fi
+if grep -rn '#include "coordinator/gen_config/' coordinator/matrix/; then
+  echo "layout: coordinator/matrix/ includes coordinator/gen_config/"; bad=1
+fi
+if ls coordinator/*.h >/dev/null 2>&1 || ls coordinator/*.cc | grep -vE '/(coordinator|gen_config)_main\.cc$'; then
+  echo "layout: sources at coordinator/'s top level other than the two mains"; bad=1
+fi
+if grep -rn '#include "worker/engine/' coordinator/fleet/ coordinator/matrix/; then
+  echo "layout: the fleet side of coordinator/ includes the engine"; bad=1
+fi
+[ "$bad" = 0 ] && echo "layout: ok (pipeline/ -> pipeline/base/ only; pipeline's rooms in order ${rooms[*]}; coordinator's fleet/ below gen_config/ and matrix/, and no engine in fleet/ or matrix/)"
 exit "$bad"

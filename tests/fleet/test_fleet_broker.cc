@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-#include "coordinator/fleet_broker.h"
+#include "coordinator/fleet/fleet_broker.h"
 #include "pipeline/model/model_import.h"
 #include "schema/fleet_generated.h"
 #include "tests/fleet/fleet_harness.h"

@@ -1,4 +1,4 @@
-// The cache writer (coordinator/cache_writer.h) on a real RocksDB store in a
+// The cache writer (coordinator/fleet/cache_writer.h) on a real RocksDB store in a
 // temp dir: every entry put is readable at once and after it is written,
 // the newest entry of a key wins, and a write error comes out of finish().
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "coordinator/cache_writer.h"
+#include "coordinator/fleet/cache_writer.h"
 #include "pipeline/base/error.h"
 #include "tests/unit/temp_dir.h"
 

@@ -1,4 +1,4 @@
-// The commit writer (coordinator/commit_writer.h) on a real RocksDB store in
+// The commit writer (coordinator/fleet/commit_writer.h) on a real RocksDB store in
 // a temp dir: a batch is in the store, done and its eventfd readable, only
 // when its commit has returned; a commit's error comes out of done() with
 // nothing of its batch written, and the writer goes on; the destructor
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/commit_writer.h"
+#include "coordinator/fleet/commit_writer.h"
 #include "pipeline/base/error.h"
 #include "pipeline/wire/codec.h"
 #include "tests/unit/temp_dir.h"

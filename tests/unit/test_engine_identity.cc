@@ -1,4 +1,4 @@
-// The engine identity the result cache is keyed on (coordinator/unit_run.h):
+// The engine identity the result cache is keyed on (coordinator/fleet/unit_run.h):
 // its form, the sim backend reporting the same one, and which results may
 // enter the cache under it (a foreign or older sim engine's may not).
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <regex>
 #include <string>
 
-#include "coordinator/unit_run.h"
+#include "coordinator/fleet/unit_run.h"
 #include "worker/runner/job_runner.h"
 
 using namespace torq::coordinator;

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <onnx/onnx_pb.h>
 
-#include "coordinator/debug_ir.h"
+#include "coordinator/gen_config/debug_ir.h"
 #include "pipeline/plan/bisect.h"
 #include "pipeline/wire/codec.h"
 #include "pipeline/report/full_model.h"

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "coordinator/unit_run.h"
+#include "coordinator/fleet/unit_run.h"
 
 namespace torq::coordinator {
 namespace {

@@ -7,8 +7,8 @@
 #include <sstream>
 #include <string>
 
-#include "coordinator/fleet_run.h"
-#include "coordinator/unit_run.h"
+#include "coordinator/fleet/fleet_run.h"
+#include "coordinator/fleet/unit_run.h"
 
 namespace torq::coordinator {
 namespace {

@@ -1,4 +1,4 @@
-#include "coordinator/discover.h"
+#include "coordinator/gen_config/discover.h"
 
 #include <chrono>
 #include <filesystem>
@@ -8,11 +8,11 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "coordinator/assigned_run.h"
-#include "coordinator/discover_parts.h"
-#include "coordinator/local_fleet.h"
-#include "coordinator/local_serve.h"
-#include "coordinator/unit_run.h"
+#include "coordinator/fleet/assigned_run.h"
+#include "coordinator/gen_config/discover_parts.h"
+#include "coordinator/fleet/local_fleet.h"
+#include "coordinator/gen_config/local_serve.h"
+#include "coordinator/fleet/unit_run.h"
 #include "pipeline/base/yaml_strict.h"
 #include "pipeline/report/full_model.h"
 #include "pipeline/model/model_import.h"

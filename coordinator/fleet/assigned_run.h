@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "coordinator/unit_run.h"
+#include "coordinator/fleet/unit_run.h"
 #include "pipeline/report/full_model.h"
 
 namespace torq::coordinator {

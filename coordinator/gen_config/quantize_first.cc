@@ -1,4 +1,4 @@
-#include "coordinator/quantize_first.h"
+#include "coordinator/gen_config/quantize_first.h"
 
 #include <filesystem>
 #include <ostream>

@@ -1,4 +1,4 @@
-#include "coordinator/discover_parts.h"
+#include "coordinator/gen_config/discover_parts.h"
 
 #include <stdlib.h>
 
@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "coordinator/unit_run.h"
+#include "coordinator/fleet/unit_run.h"
 #include "pipeline/model/mlir.h"
 #include "pipeline/model/model_import.h"
 #include "pipeline/report/profile_merge.h"

@@ -1,5 +1,5 @@
 // A matrix run and its history (matrix_history.h).
-#include "coordinator/matrix_history.h"
+#include "coordinator/matrix/matrix_history.h"
 
 #include "pipeline/matrix/matrix_history.h"
 #include "pipeline/model/op_key.h"

@@ -1,4 +1,4 @@
-#include "coordinator/commit_writer.h"
+#include "coordinator/fleet/commit_writer.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/fleet_broker.h"
+#include "coordinator/fleet/fleet_broker.h"
 #include "pipeline/plan/bisect.h"
 #include "pipeline/model/model_import.h"
 #include "pipeline/plan/plan.h"

@@ -1,6 +1,6 @@
 // `torq-coordinator diff` (diff_command.h): the store, the spec, the two
 // runs, then the diff as text or JSON.
-#include "coordinator/diff_command.h"
+#include "coordinator/matrix/diff_command.h"
 
 #include <filesystem>
 #include <memory>

@@ -1,5 +1,5 @@
 // Local worker processes for an embedded coordinator (see local_fleet.h).
-#include "coordinator/local_fleet.h"
+#include "coordinator/fleet/local_fleet.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -17,7 +17,7 @@
 #include <regex>
 #include <sstream>
 
-#include "coordinator/tool_process.h"
+#include "coordinator/fleet/tool_process.h"
 #include "pipeline/core/sha256.h"
 #include "pipeline/core/types.h"
 

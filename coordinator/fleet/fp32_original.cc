@@ -1,4 +1,4 @@
-#include "coordinator/fp32_original.h"
+#include "coordinator/fleet/fp32_original.h"
 
 namespace torq::coordinator {
 

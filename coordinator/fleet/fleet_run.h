@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/fleet_broker.h"
+#include "coordinator/fleet/fleet_broker.h"
 #include "pipeline/core/types.h"
 
 namespace torq::coordinator {

@@ -1,4 +1,4 @@
-#include "coordinator/debug_ir.h"
+#include "coordinator/gen_config/debug_ir.h"
 
 #include <cstdio>
 #include <filesystem>

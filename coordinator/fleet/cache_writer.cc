@@ -1,4 +1,4 @@
-#include "coordinator/cache_writer.h"
+#include "coordinator/fleet/cache_writer.h"
 
 #include "pipeline/base/error.h"
 

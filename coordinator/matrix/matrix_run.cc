@@ -1,6 +1,6 @@
 // A model-matrix run (see matrix_run.h): spec → tests → units → fleet →
 // outcomes → JUnit, JSON, HTML and per-test report files.
-#include "coordinator/matrix_run.h"
+#include "coordinator/matrix/matrix_run.h"
 
 #include "pipeline/base/toolchain_budget.h"
 
@@ -22,16 +22,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "coordinator/assigned_run.h"
+#include "coordinator/fleet/assigned_run.h"
 #include "pipeline/base/utc.h"
-#include "coordinator/assignment_file.h"
-#include "coordinator/fleet_run.h"
-#include "coordinator/fmt.h"
-#include "coordinator/fp32_original.h"
-#include "coordinator/local_fleet.h"
-#include "coordinator/matrix_history.h"
-#include "coordinator/quantized_variant.h"
-#include "coordinator/unit_run.h"
+#include "coordinator/fleet/assignment_file.h"
+#include "coordinator/fleet/fleet_run.h"
+#include "coordinator/fleet/fmt.h"
+#include "coordinator/fleet/fp32_original.h"
+#include "coordinator/fleet/local_fleet.h"
+#include "coordinator/matrix/matrix_history.h"
+#include "coordinator/matrix/quantized_variant.h"
+#include "coordinator/fleet/unit_run.h"
 #include "pipeline/matrix/matrix.h"
 #include "pipeline/core/json_limits.h"
 #include "pipeline/matrix/matrix_internal.h"

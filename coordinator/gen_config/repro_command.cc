@@ -1,4 +1,4 @@
-#include "coordinator/repro_command.h"
+#include "coordinator/gen_config/repro_command.h"
 
 #include <filesystem>
 #include <iostream>

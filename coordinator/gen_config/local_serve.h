@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/local_fleet.h"
-#include "coordinator/unit_run.h"
+#include "coordinator/fleet/local_fleet.h"
+#include "coordinator/fleet/unit_run.h"
 #include "worker/runner/local_pool.h"
 
 namespace torq::coordinator {

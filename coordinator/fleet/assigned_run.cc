@@ -1,4 +1,4 @@
-#include "coordinator/assigned_run.h"
+#include "coordinator/fleet/assigned_run.h"
 
 namespace torq::coordinator {
 

@@ -1,4 +1,4 @@
-#include "coordinator/assignment_file.h"
+#include "coordinator/fleet/assignment_file.h"
 
 #include <filesystem>
 #include <fstream>

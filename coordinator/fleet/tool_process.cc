@@ -1,4 +1,4 @@
-#include "coordinator/tool_process.h"
+#include "coordinator/fleet/tool_process.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -13,9 +13,9 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "coordinator/discover.h"
-#include "coordinator/fmt.h"
-#include "coordinator/local_fleet.h"
+#include "coordinator/gen_config/discover.h"
+#include "coordinator/fleet/fmt.h"
+#include "coordinator/fleet/local_fleet.h"
 #include "pipeline/plan/plan.h"
 #include "pipeline/report/report.h"
 #include "pipeline/core/types.h"

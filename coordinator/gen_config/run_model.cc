@@ -1,4 +1,4 @@
-#include "coordinator/run_model.h"
+#include "coordinator/gen_config/run_model.h"
 
 #include <filesystem>
 #include <fstream>
@@ -7,12 +7,12 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "coordinator/assigned_run.h"
-#include "coordinator/assignment_file.h"
-#include "coordinator/debug_ir.h"
-#include "coordinator/discover_parts.h"
-#include "coordinator/fp32_original.h"
-#include "coordinator/local_serve.h"
+#include "coordinator/fleet/assigned_run.h"
+#include "coordinator/fleet/assignment_file.h"
+#include "coordinator/gen_config/debug_ir.h"
+#include "coordinator/gen_config/discover_parts.h"
+#include "coordinator/fleet/fp32_original.h"
+#include "coordinator/gen_config/local_serve.h"
 #include "pipeline/report/full_model.h"
 #include "pipeline/model/mlir.h"
 #include "pipeline/model/model_import.h"

@@ -1,4 +1,4 @@
-#include "coordinator/local_serve.h"
+#include "coordinator/gen_config/local_serve.h"
 
 #include <algorithm>
 #include <utility>

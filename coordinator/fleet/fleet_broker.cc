@@ -2,7 +2,7 @@
 // Read FleetBroker::run top to bottom: pull jobs, dispatch by credit, poll,
 // handle each frame by type, then purge silent workers and overdue leases
 // and send heartbeats. Every transition is written where it happens.
-#include "coordinator/fleet_broker.h"
+#include "coordinator/fleet/fleet_broker.h"
 
 #include <zmq.hpp>
 
@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "coordinator/blob_server.h"
-#include "coordinator/commit_writer.h"
+#include "coordinator/fleet/blob_server.h"
+#include "coordinator/fleet/commit_writer.h"
 #include "pipeline/wire/fleet_codec.h"
 
 namespace torq::coordinator {

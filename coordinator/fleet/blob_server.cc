@@ -1,5 +1,5 @@
 // Model blobs served in chunks, read off the broker's loop (blob_server.h).
-#include "coordinator/blob_server.h"
+#include "coordinator/fleet/blob_server.h"
 
 #include <algorithm>
 

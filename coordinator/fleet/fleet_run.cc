@@ -1,5 +1,5 @@
 // torq-coordinator's --model run: import → units → fleet → reports (see fleet_run.h).
-#include "coordinator/fleet_run.h"
+#include "coordinator/fleet/fleet_run.h"
 
 #include <chrono>
 #include <cstdio>
@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "coordinator/fmt.h"
-#include "coordinator/unit_run.h"
+#include "coordinator/fleet/fmt.h"
+#include "coordinator/fleet/unit_run.h"
 #include "pipeline/model/model_import.h"
 #include "pipeline/report/report.h"
 

@@ -1,9 +1,9 @@
 // Units → plan → fleet → store (see unit_run.h).
-#include "coordinator/unit_run.h"
+#include "coordinator/fleet/unit_run.h"
 
 #include <unordered_map>
 
-#include "coordinator/cache_writer.h"
+#include "coordinator/fleet/cache_writer.h"
 
 #include <algorithm>
 #include <cctype>
@@ -17,8 +17,8 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "coordinator/assigned_run.h"
-#include "coordinator/fmt.h"
+#include "coordinator/fleet/assigned_run.h"
+#include "coordinator/fleet/fmt.h"
 #include "pipeline/wire/fleet_codec.h"
 #include "pipeline/model/mlir.h"
 #include "pipeline/plan/recommend.h"

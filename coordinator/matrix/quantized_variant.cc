@@ -1,4 +1,4 @@
-#include "coordinator/quantized_variant.h"
+#include "coordinator/matrix/quantized_variant.h"
 
 #include <unistd.h>
 
@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "coordinator/tool_process.h"
+#include "coordinator/fleet/tool_process.h"
 #include "pipeline/model/model_import.h"
 #include "pipeline/core/types.h"
 

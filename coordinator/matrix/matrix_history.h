@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/unit_run.h"
+#include "coordinator/fleet/unit_run.h"
 #include "pipeline/matrix/matrix.h"
 #include "pipeline/store/run_diff.h"
 #include "pipeline/store/run_history.h"
