@@ -66,6 +66,7 @@ struct Job {
 struct Worker {
   std::string identity;     // ROUTER routing id
   WorkerInfo info;
+  std::string curve_key;    // its CURVE public key (z85) when CURVE is on
   std::set<std::string> leased;
   Clock::time_point expiry;     // silent past this: dead
   Clock::time_point last_sent;  // heartbeat when nothing sent for an interval
@@ -163,6 +164,7 @@ struct FleetBroker::Impl {
   zmq::context_t ctx;
   zmq::socket_t router;
   std::optional<zmq::socket_t> zap;  // ZAP handler when CURVE is on
+  std::map<std::string, std::string> id_keys;  // worker id -> the CURVE key that first registered it
   BlobServer blobs;                  // model blobs, read off this loop and sent in chunks
   const FleetBroker::Done* done = nullptr;
   const std::function<void()>* batch_done = nullptr;
@@ -501,7 +503,23 @@ struct FleetBroker::Impl {
     }
   }
 
-  void on_ready(const std::string& identity, const WorkerInfo& info) {
+  // A worker id is a name the peer gives itself. A connection keeps the id
+  // it registered with, and under CURVE an id belongs to the first key that
+  // registered it this run: another key cannot take over its leases and
+  // results (issue 30). Returns why `info` is refused, or "".
+  std::string refuse_id(const std::string& identity, const WorkerInfo& info, const std::string& key) {
+    auto it = workers.find(identity);
+    if (it != workers.end() && it->second.info.worker_id != info.worker_id)
+      return "READY changes this connection's worker id from " + it->second.info.worker_id + " to " + info.worker_id;
+    if (key.empty()) return "";
+    auto [k, fresh] = id_keys.emplace(info.worker_id, key);
+    if (!fresh && k->second != key)
+      return "worker id " + info.worker_id + " is registered with another CURVE key (" + k->second + "), not " + key;
+    return "";
+  }
+
+  void on_ready(const std::string& identity, const WorkerInfo& info, const std::string& key) {
+    if (const std::string why = refuse_id(identity, info, key); !why.empty()) return bad(identity, why);
     note_health(info);
     auto it = workers.find(identity);
     if (it != workers.end()) {  // capacity change (0: draining), health or new offer; or a repeat
@@ -520,6 +538,7 @@ struct FleetBroker::Impl {
     Worker w;
     w.identity = identity;
     w.info = info;
+    w.curve_key = key;
     w.last_sent = Clock::now();
     Worker& nw = workers.emplace(identity, std::move(w)).first->second;
     ++stats.workers_seen;
@@ -591,15 +610,16 @@ struct FleetBroker::Impl {
       acks.emplace_back(w.identity, r.job_id);  // after the first one is committed
       return;
     }
-    // Only the lease holder's result counts (issue 30): the worker that
-    // holds, or last held, the job by its registered id (after a restart:
-    // the holder stored with its lease); any other peer's is dropped (and
-    // acknowledged, so that it stops sending it).
-    if (!may_hold(j, w.info.worker_id)) {
+    // Only the lease holder's result counts (issue 30): the connection that
+    // holds the lease, or once it is back in the queue the worker that last
+    // held it, by its registered id (after a restart: the holder stored with
+    // its lease); any other peer's is dropped (and acknowledged, so that it
+    // stops sending it).
+    if (!may_hold(j, w.info.worker_id) || (j.state == Job::State::kLeased && j.worker != w.identity)) {
       ++stats.foreign_results;
       log("result for job " + r.job_id + " from worker " + w.info.worker_id + " (connection " + hex(w.identity) +
-          "), which does not hold it" + (j.holder_id.empty() ? " (never leased)" : " (held by " + j.holder_id + ")") +
-          ": dropped");
+          (w.curve_key.empty() ? "" : ", CURVE key " + w.curve_key) + "), which does not hold it" +
+          (j.holder_id.empty() ? " (never leased)" : " (held by " + j.holder_id + ")") + ": dropped");
       acks.emplace_back(w.identity, r.job_id);
       return;
     }
@@ -652,6 +672,14 @@ struct FleetBroker::Impl {
     else send(identity, encode_disconnect("protocol error: " + why));
   }
 
+  // The CURVE public key (z85) the ZAP handler authenticated the message's
+  // sender with ("User-Id"), or "" without CURVE.
+  std::string curve_key_of(const zmq::message_t& frame) const {
+    if (!zap) return "";
+    const char* uid = zmq_msg_gets(frame.handle(), "User-Id");
+    return uid ? std::string(uid) : std::string();
+  }
+
   // One ROUTER message: [identity][envelope].
   void on_frames(const std::string& identity, const std::vector<zmq::message_t>& frames, size_t count) {
     if (count != 2) return bad(identity, "expected 1 frame after the identity, got " + std::to_string(count - 1));
@@ -663,7 +691,7 @@ struct FleetBroker::Impl {
     }
     auto it = workers.find(identity);
     if (m.type == FleetType::kReady) {
-      on_ready(identity, m.ready);
+      on_ready(identity, m.ready, curve_key_of(frames[1]));
       it = workers.find(identity);
     } else if (m.type == FleetType::kDisconnect) {
       if (it != workers.end()) {

@@ -146,8 +146,16 @@ class Proc {
 // A scripted worker speaking the protocol by hand over a raw DEALER.
 class FakeWorker {
  public:
-  FakeWorker(zmq::context_t& ctx, const std::string& ep) : s_(ctx, zmq::socket_type::dealer) {
+  // With `curve` (server public key, own public key, own secret key; z85),
+  // it connects as a CURVE client.
+  FakeWorker(zmq::context_t& ctx, const std::string& ep, const std::vector<std::string>& curve = {})
+      : s_(ctx, zmq::socket_type::dealer) {
     s_.set(zmq::sockopt::linger, 0);
+    if (curve.size() == 3) {
+      s_.set(zmq::sockopt::curve_serverkey, curve[0]);
+      s_.set(zmq::sockopt::curve_publickey, curve[1]);
+      s_.set(zmq::sockopt::curve_secretkey, curve[2]);
+    }
     s_.connect(ep);
   }
   void send(const std::string& payload) { s_.send(zmq::buffer(payload), zmq::send_flags::none); }

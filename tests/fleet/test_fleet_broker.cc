@@ -381,6 +381,52 @@ TEST(FleetBroker, AfterARestartOnlyTheStoredHolderClaimsOrAnswersALease) {
   EXPECT_NE(h.log().find("resumed 2 running jobs"), std::string::npos) << h.log();
 }
 
+// Issue 30: a worker id is a name the peer gives itself. Under CURVE it
+// belongs to the key that first registered it: another key cannot take it
+// (and with it the leases and late results of that worker), a connection
+// cannot rename itself, and a dropped foreign result is logged with the
+// sender's CURVE key.
+TEST(FleetBroker, UnderCurveAWorkerIdBelongsToItsKeyAndForeignResultsNameTheKey) {
+  char server_pub[41], server_sec[41], a_pub[41], a_sec[41], b_pub[41], b_sec[41];
+  ASSERT_EQ(zmq_curve_keypair(server_pub, server_sec), 0);
+  ASSERT_EQ(zmq_curve_keypair(a_pub, a_sec), 0);
+  ASSERT_EQ(zmq_curve_keypair(b_pub, b_sec), 0);
+  BrokerOptions o;
+  o.curve_secret_key = server_sec;
+  o.allowed_client_keys = {a_pub, b_pub};
+  Harness h("curve-ids", o, {job(0, Executor::kHost)});
+  h.start();
+  FakeWorker a(h.ctx, h.ep(), {server_pub, a_pub, a_sec}), b(h.ctx, h.ep(), {server_pub, b_pub, b_sec});
+  a.ready("w1", "sim", {Executor::kHost}, 1);
+  auto got = take_jobs(a, 1);
+  ASSERT_EQ(got.size(), 1u) << h.log();
+  b.ready("w1", "sim", {Executor::kHost}, 1);  // a's name with b's key
+  auto m = b.next(2000);
+  ASSERT_TRUE(m && m->type == FleetType::kDisconnect) << h.log();
+  EXPECT_NE(m->reason.find("worker id w1 is registered with another CURVE key"), std::string::npos) << m->reason;
+  while (b.next(300, false)) {
+  }  // (the heartbeats it sent meanwhile were answered "not registered")
+  b.ready("w2", "sim", {Executor::kCss}, 1);
+  b.result(got[0].id, Executor::kHost);  // a's job
+  b.ready("w1", "sim", {Executor::kCss}, 1);  // renaming its connection
+  std::string reasons;
+  for (auto x = b.next(2000); x; x = b.next(2000))
+    if (x->type == FleetType::kDisconnect) {
+      reasons += x->reason + "\n";
+      if (x->reason.find("changes this connection's worker id from w2 to w1") != std::string::npos) break;
+    }
+  EXPECT_NE(reasons.find("changes this connection's worker id from w2 to w1"), std::string::npos) << reasons << h.log();
+  EXPECT_NE(h.log().find("from worker w2 (connection "), std::string::npos) << h.log();
+  EXPECT_NE(h.log().find(std::string("CURVE key ") + b_pub + "), which does not hold it (held by w1): dropped"),
+            std::string::npos)
+      << h.log();
+  a.result(got[0].id, Executor::kHost, Status::kDifference);
+  ASSERT_TRUE(h.wait_finished(5000)) << h.log();
+  ASSERT_EQ(h.done().size(), 1u);
+  EXPECT_EQ(h.done()[0].second.status, Status::kDifference) << "only a's result counts";
+  EXPECT_EQ(h.broker().stats().foreign_results, 1u);
+}
+
 // A draining worker (capacity 0) gets nothing, prefetch or not.
 TEST(FleetBroker, DrainingWorkerGetsNoPrefetchedJob) {
   Harness h("prefetch-drain", {}, {job(0, Executor::kCss)});
