@@ -91,26 +91,17 @@ std::set<std::string> read_allow_list(const std::string& path) {
   return keys;
 }
 
-}  // namespace
+// The subcommands' operands and options, and the subcommands once added.
+struct SubcommandArgs {
+  std::string prefix;                        // keygen
+  std::vector<std::string> validate_args;    // validate
+  std::string sg_spec, sg_summary, sg_out;   // suggest
+  coordinator::DiffCommand dc;               // diff
+  CLI::App *kg = nullptr, *va = nullptr, *sg = nullptr, *df = nullptr;
+};
 
-int main(int argc, char** argv) {
-  CLI::App app{"torq-coordinator: serves executor discovery to a fleet of torq-workers and runs model-matrix specs"};
-  app.footer("Exit codes: 0 every test as expected (a run: complete, no critical failure); 1 an unexpected outcome "
-             "(a run: critical failures); 2 bad input or an error; 3 stopped early (SIGTERM/SIGINT): nothing "
-             "judged, the same command with the same --db resumes it.");
-  app.require_subcommand(0, 1);
-  std::string prefix;
-  auto* kg = app.add_subcommand("keygen", "Write a CURVE key pair: PREFIX.key (secret) and PREFIX.pub");
-  kg->add_option("OUT_PREFIX", prefix, "Output path prefix")->required();
-  std::vector<std::string> validate_args;
-  auto* va = app.add_subcommand("validate", "Validate a matrix spec and/or test_config files (file:line:col errors)");
-  va->add_option("FILES", validate_args, "Spec (has `models`) and test_config YAML files")->required();
-  std::string sg_spec, sg_summary, sg_out;
-  auto* sg = app.add_subcommand("suggest", "Suggest config edits (YAML patch) from a run's summary.json");
-  sg->add_option("--spec", sg_spec, "The matrix spec of the run")->required();
-  sg->add_option("--summary", sg_summary, "summary.json of the run (in its --export directory)")->required();
-  sg->add_option("-o,--output", sg_out, "Write the patch here (default: stdout)");
-  coordinator::DiffCommand dc;
+// Adds `diff` and its options (bound to `dc`) to `app`.
+CLI::App* add_diff(CLI::App& app, coordinator::DiffCommand& dc) {
   auto* df = app.add_subcommand("diff", "What changed between two runs of a matrix spec (its run history in the "
                                         "store): new failures, fixes, outcome, status and recommendation changes, "
                                         "PCC and timing drift, per test and per layer. Exit 0, 2 on bad input");
@@ -129,16 +120,40 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   df->add_option("--time-floor-ms", dc.thresholds.time_floor_ms, "... and larger than this many ms")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
+  return df;
+}
 
+// Adds keygen, validate, suggest and diff (their options bound to `s`) to `app`.
+void add_subcommands(CLI::App& app, SubcommandArgs& s) {
+  s.kg = app.add_subcommand("keygen", "Write a CURVE key pair: PREFIX.key (secret) and PREFIX.pub");
+  s.kg->add_option("OUT_PREFIX", s.prefix, "Output path prefix")->required();
+  s.va = app.add_subcommand("validate", "Validate a matrix spec and/or test_config files (file:line:col errors)");
+  s.va->add_option("FILES", s.validate_args, "Spec (has `models`) and test_config YAML files")->required();
+  s.sg = app.add_subcommand("suggest", "Suggest config edits (YAML patch) from a run's summary.json");
+  s.sg->add_option("--spec", s.sg_spec, "The matrix spec of the run")->required();
+  s.sg->add_option("--summary", s.sg_summary, "summary.json of the run (in its --export directory)")->required();
+  s.sg->add_option("-o,--output", s.sg_out, "Write the patch here (default: stdout)");
+  s.df = add_diff(app, s.dc);
+}
+
+// A run's options (--model or --spec) and the strings turned into them after the parse.
+struct RunArgs {
   coordinator::FleetRunOptions o;
   coordinator::MatrixRunOptions mo;
   std::vector<std::string> models;
   std::string spec_file, key_prefix, allow_file;
   int grace_s = 30;
-  auto* om = app.add_option("--model", models, "ONNX model (repeatable): a plain discovery run");
-  auto* os = app.add_option("--spec", spec_file, "Matrix spec YAML (models, variants, targets, test_config, presets)");
+  std::string executors = "nss,css,host";
+  CLI::Option* bind = nullptr;  // --bind, to tell whether it was given
+};
+
+// Adds the options of every run (--model or --spec): what to run, the broker, the store, CURVE.
+void add_run_options(CLI::App& app, RunArgs& r) {
+  coordinator::FleetRunOptions& o = r.o;
+  auto* om = app.add_option("--model", r.models, "ONNX model (repeatable): a plain discovery run");
+  auto* os = app.add_option("--spec", r.spec_file, "Matrix spec YAML (models, variants, targets, test_config, presets)");
   om->excludes(os);
-  auto* ob = app.add_option("--bind", o.broker.bind, "ROUTER endpoint")->capture_default_str();
+  r.bind = app.add_option("--bind", o.broker.bind, "ROUTER endpoint")->capture_default_str();
   app.add_option("--db", o.db, "Store directory (RocksDB); the same --db resumes a run; with --spec it also "
                                "keeps the spec's run history (diff, --last-failed) (default with --spec: "
                                "EXPORT/.torq-store)");
@@ -153,7 +168,7 @@ int main(int argc, char** argv) {
   app.add_option("--liveness", o.broker.liveness,
                  "Heartbeat intervals a worker may be silent before it is dead and its jobs requeued")
       ->capture_default_str()->check(CLI::Range(1, 1000));
-  app.add_option("--grace-s", grace_s, "On SIGTERM: wait this long for leased jobs")->capture_default_str();
+  app.add_option("--grace-s", r.grace_s, "On SIGTERM: wait this long for leased jobs")->capture_default_str();
   app.add_option("--min-workers", o.broker.min_workers,
                  "Start dispatching once this many workers have registered (benchmarks)")
       ->capture_default_str()
@@ -163,8 +178,12 @@ int main(int argc, char** argv) {
                  "with a --target other than sim the real tools' step budgets added up (import 300 s + compile "
                  "300 s + run 240 s per timing run + 1 s)")
       ->capture_default_str();
-  app.add_option("--key", key_prefix, "CURVE: this coordinator's key pair PREFIX.key / PREFIX.pub");
-  app.add_option("--allow", allow_file, "CURVE: allow-list of worker public keys, one per line");
+  app.add_option("--key", r.key_prefix, "CURVE: this coordinator's key pair PREFIX.key / PREFIX.pub");
+  app.add_option("--allow", r.allow_file, "CURVE: allow-list of worker public keys, one per line");
+}
+
+// Adds the options of a --spec run: the test selection and local workers.
+void add_matrix_options(CLI::App& app, coordinator::MatrixRunOptions& mo) {
   // Matrix runs.
   app.add_option("-k", mo.k, "With --spec: select tests whose ID matches (and/or/not/parentheses over substrings)");
   app.add_option("-m", mo.m, "With --spec: select tests by markers (and/or/not/parentheses over marker names)");
@@ -178,69 +197,111 @@ int main(int argc, char** argv) {
                  "Start N torq-worker processes on this machine (target sim) on a private endpoint "
                  "(or on --bind when given)")
       ->check(CLI::Range(0, 256));
-  // Spec-less runs: the spec's fields as flags.
-  std::string executors = "nss,css,host";
-  app.add_option("--executors", executors, "Executors to test, priority order (with --model)")
-      ->capture_default_str();
-  app.add_option("--target", o.spec.target, "Target the workers must serve (with --model)")->capture_default_str();
-  app.add_flag("--auto-convert-bf16", o.spec.auto_convert_bf16, "Convert models to bf16 (with --model)");
-  app.add_flag("--dedup", o.spec.dedup, "Deduplicate layers by signature (with --model)");
-  app.add_flag("--skip-mode", o.spec.skip_mode, "Stop at the first successful executor (with --model)");
-  app.add_option("--timing-runs", o.spec.timing_runs, "Executor runs per job (with --model)")
-      ->capture_default_str()->check(CLI::Range(1, 1000));
-  CLI11_PARSE(app, argc, argv);
-  if (kg->parsed()) return keygen(prefix);
-  if (va->parsed()) return coordinator::validate_files(validate_args, std::cout, std::cerr);
-  if (sg->parsed()) return coordinator::suggest_from_summary(sg_spec, sg_summary, sg_out, std::cout, std::cerr);
-  if (df->parsed()) return coordinator::diff_command(dc, std::cout, std::cerr);
+}
 
+// Adds the options of a --model run: the fields a spec would set.
+void add_specless_options(CLI::App& app, RunArgs& r) {
+  // Spec-less runs: the spec's fields as flags.
+  app.add_option("--executors", r.executors, "Executors to test, priority order (with --model)")
+      ->capture_default_str();
+  app.add_option("--target", r.o.spec.target, "Target the workers must serve (with --model)")->capture_default_str();
+  app.add_flag("--auto-convert-bf16", r.o.spec.auto_convert_bf16, "Convert models to bf16 (with --model)");
+  app.add_flag("--dedup", r.o.spec.dedup, "Deduplicate layers by signature (with --model)");
+  app.add_flag("--skip-mode", r.o.spec.skip_mode, "Stop at the first successful executor (with --model)");
+  app.add_option("--timing-runs", r.o.spec.timing_runs, "Executor runs per job (with --model)")
+      ->capture_default_str()->check(CLI::Range(1, 1000));
+}
+
+// With --spec: the spec-less flags are errors (the spec sets them); throws.
+void check_spec_run(const CLI::App& app) {
+  for (const char* flag : {"--executors", "--target", "--auto-convert-bf16", "--dedup", "--skip-mode",
+                           "--timing-runs", "--job-timeout-ms"})
+    if (app.count(flag)) throw pipeline::PipelineError(std::string(flag) + " conflicts with --spec (set it in the spec)");
+}
+
+// Without --spec: checks the flags (throws) and fills the run's spec from them.
+void settle_model_run(const CLI::App& app, RunArgs& r) {
+  coordinator::FleetRunOptions& o = r.o;
+  for (const char* flag : {"-k", "-m", "--preset", "--collect-only", "--strict-xfail", "--last-failed",
+                           "--local-workers"})
+    if (app.count(flag)) throw pipeline::PipelineError(std::string(flag) + " needs --spec");
+  if (r.models.empty()) throw pipeline::PipelineError("give --model M (repeatable) or --spec FILE (see --help)");
+  o.spec.models = r.models;
+  o.spec.executors = pipeline::parse_executor_list(r.executors);
+  if (o.db.empty()) throw pipeline::PipelineError("--db DIR is required (the run's durable store)");
+  // Workers of a board target run the Torq tools: a job gets the real
+  // tool's step budgets added up (import, compile, a run per timing run)
+  // unless --job-timeout-ms says otherwise.
+  if (!app.count("--job-timeout-ms") && o.spec.target != "sim")
+    o.job_timeout_ms = base::job_budget_ms(base::kImportTimeoutS, base::kCompileTimeoutS, base::kRunTimeoutS,
+                                           o.spec.timing_runs);
+}
+
+// Checks a run's options and completes them (CURVE keys read): 0, or 2 with the error on stderr.
+int check_run_options(const CLI::App& app, RunArgs& r) {
   try {
-    if (!spec_file.empty()) {
-      for (const char* flag : {"--executors", "--target", "--auto-convert-bf16", "--dedup", "--skip-mode",
-                               "--timing-runs", "--job-timeout-ms"})
-        if (app.count(flag)) throw pipeline::PipelineError(std::string(flag) + " conflicts with --spec (set it in the spec)");
+    if (!r.spec_file.empty()) {
+      check_spec_run(app);
     } else {
-      for (const char* flag : {"-k", "-m", "--preset", "--collect-only", "--strict-xfail", "--last-failed",
-                               "--local-workers"})
-        if (app.count(flag)) throw pipeline::PipelineError(std::string(flag) + " needs --spec");
-      if (models.empty()) throw pipeline::PipelineError("give --model M (repeatable) or --spec FILE (see --help)");
-      o.spec.models = models;
-      o.spec.executors = pipeline::parse_executor_list(executors);
-      if (o.db.empty()) throw pipeline::PipelineError("--db DIR is required (the run's durable store)");
-      // Workers of a board target run the Torq tools: a job gets the real
-      // tool's step budgets added up (import, compile, a run per timing run)
-      // unless --job-timeout-ms says otherwise.
-      if (!app.count("--job-timeout-ms") && o.spec.target != "sim")
-        o.job_timeout_ms = base::job_budget_ms(base::kImportTimeoutS, base::kCompileTimeoutS, base::kRunTimeoutS,
-                                               o.spec.timing_runs);
+      settle_model_run(app, r);
     }
-    if (key_prefix.empty() != allow_file.empty())
+    if (r.key_prefix.empty() != r.allow_file.empty())
       throw pipeline::PipelineError("CURVE needs both --key PREFIX and --allow FILE");
-    if (!key_prefix.empty()) {
-      o.broker.curve_secret_key = read_key(key_prefix + ".key");
-      o.broker.allowed_client_keys = read_allow_list(allow_file);
+    if (!r.key_prefix.empty()) {
+      r.o.broker.curve_secret_key = read_key(r.key_prefix + ".key");
+      r.o.broker.allowed_client_keys = read_allow_list(r.allow_file);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "torq-coordinator: error: %s\n", e.what());
     return 2;
   }
-  o.broker.grace_ms = std::max(0, grace_s) * 1000;
-  o.broker.stop_flag = &g_stop;
+  return 0;
+}
+
+// Runs the --spec matrix with the run's broker, store and export directory.
+int run_spec(RunArgs& r) {
+  coordinator::MatrixRunOptions& mo = r.mo;
+  const coordinator::FleetRunOptions& o = r.o;
+  mo.spec_file = r.spec_file;
+  mo.db = o.db;
+  if (!o.export_dir.empty()) mo.export_dir = o.export_dir;
+  mo.broker = o.broker;
+  // Local workers without --bind: a private ipc:// endpoint.
+  if (mo.local_workers > 0 && r.bind->count() == 0) mo.broker.bind.clear();
+  mo.stop = &g_stop;
+  mo.tolerance = o.tolerance;
+  return coordinator::run_matrix(mo, std::cout, std::cerr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"torq-coordinator: serves executor discovery to a fleet of torq-workers and runs model-matrix specs"};
+  app.footer("Exit codes: 0 every test as expected (a run: complete, no critical failure); 1 an unexpected outcome "
+             "(a run: critical failures); 2 bad input or an error; 3 stopped early (SIGTERM/SIGINT): nothing "
+             "judged, the same command with the same --db resumes it.");
+  app.require_subcommand(0, 1);
+  SubcommandArgs s;
+  add_subcommands(app, s);
+  RunArgs r;
+  add_run_options(app, r);
+  add_matrix_options(app, r.mo);
+  add_specless_options(app, r);
+  CLI11_PARSE(app, argc, argv);
+  if (s.kg->parsed()) return keygen(s.prefix);
+  if (s.va->parsed()) return coordinator::validate_files(s.validate_args, std::cout, std::cerr);
+  if (s.sg->parsed()) return coordinator::suggest_from_summary(s.sg_spec, s.sg_summary, s.sg_out, std::cout, std::cerr);
+  if (s.df->parsed()) return coordinator::diff_command(s.dc, std::cout, std::cerr);
+
+  if (const int rc = check_run_options(app, r)) return rc;
+  r.o.broker.grace_ms = std::max(0, r.grace_s) * 1000;
+  r.o.broker.stop_flag = &g_stop;
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
-  if (spec_file.empty()) return coordinator::run_fleet(o, std::cout, std::cerr);
-
-  mo.spec_file = spec_file;
-  mo.db = o.db;
-  if (!o.export_dir.empty()) mo.export_dir = o.export_dir;
-  mo.broker = o.broker;
-  // Local workers without --bind: a private ipc:// endpoint.
-  if (mo.local_workers > 0 && ob->count() == 0) mo.broker.bind.clear();
-  mo.stop = &g_stop;
-  mo.tolerance = o.tolerance;
-  return coordinator::run_matrix(mo, std::cout, std::cerr);
+  if (r.spec_file.empty()) return coordinator::run_fleet(r.o, std::cout, std::cerr);
+  return run_spec(r);
 }

@@ -66,94 +66,85 @@ void print_serve_totals(const ServeTotals& t, double wall_s, std::ostream& out) 
         << " lease batches\n";
 }
 
-int run_fleet(const FleetRunOptions& o, std::ostream& out, std::ostream& err) {
-  auto log = [&err](const std::string& s) { err << "[coordinator] " << s << "\n" << std::flush; };
-  const auto t_start = Clock::now();
+namespace {
+
+// Checks the spec and creates the export directory and the store's parent; throws.
+void check_and_create_dirs(const FleetRunOptions& o) {
   const FleetSpec& spec = o.spec;
-
-  // Import the models into the store (workers fetch them by hash).
-  std::unique_ptr<Store> store;
-  std::vector<RunUnit> units;
-  try {
-    if (spec.models.empty()) throw PipelineError("no models given (--model)");
-    if (spec.executors.empty()) throw PipelineError("no executors to test");
-    if (!o.export_dir.empty()) {
-      fs::create_directories(o.export_dir);
-      if (!fs::is_directory(o.export_dir)) throw PipelineError(o.export_dir + ": cannot create export directory");
-    }
-    {
-      std::error_code ec;  // RocksDB creates the last level only
-      const fs::path parent = fs::path(o.db).parent_path();
-      if (!parent.empty()) fs::create_directories(parent, ec);
-    }
-    store = Store::open(o.db);
-    ImportOptions io;
-    io.convert_bf16 = spec.auto_convert_bf16;
-    std::set<std::string> names, hashes;
-    for (const auto& path : spec.models) {
-      RunUnit u;
-      u.model = ImportedModel::from_file(path, io);
-      u.label = u.model->name();
-      if (!hashes.insert(u.model->hash()).second) {
-        log(path + ": the same model as another one in this run; counted once");
-        continue;
-      }
-      if (!names.insert(u.model->name()).second)
-        throw PipelineError(path + ": another model of this run is also named '" + u.model->name() +
-                            "' (its report files would collide)");
-      for (const auto& w : u.model->warnings()) log(u.model->name() + ": warning: " + w);
-      store->put_model(u.model->hash(), u.model->bytes());
-      u.plan.executors = spec.executors;
-      u.plan.skip_mode = spec.skip_mode;
-      u.plan.dedup = spec.dedup ? DedupMode::kSignature : DedupMode::kOff;
-      u.plan.job_template.target = spec.target;
-      u.plan.job_template.tolerance = o.tolerance;
-      u.plan.job_template.timing_runs = spec.timing_runs;
-      u.plan.job_template.timeout_ms = o.job_timeout_ms;
-      units.push_back(std::move(u));
-    }
-  } catch (const std::exception& e) {
-    err << "torq-coordinator: error: " << e.what() << "\n";
-    return 2;
+  if (spec.models.empty()) throw PipelineError("no models given (--model)");
+  if (spec.executors.empty()) throw PipelineError("no executors to test");
+  if (!o.export_dir.empty()) {
+    fs::create_directories(o.export_dir);
+    if (!fs::is_directory(o.export_dir)) throw PipelineError(o.export_dir + ": cannot create export directory");
   }
-
-  const std::string run = units_run_id("fleet|" + std::string(spec.auto_convert_bf16 ? "bf16" : "fp32"), units);
-  ServeTotals t;
-  try {
-    nlohmann::json meta = {{"kind", "fleet"}, {"target", spec.target}, {"models", nlohmann::json::array()}};
-    for (const auto& u : units) meta["models"].push_back({{"name", u.model->name()}, {"hash", u.model->hash()}});
-    store->put_run_meta(run, meta.dump());
-    t = serve_units(units, *store, run, o.broker, log);
-    if (!t.complete)
-      log("stopped early with " + std::to_string(t.pending) +
-          " jobs unfinished; run again with the same --db to resume");
-  } catch (const std::exception& e) {
-    err << "torq-coordinator: error: " << e.what() << "\n";
-    return 2;
+  {
+    std::error_code ec;  // RocksDB creates the last level only
+    const fs::path parent = fs::path(o.db).parent_path();
+    if (!parent.empty()) fs::create_directories(parent, ec);
   }
+}
 
-  // Reports per model.
-  std::vector<std::string> exported;
+// Imports each model into `store` and appends its unit to `units` (a duplicate counted once); throws.
+void import_models(const FleetRunOptions& o, Store& store, std::vector<RunUnit>& units, const LogFn& log) {
+  const FleetSpec& spec = o.spec;
+  ImportOptions io;
+  io.convert_bf16 = spec.auto_convert_bf16;
+  std::set<std::string> names, hashes;
+  for (const auto& path : spec.models) {
+    RunUnit u;
+    u.model = ImportedModel::from_file(path, io);
+    u.label = u.model->name();
+    if (!hashes.insert(u.model->hash()).second) {
+      log(path + ": the same model as another one in this run; counted once");
+      continue;
+    }
+    if (!names.insert(u.model->name()).second)
+      throw PipelineError(path + ": another model of this run is also named '" + u.model->name() +
+                          "' (its report files would collide)");
+    for (const auto& w : u.model->warnings()) log(u.model->name() + ": warning: " + w);
+    store.put_model(u.model->hash(), u.model->bytes());
+    u.plan.executors = spec.executors;
+    u.plan.skip_mode = spec.skip_mode;
+    u.plan.dedup = spec.dedup ? DedupMode::kSignature : DedupMode::kOff;
+    u.plan.job_template.target = spec.target;
+    u.plan.job_template.tolerance = o.tolerance;
+    u.plan.job_template.timing_runs = spec.timing_runs;
+    u.plan.job_template.timeout_ms = o.job_timeout_ms;
+    units.push_back(std::move(u));
+  }
+}
+
+// Records the run's models in the store and serves their jobs to the fleet; throws.
+ServeTotals serve_fleet(const FleetRunOptions& o, Store& store, const std::string& run, std::vector<RunUnit>& units,
+                        const LogFn& log) {
+  nlohmann::json meta = {{"kind", "fleet"}, {"target", o.spec.target}, {"models", nlohmann::json::array()}};
+  for (const auto& u : units) meta["models"].push_back({{"name", u.model->name()}, {"hash", u.model->hash()}});
+  store.put_run_meta(run, meta.dump());
+  ServeTotals t = serve_units(units, store, run, o.broker, log);
+  if (!t.complete)
+    log("stopped early with " + std::to_string(t.pending) + " jobs unfinished; run again with the same --db to resume");
+  return t;
+}
+
+// Builds (and exports) each model's report, listing the files in `exported`; returns the critical failures.
+int write_reports(const FleetRunOptions& o, const Store& store, const std::string& run,
+                  const std::vector<RunUnit>& units, std::vector<std::string>& exported, const LogFn& log) {
   int critical = 0;
-  if (t.complete) {
-    try {
-      for (const auto& u : units) {
-        ModelReport rep = unit_report(u, *store, run, o.tolerance, o.export_dir, log);
-        critical += static_cast<int>(summarize(rep).critical_failures.size());
-        if (!o.export_dir.empty()) {
-          write_report_files(rep, o.export_dir);
-          exported.push_back(report_path(o.export_dir, rep.model_name));
-          exported.push_back(compiler_path(o.export_dir, rep.model_name));
-        }
-      }
-    } catch (const std::exception& e) {
-      err << "torq-coordinator: error: " << e.what() << "\n";
-      return 2;
+  for (const auto& u : units) {
+    ModelReport rep = unit_report(u, store, run, o.tolerance, o.export_dir, log);
+    critical += static_cast<int>(summarize(rep).critical_failures.size());
+    if (!o.export_dir.empty()) {
+      write_report_files(rep, o.export_dir);
+      exported.push_back(report_path(o.export_dir, rep.model_name));
+      exported.push_back(compiler_path(o.export_dir, rep.model_name));
     }
   }
+  return critical;
+}
 
-  // The one-screen summary.
-  const double wall_s = std::chrono::duration<double>(Clock::now() - t_start).count();
+// Prints the one-screen summary of the run.
+void print_fleet_summary(const std::string& run, const std::vector<RunUnit>& units, const ServeTotals& t,
+                         int critical, const std::vector<std::string>& exported, double wall_s, std::ostream& out) {
   out << "== torq-coordinator run " << run << ": " << (t.complete ? "complete" : "STOPPED EARLY (resumable)")
       << " ==\n";
   out << "models    " << units.size() << " (";
@@ -164,6 +155,51 @@ int run_fleet(const FleetRunOptions& o, std::ostream& out, std::ostream& err) {
   print_serve_totals(t, wall_s, out);
   for (const auto& p : exported) out << "export    " << p << "\n";
   out << std::flush;
+}
+
+}  // namespace
+
+int run_fleet(const FleetRunOptions& o, std::ostream& out, std::ostream& err) {
+  auto log = [&err](const std::string& s) { err << "[coordinator] " << s << "\n" << std::flush; };
+  const auto t_start = Clock::now();
+  const FleetSpec& spec = o.spec;
+
+  // Import the models into the store (workers fetch them by hash).
+  std::unique_ptr<Store> store;
+  std::vector<RunUnit> units;
+  try {
+    check_and_create_dirs(o);
+    store = Store::open(o.db);
+    import_models(o, *store, units, log);
+  } catch (const std::exception& e) {
+    err << "torq-coordinator: error: " << e.what() << "\n";
+    return 2;
+  }
+
+  const std::string run = units_run_id("fleet|" + std::string(spec.auto_convert_bf16 ? "bf16" : "fp32"), units);
+  ServeTotals t;
+  try {
+    t = serve_fleet(o, *store, run, units, log);
+  } catch (const std::exception& e) {
+    err << "torq-coordinator: error: " << e.what() << "\n";
+    return 2;
+  }
+
+  // Reports per model.
+  std::vector<std::string> exported;
+  int critical = 0;
+  if (t.complete) {
+    try {
+      critical = write_reports(o, *store, run, units, exported, log);
+    } catch (const std::exception& e) {
+      err << "torq-coordinator: error: " << e.what() << "\n";
+      return 2;
+    }
+  }
+
+  // The one-screen summary.
+  const double wall_s = std::chrono::duration<double>(Clock::now() - t_start).count();
+  print_fleet_summary(run, units, t, critical, exported, wall_s, out);
   if (!t.complete) return kExitStoppedEarly;  // not a result: resumable, never a green run
   return critical > 0 ? 1 : 0;
 }

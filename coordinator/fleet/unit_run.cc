@@ -50,13 +50,6 @@ bool cacheable(const ExecResult& r, const std::string& engine) {
 
 namespace {
 
-std::string file_digest(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return sha256_hex(ss.str()).substr(0, 16);
-}
-
 // The profile a job runs under: its target's file for a sim profile set,
 // else the built-in profile of its executor; an assigned full-model run
 // runs under all three.

@@ -213,8 +213,10 @@ void Discover::plan() {
   check_filter_selects(o_, model().name(), range_ ? subgraph_layers(model(), *range_) : model().layers());
   // A bad --targets file is reported as itself (file:line:col), before the
   // report's variant is compared with it.
-  const auto targets = o_.targets_file.empty() ? decltype(read_targets(o_.targets_file)){}
-                                               : read_targets(o_.targets_file);
+  if (!o_.targets_file.empty() && !o_.op_catalog)
+    throw PipelineError("--targets " + o_.targets_file + ": no op catalog to check its profiles against");
+  const auto targets = o_.targets_file.empty() ? std::map<Executor, std::string>{}
+                                               : read_targets(o_.targets_file, *o_.op_catalog);
   read_previous();
   // The unit: the model's layers (or a subgraph's) with the previous
   // report's tolerance overrides and skip-mode knowledge.

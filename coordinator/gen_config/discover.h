@@ -11,6 +11,7 @@
 
 #include "pipeline/core/types.h"
 #include "pipeline/base/dtype.h"
+#include "pipeline/targets/target_profile.h"
 
 namespace torq::coordinator {
 
@@ -44,6 +45,10 @@ struct DiscoverOptions {
   uint32_t timeout_ms = 120000;
   pipeline::Tolerance tolerance;
   std::string targets_file;  // --targets: YAML {nss|css|host: profile path}
+  // The op types a --targets profile may name (the engine's kernels:
+  // engine::kernel_catalog(), given by torq-gen-config's main). Required
+  // with targets_file.
+  const targets::OpCatalog* op_catalog = nullptr;
   // --backend sim|toolchain, --toolchain FILE: what the local workers run
   // the executors with (the engine under the profiles, or the Torq tools
   // per the toolchain file; its jobs' target is toolchain_target(FILE)).

@@ -14,7 +14,7 @@
 #include "pipeline/model/model_import.h"
 #include "pipeline/report/profile_merge.h"
 #include "pipeline/base/yaml_strict.h"
-#include "worker/engine/profile.h"
+#include "pipeline/targets/target_profile.h"
 #include "worker/runner/preload.h"
 #include "worker/toolchain/subprocess.h"
 #include "worker/toolchain/toolchain_config.h"
@@ -26,33 +26,26 @@ using namespace pipeline;
 
 namespace {
 
-std::string file_digest(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return sha256_hex(ss.str()).substr(0, 16);
-}
-
 std::string builtin_profile_path(Executor e) {
-  return engine::ExecutorProfile::targets_dir() + "/" + executor_name(e) + ".yaml";
+  return targets::TargetProfile::targets_dir() + "/" + executor_name(e) + ".yaml";
 }
 
 }  // namespace
 
-std::map<Executor, std::string> read_targets(const std::string& file) {
+std::map<Executor, std::string> read_targets(const std::string& file, const targets::OpCatalog& ops) {
   std::ifstream f(file);
   if (!f) throw PipelineError(file + ": cannot open targets file");
   std::stringstream ss;
   ss << f.rdbuf();
-  engine::YamlReader r(file);
-  YAML::Node root = engine::yaml_parse(ss.str(), file);
+  base::YamlReader r(file);
+  YAML::Node root = base::yaml_parse(ss.str(), file);
   r.expect_map(root, {"nss", "css", "host"}, "targets");
   std::map<Executor, std::string> out;
   for (const auto& kv : root) {
     std::string path = r.str(kv.second, "profile path of " + kv.first.Scalar());
     if (!path.empty() && path[0] != '/') path = (fs::path(file).parent_path() / path).string();
     if (!fs::exists(path)) r.fail(kv.second, "profile file '" + path + "' does not exist");
-    engine::ExecutorProfile::load(path);
+    targets::TargetProfile::load(path, ops);
     out[*executor_from_name(kv.first.Scalar())] = path;
   }
   return out;
@@ -99,7 +92,7 @@ PlanOptions discover_plan(const DiscoverOptions& o, const std::string& model_nam
   po.job_template.seed = o.seed;
   po.job_template.input_lo = o.input_lo;
   po.job_template.input_hi = o.input_hi;
-  po.job_template.bf16_rne = o.rounding == engine::Rounding::kNearestEven;
+  po.job_template.bf16_rne = o.rounding == base::Rounding::kNearestEven;
   po.job_template.target = o.backend == "toolchain" ? toolchain_target(o.toolchain_file) : "sim";
   return po;
 }
@@ -139,7 +132,7 @@ LocalWorkersOptions discover_workers(const DiscoverOptions& o, const std::string
     runner::PreloadOptions pre;
     pre.model = fs::absolute(o.model).string();
     pre.convert_bf16 = o.convert_bf16;
-    pre.rne = o.rounding == engine::Rounding::kNearestEven;
+    pre.rne = o.rounding == base::Rounding::kNearestEven;
     pre.seed = o.seed;
     lo.extra_args = runner::preload_args(pre);
   }
@@ -195,7 +188,7 @@ std::optional<std::string> toolchain_import(const DiscoverOptions& o, const onnx
 
 }  // namespace
 
-VariantRecord variant_of(const std::string& model_file, bool convert_bf16, engine::Rounding rounding,
+VariantRecord variant_of(const std::string& model_file, bool convert_bf16, base::Rounding rounding,
                          const std::string& quantization, const std::string& backend,
                          const std::string& toolchain_file, const std::string& targets_file) {
   VariantRecord v;
@@ -204,7 +197,7 @@ VariantRecord variant_of(const std::string& model_file, bool convert_bf16, engin
   ss << f.rdbuf();
   v.model_sha256 = sha256_hex(ss.str());
   v.dtype = !quantization.empty() ? "int8" : convert_bf16 ? "bf16" : "fp32";
-  if (convert_bf16) v.rounding = rounding == engine::Rounding::kNearestEven ? "rne" : "truncate";
+  if (convert_bf16) v.rounding = rounding == base::Rounding::kNearestEven ? "rne" : "truncate";
   v.quantization = quantization;
   v.executors = backend == "toolchain" ? toolchain_target(toolchain_file)
                 : targets_file.empty() ? std::string("sim")

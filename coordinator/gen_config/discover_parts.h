@@ -69,7 +69,7 @@ void check_writable_dir(const std::string& dir);
 // --targets FILE: a YAML map from executor name to a profile file (relative
 // paths are relative to FILE). Every profile is validated now, so a typo is
 // an error with its location before any job runs.
-std::map<pipeline::Executor, std::string> read_targets(const std::string& file);
+std::map<pipeline::Executor, std::string> read_targets(const std::string& file, const targets::OpCatalog& ops);
 // Every layer result's profiling CSVs, with its trace JSON and overview,
 // as <dir>/<layer id>_<executor>.*; returns how many were written.
 size_t export_layer_profiles(const pipeline::ModelReport& rep, const std::string& dir);

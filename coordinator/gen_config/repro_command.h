@@ -9,7 +9,7 @@
 #include <string>
 
 #include "pipeline/core/types.h"
-#include "worker/engine/tensor.h"
+#include "pipeline/base/dtype.h"
 
 namespace torq::coordinator {
 

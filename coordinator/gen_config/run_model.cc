@@ -38,11 +38,16 @@ void say(std::ostream& out, std::ofstream& log, bool quiet, const std::string& s
   if (log) log << s << "\n" << std::flush;
 }
 
-}  // namespace
+// One `run`: what were run_model's locals (in their order, so built and destroyed in it) and its steps.
+struct ModelRun {
+  ModelRun(const RunOptions& opts, std::ostream& out_stream, std::ostream& err_stream)
+      : o(opts), out(out_stream), err(err_stream) {}
 
-int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
+  const RunOptions& o;
+  std::ostream& out;
+  std::ostream& err;
   std::ofstream logf;
-  std::vector<RunUnit> units(1);
+  std::vector<RunUnit> units = std::vector<RunUnit>(1);
   RunUnit& u = units[0];
   std::unique_ptr<Store> store;
   std::unique_ptr<LocalWorkers> workers;
@@ -55,15 +60,33 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
   std::vector<LayerInfo> layers;
   // A converted model's fp32 original (issue 29), for the end-to-end figure.
   const std::string original = !o.original_model.empty() ? o.original_model : o.convert_bf16 ? o.model : "";
-  try {
-    if (!o.log_file.empty()) {
-      logf.open(o.log_file, std::ios::app);
-      if (!logf) throw PipelineError(o.log_file + ": cannot open log file");
+  FullModelRule rule;  // the plan's, set by configure_unit
+  ServeTotals totals;
+
+  // Opens the log, imports the model, loads its assignment, starts the workers; false after the error (exit 2).
+  bool prepare() {
+    try {
+      if (!o.log_file.empty()) {
+        logf.open(o.log_file, std::ios::app);
+        if (!logf) throw PipelineError(o.log_file + ": cannot open log file");
+      }
+      ImportOptions io;
+      import_model(io);
+      load_assignment();
+      start_workers(io);
+    } catch (const std::exception& e) {
+      adopt_cache_file("", "", o.output_dir);  // removes the copy if it is still there
+      err << "torq-gen-config: error: " << e.what() << "\n";
+      return false;
     }
+    return true;
+  }
+
+  // Checks the model and the flags, imports the model into `u` and cuts the subgraph; throws.
+  void import_model(ImportOptions& io) {
     if (!fs::exists(o.model)) throw PipelineError(o.model + ": cannot open model");
     if (o.subgraph_from.empty() != o.subgraph_to.empty())
       throw PipelineError("--subgraph-from and --subgraph-to go together");
-    ImportOptions io;
     io.convert_bf16 = o.convert_bf16;
     io.rounding = o.rounding;
     // The workers' copy of the model is written in the pass that hashes it,
@@ -83,6 +106,10 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
       layers = subgraph_layers(*u.model, *range);
       sub_proto = extract_subgraph(*u.model, *range);
     }
+  }
+
+  // Reads the assignment into `plan` from the report JSON, else the compiler JSON; throws.
+  void load_assignment() {
     const std::string rpath = report_path(o.output_dir, name), cpath = compiler_path(o.output_dir, name);
     const onnx::ModelProto& proto = range ? sub_proto : u.model->proto();
     if (fs::exists(rpath)) {
@@ -105,6 +132,10 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
                           (o.output_dir == "." ? "" : " --output-dir " + o.output_dir) +
                           (o.convert_bf16 ? " --auto-convert-bf16" : "") +
                           (range ? " --subgraph-from " + o.subgraph_from + " --subgraph-to " + o.subgraph_to : ""));
+  }
+
+  // Starts the local workers, adopts the model's copy into their cache, opens the store; throws.
+  void start_workers(const ImportOptions& io) {
     store_dir = o.output_dir + "/.torq-store";
     fs::create_directories(store_dir + "/models");
     sweep_dead_temp_files(store_dir + "/models");
@@ -127,101 +158,131 @@ int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
     adopt_cache_file(lo.cache_dir, u.model->hash(), o.output_dir);
     store = Store::open(store_dir + "/db");
     if (!original.empty() && !range) u.original_hash = store_fp32_original(original, io, *store);
-  } catch (const std::exception& e) {
-    adopt_cache_file("", "", o.output_dir);  // removes the copy if it is still there
-    err << "torq-gen-config: error: " << e.what() << "\n";
-    return 2;
   }
-  say(out, logf, o.quiet, "run " + name + ": " + std::to_string(layers.size()) + " ops, assignment from " + plan.source);
-  if (!original.empty())
-    say(out, logf, o.quiet,
-        range ? "end to end: not measured for a subgraph (its outputs are no outputs of the fp32 original " + original +
-                    "; run the whole model for that figure)"
-              : "end to end: the outputs are also compared with the fp32 original " + original + " on the same input");
 
-  // The unit: no layer jobs, one assigned run of the range (and the bisect).
-  u.label = name;
-  u.range = range;
-  for (const auto& l : u.model->layers()) u.skip_layers.push_back(l.index);
-  u.full_model = u.fixed_assignment = true;
-  u.assignment = plan.assignment;
-  u.passed_alone = plan.passed_alone;
-  u.bisect = o.bisect;
-  u.use_store = !o.recompute_cache;
-  const FullModelRule rule = plan.rule;
-  u.passes = [rule](const ExecResult& r) { return full_model_passes(r, rule); };
-  JobSpec& jt = u.plan.job_template;
-  jt.tolerance = rule.tolerance;
-  jt.seed = o.seed;
-  jt.timeout_ms = o.timeout_ms;
-  jt.bf16_rne = o.rounding == engine::Rounding::kNearestEven;
-  jt.collect_profile = o.collect_profile;
-  std::string assigned;
-  for (const auto& a : plan.assignment) assigned += a ? executor_name(*a)[0] : '-';
-  const std::string run = sha256_hex(units_run_id("run", units) + "|" + assigned).substr(0, 16);
-  ServeTotals totals;
-  try {
-    totals = serve_on_local_workers(
-        units, *store, run, *workers, endpoint, store_dir + "/workers.log",
-        [&](const std::string& s) {
-          if (s.find("bisect") != std::string::npos || s.find("failing range") != std::string::npos)
-            say(out, logf, o.quiet, s);
-          else if (logf)
-            logf << "[coordinator] " << s << "\n";
-        },
-        [&](const std::string& s) {
-          if (logf) logf << "[coordinator] " << s << "\n";
-        });
-    workers.reset();
-  } catch (const std::exception& e) {
-    err << "torq-gen-config: error: " << e.what() << "\n";
-    return 2;
+  // Says what runs: the op count, where the assignment came from, the end-to-end comparison.
+  void announce() {
+    say(out, logf, o.quiet,
+        "run " + name + ": " + std::to_string(layers.size()) + " ops, assignment from " + plan.source);
+    if (!original.empty())
+      say(out, logf, o.quiet,
+          range ? "end to end: not measured for a subgraph (its outputs are no outputs of the fp32 original " +
+                      original + "; run the whole model for that figure)"
+                : "end to end: the outputs are also compared with the fp32 original " + original +
+                      " on the same input");
   }
-  if (!u.full_result) {
+
+  // Fills in the unit and its job template from the plan; returns the run's id.
+  std::string configure_unit() {
+    // The unit: no layer jobs, one assigned run of the range (and the bisect).
+    u.label = name;
+    u.range = range;
+    for (const auto& l : u.model->layers()) u.skip_layers.push_back(l.index);
+    u.full_model = u.fixed_assignment = true;
+    u.assignment = plan.assignment;
+    u.passed_alone = plan.passed_alone;
+    u.bisect = o.bisect;
+    u.use_store = !o.recompute_cache;
+    rule = plan.rule;
+    u.passes = [rule = rule](const ExecResult& r) { return full_model_passes(r, rule); };
+    JobSpec& jt = u.plan.job_template;
+    jt.tolerance = rule.tolerance;
+    jt.seed = o.seed;
+    jt.timeout_ms = o.timeout_ms;
+    jt.bf16_rne = o.rounding == engine::Rounding::kNearestEven;
+    jt.collect_profile = o.collect_profile;
+    std::string assigned;
+    for (const auto& a : plan.assignment) assigned += a ? executor_name(*a)[0] : '-';
+    return sha256_hex(units_run_id("run", units) + "|" + assigned).substr(0, 16);
+  }
+
+  // Serves the unit on the local workers into `totals`, then stops them; false after the error (exit 2).
+  bool serve(const std::string& run) {
+    try {
+      totals = serve_on_local_workers(
+          units, *store, run, *workers, endpoint, store_dir + "/workers.log",
+          [&](const std::string& s) {
+            if (s.find("bisect") != std::string::npos || s.find("failing range") != std::string::npos)
+              say(out, logf, o.quiet, s);
+            else if (logf)
+              logf << "[coordinator] " << s << "\n";
+          },
+          [&](const std::string& s) {
+            if (logf) logf << "[coordinator] " << s << "\n";
+          });
+      workers.reset();
+    } catch (const std::exception& e) {
+      err << "torq-gen-config: error: " << e.what() << "\n";
+      return false;
+    }
+    return true;
+  }
+
+  // Writes the report's full_model section, the debug IR and the profile; false after the error (exit 2).
+  bool write_outputs(const FullModelRun& full, std::string& overview) {
+    try {
+      if (plan.from_report) {
+        attach_full_model(&plan.report, full);
+        if (o.collect_profile && !full.result.profiles.empty())
+          plan.report["full_model"]["profile_overview"] =
+              export_profile(merge_layer_profiles(full.result.profiles, name), o.output_dir, name, &overview);
+        write_json_atomic(report_path(o.output_dir, name), plan.report);
+      }
+      if (o.debug_ir && o.backend == "toolchain") {
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator(debug_ir_dir(o), ec))
+          say(out, logf, o.quiet, "debug-ir: " + e.path().string() + " (the compiler's IR after each pass)");
+      } else if (o.debug_ir) {
+        for (const auto& p : write_debug_ir(debug_ir_dir(o), name, range ? sub_proto : u.model->proto(), layers,
+                                            full.result.placed, full.result.layer_ms))
+          say(out, logf, o.quiet, "debug-ir: " + p);
+      }
+    } catch (const std::exception& e) {
+      err << "torq-gen-config: error: " << e.what() << "\n";
+      return false;
+    }
+    if (o.collect_profile && !plan.from_report && !full.result.profiles.empty()) {
+      try {
+        export_profile(merge_layer_profiles(full.result.profiles, name), o.output_dir, name, &overview);
+      } catch (const std::exception& e) {
+        err << "torq-gen-config: error: " << e.what() << "\n";
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Prints (and logs) the run's result, the profile overview and the job counts.
+  void print_summary(const FullModelRun& full, const std::string& overview) {
+    std::string text = full_model_text(full);
+    if (!overview.empty())
+      text += "\n" + overview + (overview.back() == '\n' ? "" : "\n") + "profile: " + o.output_dir + "/" + name +
+              ".trace.json (open in ui.perfetto.dev), " + name + ".device_trace.csv, " + name + ".host_profile.csv\n";
+    if (!o.quiet) out << text;
+    if (logf) logf << text;
+    say(out, logf, o.quiet,
+        "jobs: " + std::to_string(totals.fleet_jobs) + " run, " + std::to_string(totals.resumed) + " resumed, " +
+            std::to_string(totals.cache_hits) + " from the cache (worker " + full.result.worker_id + ")" +
+            (plan.from_report ? "; report: " + report_path(o.output_dir, name) : ""));
+  }
+};
+
+}  // namespace
+
+int run_model(const RunOptions& o, std::ostream& out, std::ostream& err) {
+  ModelRun m(o, out, err);
+  if (!m.prepare()) return 2;
+  m.announce();
+  const std::string run = m.configure_unit();
+  if (!m.serve(run)) return 2;
+  if (!m.u.full_result) {
     err << "torq-gen-config: error: the assigned run produced no result\n";
     return 2;
   }
-  const FullModelRun full = full_model_run(u, layers, rule);
+  const FullModelRun full = full_model_run(m.u, m.layers, m.rule);
   std::string overview;
-  try {
-    if (plan.from_report) {
-      attach_full_model(&plan.report, full);
-      if (o.collect_profile && !full.result.profiles.empty())
-        plan.report["full_model"]["profile_overview"] =
-            export_profile(merge_layer_profiles(full.result.profiles, name), o.output_dir, name, &overview);
-      write_json_atomic(report_path(o.output_dir, name), plan.report);
-    }
-    if (o.debug_ir && o.backend == "toolchain") {
-      std::error_code ec;
-      for (const auto& e : fs::directory_iterator(debug_ir_dir(o), ec))
-        say(out, logf, o.quiet, "debug-ir: " + e.path().string() + " (the compiler's IR after each pass)");
-    } else if (o.debug_ir) {
-      for (const auto& p : write_debug_ir(debug_ir_dir(o), name, range ? sub_proto : u.model->proto(), layers,
-                                          full.result.placed, full.result.layer_ms))
-        say(out, logf, o.quiet, "debug-ir: " + p);
-    }
-  } catch (const std::exception& e) {
-    err << "torq-gen-config: error: " << e.what() << "\n";
-    return 2;
-  }
-  if (o.collect_profile && !plan.from_report && !full.result.profiles.empty()) {
-    try {
-      export_profile(merge_layer_profiles(full.result.profiles, name), o.output_dir, name, &overview);
-    } catch (const std::exception& e) {
-      err << "torq-gen-config: error: " << e.what() << "\n";
-      return 2;
-    }
-  }
-  std::string text = full_model_text(full);
-  if (!overview.empty())
-    text += "\n" + overview + (overview.back() == '\n' ? "" : "\n") + "profile: " + o.output_dir + "/" + name +
-            ".trace.json (open in ui.perfetto.dev), " + name + ".device_trace.csv, " + name + ".host_profile.csv\n";
-  if (!o.quiet) out << text;
-  if (logf) logf << text;
-  say(out, logf, o.quiet,
-      "jobs: " + std::to_string(totals.fleet_jobs) + " run, " + std::to_string(totals.resumed) + " resumed, " +
-          std::to_string(totals.cache_hits) + " from the cache (worker " + full.result.worker_id + ")" +
-          (plan.from_report ? "; report: " + report_path(o.output_dir, name) : ""));
+  if (!m.write_outputs(full, overview)) return 2;
+  m.print_summary(full, overview);
   return full.passed ? 0 : 1;
 }
 

@@ -102,6 +102,84 @@ Selection make_selection(const Spec& spec, const MatrixRunOptions& o) {
   return s;
 }
 
+// Sets the run's executor distribution and its worst PCC, max_abs and max_rel over the recommended layers.
+void set_layer_figures(const ModelReport& rep, TestRun* run) {
+  double pcc = 2, max_abs = -1, max_rel = -1;
+  bool any = false;
+  for (const auto& l : rep.layers) {
+    if (!l.recommended) {
+      ++run->executor_distribution["none"];
+      continue;
+    }
+    ++run->executor_distribution[executor_name(*l.recommended)];
+    const ExecResult& r = l.results.at(*l.recommended);
+    if (std::isfinite(r.pcc)) pcc = std::min(pcc, r.pcc), any = true;
+    if (std::isfinite(r.max_abs)) max_abs = std::max(max_abs, r.max_abs);
+    if (std::isfinite(r.max_rel)) max_rel = std::max(max_rel, r.max_rel);
+  }
+  run->pcc = any ? pcc : -1;
+  run->max_abs = max_abs;
+  run->max_rel = max_rel;
+}
+
+// Sets the run's figures (or its failed step) from the assigned full-model run.
+void set_full_model_figures(const ExecResult& full, TestRun* run) {
+  run->full_model = true;
+  if (full.status == Status::kError) {
+    const std::string& c = full.error_class;
+    run->failed_step = c == "import" ? "import"
+                       : (c == "unsupported" || c == "compile" || c == "target") ? "compile" : "runtime";
+    run->message = "assigned full-model run: " + c + ": " + full.error_message;
+    run->pcc = run->max_abs = run->max_rel = -1;
+  } else {
+    run->pcc = std::isfinite(full.pcc) ? full.pcc : -1;
+    run->device_ms = std::isfinite(full.runtime_ms) && full.runtime_ms >= 0 ? full.runtime_ms : -1;
+    run->max_abs = std::isfinite(full.max_abs) ? full.max_abs : -1;
+    run->max_rel = std::isfinite(full.max_rel) ? full.max_rel : -1;
+    if (full.e2e) {  // a converted variant: against its fp32 original too
+      run->e2e = true;
+      run->converted_pcc = run->pcc;
+      run->converted_max_abs = run->max_abs;
+      run->converted_max_rel = run->max_rel;
+      run->e2e_error = full.e2e->error;
+      const auto known = [](double v) { return std::isfinite(v) ? v : -1; };
+      if (run->e2e_error.empty()) {
+        run->e2e_pcc = known(full.e2e->pcc());
+        run->e2e_max_abs = known(full.e2e->max_abs());
+        run->e2e_max_rel = known(full.e2e->max_rel());
+        if (!std::isfinite(full.e2e->pcc()))
+          run->e2e_error = "no PCC: an output differs from the original's in shape or NaNs";
+      }
+    }
+  }
+}
+
+// Sets the run's failed step and message from its first critical failure.
+void set_critical_failure(const ModelReport& rep, const ReportSummary& sum, TestRun* run) {
+  for (const auto& l : rep.layers) {
+    if (l.info.id != sum.critical_failures.front() || l.results.empty()) continue;
+    const ExecResult* first = &l.results.begin()->second;
+    run->failed_step = "runtime";
+    for (const auto& [e, r] : l.results) {
+      const std::string& c = r.error_class;
+      if (c == "import") {  // the toolchain's importer: FAILED_FE_COMPILATION
+        run->failed_step = "import";
+        first = &r;
+        break;
+      }
+      if (c == "unsupported" || c == "compile" || c == "target" ||
+          (c == "reference" && r.error_message.find("not supported") != std::string::npos)) {
+        run->failed_step = "compile";
+        first = &r;
+        break;
+      }
+    }
+    run->message = "layer " + l.info.id + " fails on every executor (" + executor_name(first->executor) + ": " +
+                   first->error_class + ": " + first->error_message + ")";
+    break;
+  }
+}
+
 // A matrix test's run from its model report. The failed step of a critical
 // failure (a layer every executor errored on) is "compile" when an
 // executor could not take the layer at all (error class unsupported,
@@ -113,78 +191,11 @@ TestRun run_from_report(const ModelReport& rep, const std::optional<ExecResult>&
   run.layers = static_cast<int>(rep.layers.size());
   const ReportSummary sum = summarize(rep);
   run.critical_failures = static_cast<int>(sum.critical_failures.size());
-  double pcc = 2, max_abs = -1, max_rel = -1;
-  bool any = false;
-  for (const auto& l : rep.layers) {
-    if (!l.recommended) {
-      ++run.executor_distribution["none"];
-      continue;
-    }
-    ++run.executor_distribution[executor_name(*l.recommended)];
-    const ExecResult& r = l.results.at(*l.recommended);
-    if (std::isfinite(r.pcc)) pcc = std::min(pcc, r.pcc), any = true;
-    if (std::isfinite(r.max_abs)) max_abs = std::max(max_abs, r.max_abs);
-    if (std::isfinite(r.max_rel)) max_rel = std::max(max_rel, r.max_rel);
-  }
-  run.pcc = any ? pcc : -1;
-  run.max_abs = max_abs;
-  run.max_rel = max_rel;
+  set_layer_figures(rep, &run);
   // The assigned full-model run, when there was one, is what the
   // comparators judge: the model as the compiler would place it.
-  if (full) {
-    run.full_model = true;
-    if (full->status == Status::kError) {
-      const std::string& c = full->error_class;
-      run.failed_step = c == "import" ? "import"
-                        : (c == "unsupported" || c == "compile" || c == "target") ? "compile" : "runtime";
-      run.message = "assigned full-model run: " + c + ": " + full->error_message;
-      run.pcc = run.max_abs = run.max_rel = -1;
-    } else {
-      run.pcc = std::isfinite(full->pcc) ? full->pcc : -1;
-      run.device_ms = std::isfinite(full->runtime_ms) && full->runtime_ms >= 0 ? full->runtime_ms : -1;
-      run.max_abs = std::isfinite(full->max_abs) ? full->max_abs : -1;
-      run.max_rel = std::isfinite(full->max_rel) ? full->max_rel : -1;
-      if (full->e2e) {  // a converted variant: against its fp32 original too
-        run.e2e = true;
-        run.converted_pcc = run.pcc;
-        run.converted_max_abs = run.max_abs;
-        run.converted_max_rel = run.max_rel;
-        run.e2e_error = full->e2e->error;
-        const auto known = [](double v) { return std::isfinite(v) ? v : -1; };
-        if (run.e2e_error.empty()) {
-          run.e2e_pcc = known(full->e2e->pcc());
-          run.e2e_max_abs = known(full->e2e->max_abs());
-          run.e2e_max_rel = known(full->e2e->max_rel());
-          if (!std::isfinite(full->e2e->pcc()))
-            run.e2e_error = "no PCC: an output differs from the original's in shape or NaNs";
-        }
-      }
-    }
-  }
-  if (!sum.critical_failures.empty()) {
-    for (const auto& l : rep.layers) {
-      if (l.info.id != sum.critical_failures.front() || l.results.empty()) continue;
-      const ExecResult* first = &l.results.begin()->second;
-      run.failed_step = "runtime";
-      for (const auto& [e, r] : l.results) {
-        const std::string& c = r.error_class;
-        if (c == "import") {  // the toolchain's importer: FAILED_FE_COMPILATION
-          run.failed_step = "import";
-          first = &r;
-          break;
-        }
-        if (c == "unsupported" || c == "compile" || c == "target" ||
-            (c == "reference" && r.error_message.find("not supported") != std::string::npos)) {
-          run.failed_step = "compile";
-          first = &r;
-          break;
-        }
-      }
-      run.message = "layer " + l.info.id + " fails on every executor (" + executor_name(first->executor) + ": " +
-                    first->error_class + ": " + first->error_message + ")";
-      break;
-    }
-  }
+  if (full) set_full_model_figures(*full, &run);
+  if (!sum.critical_failures.empty()) set_critical_failure(rep, sum, &run);
   return run;
 }
 
@@ -331,41 +342,87 @@ history::RunRecord run_record(const RunInfo& info, bool last_failed) {
   return r;
 }
 
-}  // namespace
+// An exit code that ends run_matrix (nullopt: the run goes on).
+using Exit = std::optional<int>;
 
-int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) {
-  auto log = [&err](const std::string& s) { err << "[coordinator] " << s << "\n" << std::flush; };
-  const auto t_start = Clock::now();
+// The local workers of a run and the private endpoint they reach its broker
+// on (in this order, so destroyed in the reverse one: the endpoint first).
+struct LocalFleet {
+  std::unique_ptr<LocalWorkers> workers;
+  std::vector<std::unique_ptr<LocalWorkers>> toolchain_workers;  // one set per toolchain target
+  std::optional<PrivateEndpoint> private_endpoint;
+};
+
+// One matrix run: what were run_matrix's locals (in their order, so built and destroyed in it) and its steps.
+struct MatrixRun {
+  MatrixRun(const MatrixRunOptions& opts, std::ostream& out_stream, std::ostream& err_stream)
+      : o(opts),
+        out(out_stream),
+        err(err_stream),
+        log([this](const std::string& s) { err << "[coordinator] " << s << "\n" << std::flush; }) {}
+  MatrixRun(const MatrixRun&) = delete;
+  MatrixRun& operator=(const MatrixRun&) = delete;
+
+  const MatrixRunOptions& o;
+  std::ostream& out;
+  std::ostream& err;
+  const LogFn log;
+  const Clock::time_point t_start = Clock::now();
   const std::string started = base::utc_now();
   Spec spec;
   std::vector<TestCase> tests;
   std::vector<const TestCase*> selected;
   size_t deselected = 0;
-  try {
-    spec = load_spec(o.spec_file);
-    const ConfigSet configs = load_configs(spec.config_files);
-    tests = collect(spec, configs);
-    const Selection sel = make_selection(spec, o);
-    for (const TestCase& t : tests) {
-      if (sel.selected(t)) selected.push_back(&t);
-      else ++deselected;
-    }
-  } catch (const std::exception& e) {
-    err << "torq-coordinator: error: " << e.what() << "\n";
-    return 2;
-  }
   const std::string export_dir = o.export_dir.empty() ? std::string("torq-results") : o.export_dir;
   const std::string db = o.db.empty() ? export_dir + "/.torq-store" : o.db;
   std::unique_ptr<Store> store;
-  if (o.last_failed) {
+  std::vector<RunUnit> units;
+  std::map<std::string, TestRun> runs;           // test ID -> run (ran or not)
+  std::map<std::string, size_t> unit_of;         // test ID -> units index
+  std::map<std::string, size_t> unit_of_group;   // model|variant|target -> its shared unit
+  std::map<std::string, size_t> unit_of_key;     // result key -> unit (identical subgraph tests share one)
+  std::map<std::string, std::string> original_of;  // model path|batch -> its fp32 original's hash
+  ServeTotals totals;
+  std::string run_id;
+  std::atomic<bool> workers_gone{false};
+  std::map<std::string, ModelReport> reports;
+  std::vector<TestResult> results;
+  double wall_s = 0;
+  RunInfo info;
+  int code = 0;
+  std::string suggestions;
+  std::vector<history::TestRecord> records;
+  int seq = 0;
+  OpMatrix ops;
+
+  // Loads the spec and its test_config files, selects the tests (-k, -m, --preset) and narrows them (--last-failed).
+  Exit load_and_select() {
     try {
-      if (!narrow_to_last_failed(db, spec, &selected, &deselected, &store, out)) return 0;
+      spec = load_spec(o.spec_file);
+      const ConfigSet configs = load_configs(spec.config_files);
+      tests = collect(spec, configs);
+      const Selection sel = make_selection(spec, o);
+      for (const TestCase& t : tests) {
+        if (sel.selected(t)) selected.push_back(&t);
+        else ++deselected;
+      }
     } catch (const std::exception& e) {
       err << "torq-coordinator: error: " << e.what() << "\n";
       return 2;
     }
+    if (o.last_failed) {
+      try {
+        if (!narrow_to_last_failed(db, spec, &selected, &deselected, &store, out)) return 0;
+      } catch (const std::exception& e) {
+        err << "torq-coordinator: error: " << e.what() << "\n";
+        return 2;
+      }
+    }
+    return std::nullopt;
   }
-  if (o.collect_only) {
+
+  // --collect-only: lists the selected tests and the count.
+  void print_collected() const {
     for (const TestCase* t : selected) {
       std::string markers;
       for (const auto& m : t->config.markers) markers += (markers.empty() ? "" : ",") + m;
@@ -373,36 +430,41 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
           << (t->placeholder ? " placeholder" : "") << (markers.empty() ? "" : "  [" + markers + "]") << "\n";
     }
     out << selected.size() << " tests collected, " << deselected << " deselected\n";
-    return 0;
   }
 
-  // Import the runnable tests' models; an import failure is that test's result.
-  std::vector<RunUnit> units;
-  std::map<std::string, TestRun> runs;           // test ID -> run (ran or not)
-  std::map<std::string, size_t> unit_of;         // test ID -> units index
-  std::map<std::string, size_t> unit_of_group;   // model|variant|target -> its shared unit
-  std::map<std::string, size_t> unit_of_key;     // result key -> unit (identical subgraph tests share one)
-  std::map<std::string, std::string> original_of;  // model path|batch -> its fp32 original's hash
-  try {
-    fs::create_directories(export_dir);
-    if (!fs::is_directory(export_dir)) throw PipelineError(export_dir + ": cannot create the export directory");
-    // Outputs of an earlier run must not pass for this one's if it stops early.
-    for (const char* f : {"junit.xml", "summary.json", "report.html", "suggested.yaml", "ops.csv"}) {
-      std::error_code rm;
-      fs::remove(export_dir + "/" + f, rm);
+  // Creates the export directory, clears an earlier run's outputs from it and opens the store.
+  Exit prepare_export() {
+    try {
+      fs::create_directories(export_dir);
+      if (!fs::is_directory(export_dir)) throw PipelineError(export_dir + ": cannot create the export directory");
+      // Outputs of an earlier run must not pass for this one's if it stops early.
+      for (const char* f : {"junit.xml", "summary.json", "report.html", "suggested.yaml", "ops.csv"}) {
+        std::error_code rm;
+        fs::remove(export_dir + "/" + f, rm);
+      }
+      if (!store) store = open_store(db);
+    } catch (const std::exception& e) {
+      err << "torq-coordinator: error: " << e.what() << "\n";
+      return 2;
     }
-    if (!store) store = open_store(db);
-  } catch (const std::exception& e) {
-    err << "torq-coordinator: error: " << e.what() << "\n";
-    return 2;
+    return std::nullopt;
   }
-  for (const TestCase* t : selected) {
+
+  // Makes the unit of each selected test that runs (or shares another's); records the run of each that does not.
+  Exit prepare_units() {
+    for (const TestCase* t : selected)
+      if (const Exit end = prepare_unit(t)) return end;
+    return std::nullopt;
+  }
+
+  // Test `t`'s unit (new or shared) or its run (not run, or failed to import); an exit on a store error.
+  Exit prepare_unit(const TestCase* t) {
     const std::string why = not_run_reason(*t);
     if (!why.empty()) {
       TestRun r;
       r.skip_reason = why == "-" ? "" : why;
       runs[t->id] = r;
-      continue;
+      return std::nullopt;
     }
     // Discover and run tests of one model, variant and target share one
     // unit (its layers and its assigned run); a run test of a config file
@@ -412,7 +474,7 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
     if (!own) {
       if (auto g = unit_of_group.find(group); g != unit_of_group.end()) {
         unit_of[t->id] = g->second;
-        continue;
+        return std::nullopt;
       }
     }
     const auto t0 = Clock::now();
@@ -421,21 +483,12 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
       // Two subgraph tests naming one range two ways are one unit.
       if (auto same = unit_of_key.find(u.key()); same != unit_of_key.end()) {
         unit_of[t->id] = same->second;
-        continue;
+        return std::nullopt;
       }
       unit_of_key[u.key()] = units.size();
       for (const auto& w : u.model->warnings()) log(t->id + ": warning: " + w);
       store->put_model(u.model->hash(), u.model->bytes());
-      if ((t->variant.bf16 || t->variant.int8) && !u.range) {
-        // The fp32 original, for the whole model's end-to-end comparison
-        // (imported once per model and batch).
-        ImportOptions oi;
-        oi.batch = t->variant.batch == 1 ? 0 : t->variant.batch;
-        const std::string okey = t->model->path + "|" + std::to_string(oi.batch);
-        auto o = original_of.find(okey);
-        if (o == original_of.end()) o = original_of.emplace(okey, store_fp32_original(t->model->path, oi, *store)).first;
-        u.original_hash = o->second;
-      }
+      if ((t->variant.bf16 || t->variant.int8) && !u.range) u.original_hash = fp32_original_hash(t);
       unit_of[t->id] = units.size();
       if (!own) unit_of_group[group] = units.size();
       units.push_back(std::move(u));
@@ -451,69 +504,26 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
       runs[t->id] = r;
       log(t->id + ": import failed: " + e.what());
     }
+    return std::nullopt;
   }
 
-  // Serve every unit in one broker run (local workers when asked).
-  ServeTotals totals;
-  std::string run_id;
-  std::atomic<bool> workers_gone{false};
-  if (!units.empty()) {
+  // The hash of the fp32 original of converted test `t`'s model, stored on first use.
+  std::string fp32_original_hash(const TestCase* t) {
+    // The fp32 original, for the whole model's end-to-end comparison
+    // (imported once per model and batch).
+    ImportOptions oi;
+    oi.batch = t->variant.batch == 1 ? 0 : t->variant.batch;
+    const std::string okey = t->model->path + "|" + std::to_string(oi.batch);
+    auto it = original_of.find(okey);
+    if (it == original_of.end()) it = original_of.emplace(okey, store_fp32_original(t->model->path, oi, *store)).first;
+    return it->second;
+  }
+
+  // Serves the units, if any; an exit on an error, on missing tags that fail the run, or when it stopped early.
+  Exit serve() {
+    if (units.empty()) return std::nullopt;
     try {
-      run_id = units_run_id("matrix", units);
-      nlohmann::json meta = {{"kind", "matrix"}, {"spec", spec.path}, {"tests", nlohmann::json::array()}};
-      for (const auto& u : units) meta["tests"].push_back({{"id", u.label}, {"key", u.key()}});
-      store->put_run_meta(run_id, meta.dump());
-      BrokerOptions bo = o.broker;
-      bo.stop_flag = o.stop;
-      bo.fail_on_missing_tags = spec.options.missing_tags_fail;
-      bo.missing_tags_wait_ms = static_cast<int>(spec.options.missing_tags_wait_s * 1000);
-      bo.workers_gone = &workers_gone;
-      std::unique_ptr<LocalWorkers> workers;
-      std::vector<std::unique_ptr<LocalWorkers>> toolchain_workers;  // one set per toolchain target
-      std::optional<PrivateEndpoint> private_endpoint;
-      if (o.local_workers > 0) {
-        if (bo.bind.empty()) bo.bind = private_endpoint.emplace().str();
-        LocalWorkersOptions lo;
-        lo.workers = o.local_workers;
-        lo.endpoint = bo.bind;
-        lo.cache_dir = db + "/worker-cache";
-        lo.log_file = export_dir + "/workers.log";
-        lo.target = "sim";
-        lo.heartbeat_ms = bo.heartbeat_ms;
-        fs::create_directories(lo.cache_dir);
-        workers = std::make_unique<LocalWorkers>(lo);
-        workers->watch(&workers_gone);
-        std::map<std::string, std::string> toolchains;  // target -> file
-        for (const TestCase* t : selected)
-          if (!t->target.toolchain.empty()) toolchains[toolchain_target(t->target.toolchain)] = t->target.toolchain;
-        for (const auto& [target, file] : toolchains) {
-          LocalWorkersOptions tl = lo;
-          tl.target = target;
-          tl.backend = "toolchain";
-          tl.toolchain_file = file;
-          tl.id_prefix = "local-" + target;
-          toolchain_workers.push_back(std::make_unique<LocalWorkers>(tl));
-          toolchain_workers.back()->watch(&workers_gone);
-          log("started " + std::to_string(o.local_workers) + " local workers for " + target + " (" + file + ")");
-        }
-        std::set<std::string> boards;
-        for (const auto& u : units)
-          if (serving_target(u.plan.job_template) != "sim" && !toolchains.count(serving_target(u.plan.job_template)))
-            boards.insert(serving_target(u.plan.job_template));
-        for (const auto& b : boards)
-          log("warning: local workers serve target sim only; tests on board class '" + b +
-              "' wait for workers started with --target " + b);
-        log("started " + std::to_string(o.local_workers) + " local workers (log " + lo.log_file + ")");
-      }
-      totals = serve_units(units, *store, run_id, bo, log, [&] {
-        if (workers && !workers_gone.load()) workers->stop();
-        for (auto& w : toolchain_workers) w->stop();
-      });
-      if (!totals.complete && workers_gone.load())
-        throw PipelineError("every local worker exited before the run completed (" + std::to_string(totals.pending) +
-                            " jobs unfinished; the store keeps the rest); worker log " + export_dir +
-                            "/workers.log:\n" + workers->log_tail());
-      workers.reset();
+      serve_jobs();
     } catch (const std::exception& e) {
       err << "torq-coordinator: error: " << e.what() << "\n";
       return 2;
@@ -530,120 +540,226 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
       print_serve_totals(totals, std::chrono::duration<double>(Clock::now() - t_start).count(), out);
       return kExitStoppedEarly;  // a run that did not finish is never a green one
     }
+    return std::nullopt;
   }
 
-  // Reports and outcomes.
-  std::map<std::string, ModelReport> reports;
-  std::map<std::string, double> job_seconds;
-  try {
-    for (const auto& [id, idx] : unit_of) {
-      const RunUnit& u = units[idx];
-      const std::string dir = export_dir + "/reports/" + safe_dir_name(id);
-      fs::create_directories(dir);
-      ModelReport rep = unit_report(u, *store, run_id, o.tolerance, dir, log);
-      write_report_files(rep, dir);
-      TestRun r = run_from_report(rep, u.full_result);
-      select_compared(&r, spec.options.compare_with_original);
-      if (u.full_result) {
-        std::vector<LayerInfo> infos;
-        if (u.fixed_assignment) {
-          infos = u.model->layers();
-        } else {
-          for (const auto& l : rep.layers) infos.push_back(l.info);
-        }
-        FullModelRule rule;
-        rule.tolerance = o.tolerance;
-        const FullModelRun full = full_model_run(u, infos, rule);
-        nlohmann::ordered_json j = report_to_json(rep);
-        attach_full_model(&j, full);
-        write_json_atomic(report_path(dir, rep.model_name), j);
-        if (!full.result.profiles.empty()) {
-          j["full_model"]["profile_overview"] = export_profile(
-              merge_layer_profiles(full.result.profiles, rep.model_name), dir, rep.model_name, &r.profile_overview);
-          write_json_atomic(report_path(dir, rep.model_name), j);
-          r.profile_trace = dir + "/" + rep.model_name + ".trace.json";
-        }
-        if (full.failing)
-          r.failing_range = std::to_string(full.failing->first) + ".." + std::to_string(full.failing->last) + " (" +
-                            j["full_model"]["first_failing_range"]["first_layer"].get<std::string>() + " .. " +
-                            j["full_model"]["first_failing_range"]["last_layer"].get<std::string>() + ")";
-      }
-      double secs = 0;
-      for (const auto& l : rep.layers)
-        for (const auto& [e, res] : l.results) secs += res.host_ms / 1000.0;
-      r.wall_s = secs;
-      r.report_file = report_path(dir, rep.model_name);
-      runs[id] = r;
-      reports.emplace(id, std::move(rep));
+  // Records the run's metadata and serves the units' jobs through the broker (and local workers); throws.
+  void serve_jobs() {
+    run_id = units_run_id("matrix", units);
+    nlohmann::json meta = {{"kind", "matrix"}, {"spec", spec.path}, {"tests", nlohmann::json::array()}};
+    for (const auto& u : units) meta["tests"].push_back({{"id", u.label}, {"key", u.key()}});
+    store->put_run_meta(run_id, meta.dump());
+    BrokerOptions bo = o.broker;
+    bo.stop_flag = o.stop;
+    bo.fail_on_missing_tags = spec.options.missing_tags_fail;
+    bo.missing_tags_wait_ms = static_cast<int>(spec.options.missing_tags_wait_s * 1000);
+    bo.workers_gone = &workers_gone;
+    LocalFleet fleet;
+    if (o.local_workers > 0) start_local_workers(&bo, &fleet);
+    totals = serve_units(units, *store, run_id, bo, log, [&] {
+      if (fleet.workers && !workers_gone.load()) fleet.workers->stop();
+      for (auto& w : fleet.toolchain_workers) w->stop();
+    });
+    if (!totals.complete && workers_gone.load())
+      throw PipelineError("every local worker exited before the run completed (" + std::to_string(totals.pending) +
+                          " jobs unfinished; the store keeps the rest); worker log " + export_dir +
+                          "/workers.log:\n" + fleet.workers->log_tail());
+    fleet.workers.reset();
+  }
+
+  // Starts the local workers (sim, and a set per toolchain target) on `bo`'s endpoint, a private one when unbound.
+  void start_local_workers(BrokerOptions* bo, LocalFleet* fleet) {
+    if (bo->bind.empty()) bo->bind = fleet->private_endpoint.emplace().str();
+    LocalWorkersOptions lo;
+    lo.workers = o.local_workers;
+    lo.endpoint = bo->bind;
+    lo.cache_dir = db + "/worker-cache";
+    lo.log_file = export_dir + "/workers.log";
+    lo.target = "sim";
+    lo.heartbeat_ms = bo->heartbeat_ms;
+    fs::create_directories(lo.cache_dir);
+    fleet->workers = std::make_unique<LocalWorkers>(lo);
+    fleet->workers->watch(&workers_gone);
+    std::map<std::string, std::string> toolchains;  // target -> file
+    for (const TestCase* t : selected)
+      if (!t->target.toolchain.empty()) toolchains[toolchain_target(t->target.toolchain)] = t->target.toolchain;
+    for (const auto& [target, file] : toolchains) {
+      LocalWorkersOptions tl = lo;
+      tl.target = target;
+      tl.backend = "toolchain";
+      tl.toolchain_file = file;
+      tl.id_prefix = "local-" + target;
+      fleet->toolchain_workers.push_back(std::make_unique<LocalWorkers>(tl));
+      fleet->toolchain_workers.back()->watch(&workers_gone);
+      log("started " + std::to_string(o.local_workers) + " local workers for " + target + " (" + file + ")");
     }
-  } catch (const std::exception& e) {
-    err << "torq-coordinator: error: " << e.what() << "\n";
-    return 2;
+    std::set<std::string> boards;
+    for (const auto& u : units)
+      if (serving_target(u.plan.job_template) != "sim" && !toolchains.count(serving_target(u.plan.job_template)))
+        boards.insert(serving_target(u.plan.job_template));
+    for (const auto& b : boards)
+      log("warning: local workers serve target sim only; tests on board class '" + b +
+          "' wait for workers started with --target " + b);
+    log("started " + std::to_string(o.local_workers) + " local workers (log " + lo.log_file + ")");
   }
-  std::vector<TestResult> results;
-  for (const TestCase* t : selected) results.push_back(judge(*t, runs[t->id], o.strict_xfail));
 
-  const double wall_s = std::chrono::duration<double>(Clock::now() - t_start).count();
-  RunInfo info;
-  info.spec = spec.path;
-  info.run_id = run_id;
-  info.started_utc = started;
-  info.wall_s = wall_s;
-  info.jobs = totals.done_jobs;
-  info.fleet_jobs = totals.fleet_jobs;
-  info.cache_hits = totals.cache_hits;
-  info.jobs_per_s = totals.run_s > 0 ? static_cast<double>(totals.fleet_jobs) / totals.run_s : 0;
-  info.k = o.k;
-  info.m = o.m;
-  info.preset = o.preset;
-  info.strict_xfail = o.strict_xfail;
-  info.deselected = deselected;
-  for (const auto& [id, b] : totals.fleet.boards) {
-    std::string tags;
-    for (const auto& t : b.tags) tags += (tags.empty() ? "" : ",") + t;
-    info.boards.push_back(RunInfo::Board{id, b.target, tags, b.health, b.reason, b.since});
+  // Writes each unit's report files and takes its tests' runs from its report.
+  Exit collect_reports() {
+    try {
+      for (const auto& [id, idx] : unit_of) collect_report(id, units[idx]);
+    } catch (const std::exception& e) {
+      err << "torq-coordinator: error: " << e.what() << "\n";
+      return 2;
+    }
+    return std::nullopt;
   }
-  int code = 0;
-  for (const TestResult& r : results)
-    if (unexpected(r)) code = 1;
-  const std::string suggestions = suggest(results);
+
+  // Test `id`'s report files under reports/<test-id>/ and its run (from unit `u`); throws.
+  void collect_report(const std::string& id, const RunUnit& u) {
+    const std::string dir = export_dir + "/reports/" + safe_dir_name(id);
+    fs::create_directories(dir);
+    ModelReport rep = unit_report(u, *store, run_id, o.tolerance, dir, log);
+    write_report_files(rep, dir);
+    TestRun r = run_from_report(rep, u.full_result);
+    select_compared(&r, spec.options.compare_with_original);
+    if (u.full_result) add_full_model(u, rep, dir, &r);
+    double secs = 0;
+    for (const auto& l : rep.layers)
+      for (const auto& [e, res] : l.results) secs += res.host_ms / 1000.0;
+    r.wall_s = secs;
+    r.report_file = report_path(dir, rep.model_name);
+    runs[id] = r;
+    reports.emplace(id, std::move(rep));
+  }
+
+  // Adds unit `u`'s assigned full-model run to its JSON report (and profile) in `dir` and to run `r`; throws.
+  void add_full_model(const RunUnit& u, const ModelReport& rep, const std::string& dir, TestRun* r) const {
+    std::vector<LayerInfo> infos;
+    if (u.fixed_assignment) {
+      infos = u.model->layers();
+    } else {
+      for (const auto& l : rep.layers) infos.push_back(l.info);
+    }
+    FullModelRule rule;
+    rule.tolerance = o.tolerance;
+    const FullModelRun full = full_model_run(u, infos, rule);
+    nlohmann::ordered_json j = report_to_json(rep);
+    attach_full_model(&j, full);
+    write_json_atomic(report_path(dir, rep.model_name), j);
+    if (!full.result.profiles.empty()) {
+      j["full_model"]["profile_overview"] = export_profile(
+          merge_layer_profiles(full.result.profiles, rep.model_name), dir, rep.model_name, &r->profile_overview);
+      write_json_atomic(report_path(dir, rep.model_name), j);
+      r->profile_trace = dir + "/" + rep.model_name + ".trace.json";
+    }
+    if (full.failing)
+      r->failing_range = std::to_string(full.failing->first) + ".." + std::to_string(full.failing->last) + " (" +
+                         j["full_model"]["first_failing_range"]["first_layer"].get<std::string>() + " .. " +
+                         j["full_model"]["first_failing_range"]["last_layer"].get<std::string>() + ")";
+  }
+
+  // Judges each selected test on its run.
+  void judge_tests() {
+    for (const TestCase* t : selected) results.push_back(judge(*t, runs[t->id], o.strict_xfail));
+  }
+
+  // The run's info (wall time, jobs, selection, boards), its exit code and the suggested config edits.
+  void describe_run() {
+    wall_s = std::chrono::duration<double>(Clock::now() - t_start).count();
+    info.spec = spec.path;
+    info.run_id = run_id;
+    info.started_utc = started;
+    info.wall_s = wall_s;
+    info.jobs = totals.done_jobs;
+    info.fleet_jobs = totals.fleet_jobs;
+    info.cache_hits = totals.cache_hits;
+    info.jobs_per_s = totals.run_s > 0 ? static_cast<double>(totals.fleet_jobs) / totals.run_s : 0;
+    info.k = o.k;
+    info.m = o.m;
+    info.preset = o.preset;
+    info.strict_xfail = o.strict_xfail;
+    info.deselected = deselected;
+    for (const auto& [id, b] : totals.fleet.boards) {
+      std::string tags;
+      for (const auto& t : b.tags) tags += (tags.empty() ? "" : ",") + t;
+      info.boards.push_back(RunInfo::Board{id, b.target, tags, b.health, b.reason, b.since});
+    }
+    for (const TestResult& r : results)
+      if (unexpected(r)) code = 1;
+    suggestions = suggest(results);
+  }
+
   // The run's history record (durable before anything reports the run done):
   // what changed since each test's previous record, the op-support matrix.
-  const std::vector<history::TestRecord> records = matrix_records(results, reports, units, unit_of);
-  int seq = 0;
-  try {
-    history::History hist(*store, spec.path);
-    seq = record_run(hist, run_record(info, o.last_failed), records, since_thresholds(spec.options), &results);
-  } catch (const std::exception& e) {
-    err << "torq-coordinator: error: recording the run history: " << e.what() << "\n";
-    return 2;
-  }
-  const OpMatrix ops = op_matrix(records);
-  try {
-    write_text(export_dir + "/ops.csv", ops_csv(ops));
-    write_text(export_dir + "/junit.xml", junit_xml(results, info));
-    write_json_atomic(export_dir + "/summary.json", nlohmann::ordered_json::parse(summary_json(results, info).dump()));
-    write_text(export_dir + "/report.html", html_report(results, reports, info, &ops));
-    std::error_code ec;
-    if (suggestions.empty()) fs::remove(export_dir + "/suggested.yaml", ec);
-    else write_text(export_dir + "/suggested.yaml", suggestions);
-  } catch (const std::exception& e) {
-    err << "torq-coordinator: error: " << e.what() << "\n";
-    return 2;
+  Exit record_history() {
+    records = matrix_records(results, reports, units, unit_of);
+    try {
+      history::History hist(*store, spec.path);
+      seq = record_run(hist, run_record(info, o.last_failed), records, since_thresholds(spec.options), &results);
+    } catch (const std::exception& e) {
+      err << "torq-coordinator: error: recording the run history: " << e.what() << "\n";
+      return 2;
+    }
+    return std::nullopt;
   }
 
-  out << "== torq-coordinator matrix " << spec.path << " (run " << (run_id.empty() ? "-" : run_id) << ") ==\n";
-  print_results(results, out);
-  if (!units.empty()) print_serve_totals(totals, wall_s, out);
-  out << "export    " << export_dir << "/{junit.xml,summary.json,report.html,ops.csv"
-      << (suggestions.empty() ? "" : ",suggested.yaml") << "}, reports/<test-id>/\n";
-  out << "history   run " << seq << " of this spec (" << ops.rows.size()
-      << " unique ops); changes: torq-coordinator diff " << (o.db.empty() ? "--export " + export_dir : "--db " + db)
-      << " --spec " << spec.path << "\n";
-  if (!suggestions.empty())
-    out << "suggest   config edits in " << export_dir << "/suggested.yaml (xpasses, pcc margins, unlisted tests)\n";
-  out << "exit      " << code << (code ? " (unexpected outcomes: failed or xpassed)" : "") << "\n" << std::flush;
-  return code;
+  // Writes ops.csv, junit.xml, summary.json, report.html and suggested.yaml (removing a stale one) to the export.
+  Exit export_files() {
+    ops = op_matrix(records);
+    try {
+      write_text(export_dir + "/ops.csv", ops_csv(ops));
+      write_text(export_dir + "/junit.xml", junit_xml(results, info));
+      write_json_atomic(export_dir + "/summary.json",
+                        nlohmann::ordered_json::parse(summary_json(results, info).dump()));
+      write_text(export_dir + "/report.html", html_report(results, reports, info, &ops));
+      std::error_code ec;
+      if (suggestions.empty()) fs::remove(export_dir + "/suggested.yaml", ec);
+      else write_text(export_dir + "/suggested.yaml", suggestions);
+    } catch (const std::exception& e) {
+      err << "torq-coordinator: error: " << e.what() << "\n";
+      return 2;
+    }
+    return std::nullopt;
+  }
+
+  // Prints each test's outcome, the serving totals and where everything went; returns the exit code.
+  int print_summary() const {
+    out << "== torq-coordinator matrix " << spec.path << " (run " << (run_id.empty() ? "-" : run_id) << ") ==\n";
+    print_results(results, out);
+    if (!units.empty()) print_serve_totals(totals, wall_s, out);
+    out << "export    " << export_dir << "/{junit.xml,summary.json,report.html,ops.csv"
+        << (suggestions.empty() ? "" : ",suggested.yaml") << "}, reports/<test-id>/\n";
+    out << "history   run " << seq << " of this spec (" << ops.rows.size()
+        << " unique ops); changes: torq-coordinator diff " << (o.db.empty() ? "--export " + export_dir : "--db " + db)
+        << " --spec " << spec.path << "\n";
+    if (!suggestions.empty())
+      out << "suggest   config edits in " << export_dir << "/suggested.yaml (xpasses, pcc margins, unlisted tests)\n";
+    out << "exit      " << code << (code ? " (unexpected outcomes: failed or xpassed)" : "") << "\n" << std::flush;
+    return code;
+  }
+};
+
+}  // namespace
+
+int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) {
+  MatrixRun run(o, out, err);
+  if (const Exit code = run.load_and_select()) return *code;
+  if (o.collect_only) {
+    run.print_collected();
+    return 0;
+  }
+  // Import the runnable tests' models; an import failure is that test's result.
+  if (const Exit code = run.prepare_export()) return *code;
+  if (const Exit code = run.prepare_units()) return *code;
+  // Serve every unit in one broker run (local workers when asked).
+  if (const Exit code = run.serve()) return *code;
+  // Reports and outcomes.
+  if (const Exit code = run.collect_reports()) return *code;
+  run.judge_tests();
+  run.describe_run();
+  if (const Exit code = run.record_history()) return *code;
+  if (const Exit code = run.export_files()) return *code;
+  return run.print_summary();
 }
 
 int validate_files(const std::vector<std::string>& files, std::ostream& out, std::ostream& err) {

@@ -8,6 +8,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <vector>
 
 #include <fcntl.h>
@@ -123,6 +125,13 @@ std::string sha256_hex_of(const google::protobuf::MessageLite& m, const std::str
   }
   if (fd >= 0 && ::close(fd) != 0) throw PipelineError(copy_to + ": cannot write (" + std::strerror(errno) + ")");
   return h.hex();
+}
+
+std::string file_digest(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return sha256_hex(ss.str()).substr(0, 16);
 }
 
 }  // namespace torq::pipeline

@@ -34,5 +34,9 @@ std::string sha256_hex(const void* data, size_t size);
 // with `copy_to` set, the serialisation is also written to that file in
 // the same pass. Throws PipelineError "<copy_to>: cannot write ...".
 std::string sha256_hex_of(const google::protobuf::MessageLite& m, const std::string& copy_to = "");
+// The first 16 hex digits of the SHA-256 of a file's bytes (of nothing when
+// it cannot be read): a profile's or a targets file's identity in run ids
+// and cache keys.
+std::string file_digest(const std::string& path);
 
 }  // namespace torq::pipeline

@@ -13,6 +13,11 @@ if grep -rn '#include "\(pipeline/[a-z_]*\.h\|pipeline/[a-z]*/\|worker/\|coordin
    grep -v '#include "pipeline/base/' ; then
   echo "layout: pipeline/base/ includes another room"; bad=1
 fi
+# pipeline/targets/ (executor profiles as data, read by the engine and the
+# coordinator alike) stands on base/ only.
+if grep -rn '#include "\(pipeline/\|worker/\|coordinator/\)' pipeline/targets/ | grep -v '#include "pipeline/\(base\|targets\)/'; then
+  echo "layout: pipeline/targets/ includes a room other than base/"; bad=1
+fi
 # pipeline/'s rooms, lowest first: each includes only itself, base/ and the
 # rooms before it (pipeline/CMakeLists.txt says what each holds).
 rooms=(core wire model store plan report matrix)
@@ -42,8 +47,16 @@ fi
 if ls coordinator/*.h >/dev/null 2>&1 || ls coordinator/*.cc | grep -vE '/(coordinator|gen_config)_main\.cc$'; then
   echo "layout: sources at coordinator/'s top level other than the two mains"; bad=1
 fi
-if grep -rn '#include "worker/engine/' coordinator/fleet/ coordinator/matrix/; then
-  echo "layout: the fleet side of coordinator/ includes the engine"; bad=1
+if grep -rn '#include "worker/engine/' coordinator/fleet/ coordinator/matrix/ coordinator/gen_config/; then
+  echo "layout: a room of coordinator/ includes the engine (profiles are pipeline/targets/)"; bad=1
 fi
-[ "$bad" = 0 ] && echo "layout: ok (pipeline/ -> pipeline/base/ only; pipeline's rooms in order ${rooms[*]}; coordinator's fleet/ below gen_config/ and matrix/, and no engine in fleet/ or matrix/)"
+# worker/runner/ knows no backend: torq-worker's main (worker/worker_main.cc)
+# composes it with the sim and the toolchain.
+if grep -rn '#include "worker/\(sim\|toolchain\)/' worker/runner/; then
+  echo "layout: worker/runner/ includes a backend"; bad=1
+fi
+if ls worker/*.cc | grep -v '/worker_main\.cc$'; then
+  echo "layout: sources at worker/'s top level other than torq-worker's main"; bad=1
+fi
+[ "$bad" = 0 ] && echo "layout: ok (pipeline/ -> pipeline/base/ only; targets/ on base/; pipeline's rooms in order ${rooms[*]}; coordinator's fleet/ below gen_config/ and matrix/, and no engine in coordinator/'s rooms; worker/runner/ without backends)"
 exit "$bad"

@@ -1,197 +1,43 @@
+// The engine's side of executor profiles: the op types its kernels run
+// (a profile may name no other), and loading profiles against them.
 #include "worker/engine/profile.h"
 
-#include "pipeline/base/config_dir.h"
+#include <utility>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
-#include "pipeline/base/error.h"
 #include "worker/engine/kernel.h"
 #include "worker/engine/quant_ops.h"
-#include "pipeline/base/yaml_strict.h"
 
 namespace torq::engine {
 
 namespace {
 
-using IntField = std::optional<int64_t> OpRule::*;
-
-const std::map<std::string, IntField>& int_fields() {
-  static const std::map<std::string, IntField> f = {
-      {"max_kernel", &OpRule::max_kernel},
-      {"max_stride", &OpRule::max_stride},
-      {"max_dilation", &OpRule::max_dilation},
-      {"max_rank", &OpRule::max_rank},
-      {"min_kernel", &OpRule::min_kernel},
-      {"min_spatial", &OpRule::min_spatial},
-      {"max_input_elements", &OpRule::max_input_elements},
-      {"max_strided_input_elements", &OpRule::max_strided_input_elements},
-  };
-  return f;
-}
-
-// The keys of an op rule; an `int:` block holds only constraints (and a note).
-std::set<std::string> rule_keys(bool int_block) {
-  std::set<std::string> k{"conv_groups", "spatial_ranks", "note"};
-  for (const auto& f : int_fields()) k.insert(f.first);
-  if (!int_block) k.insert({"dtypes", "widen_output", "int"});
-  return k;
-}
-
-template <class T>
-std::set<T> parse_set(const YamlReader& r, const YAML::Node& v, const std::string& what,
-                      T (*one)(const YamlReader&, const YAML::Node&)) {
-  std::set<T> out;
-  for (const auto& e : r.seq(v, what)) out.insert(one(r, e));
-  return out;
-}
-
-DType parse_dtype(const YamlReader& r, const YAML::Node& e) {
-  DType t = dtype_from_name(r.str(e, "dtype"));
-  if (t == DType::kUndefined)
-    r.fail(e, "unknown dtype '" + e.Scalar() +
-                  "' (expected f32, bf16, f16, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool)");
-  return t;
-}
-std::string parse_group(const YamlReader& r, const YAML::Node& e) {
-  return r.choice(e, {"standard", "depthwise", "grouped"}, "conv group kind");
-}
-int64_t parse_rank(const YamlReader& r, const YAML::Node& e) { return r.integer(e, "spatial rank"); }
-
-// Parses rule `n` of `op`. With `base` (an `int:` block) the rule starts as
-// `base` and each key given replaces that constraint; null removes it.
-OpRule parse_rule(const YamlReader& r, const YAML::Node& n, const std::string& op, const OpRule* base = nullptr) {
-  const std::string what = base ? "int: rule for op '" + op + "'" : "rule for op '" + op + "'";
-  OpRule rule = base ? *base : OpRule{};
-  rule.int_rule = nullptr;
-  if (n.IsNull()) return rule;
-  r.expect_map(n, rule_keys(base != nullptr), what);
-  for (const auto& kv : n) {
-    const std::string key = kv.first.Scalar();
-    const YAML::Node& v = kv.second;
-    const bool clear = base && v.IsNull();
-    if (auto f = int_fields().find(key); f != int_fields().end())
-      rule.*(f->second) = clear ? std::nullopt : std::optional<int64_t>(r.integer(v, key));
-    else if (key == "conv_groups")
-      rule.conv_groups = clear ? std::set<std::string>{} : parse_set(r, v, what + ".conv_groups", parse_group);
-    else if (key == "spatial_ranks")
-      rule.spatial_ranks = clear ? std::set<int64_t>{} : parse_set(r, v, what + ".spatial_ranks", parse_rank);
-    else if (key == "dtypes")
-      rule.dtypes = parse_set(r, v, what + ".dtypes", parse_dtype);
-    else if (key == "widen_output")
-      rule.widen_output = r.boolean(v, "widen_output");
-    else if (key == "note")
-      rule.note = r.str(v, "note");
+class KernelCatalog : public OpCatalog {
+ public:
+  std::vector<std::string> op_types() const override { return KernelRegistry::global().op_types(); }
+  bool knows(const std::string& op) const override { return KernelRegistry::global().knows(op); }
+  std::string judged_as(const std::string& op) const override {
+    auto f = qoperator_form(op, 0);
+    return f ? f->float_op : std::string();
   }
-  if (!base && n["int"]) rule.int_rule = std::make_shared<const OpRule>(parse_rule(r, n["int"], op, &rule));
-  return rule;
-}
-
-double positive(const YamlReader& r, const YAML::Node& n, const std::string& what) {
-  double v = r.number(n, what);
-  if (!(v > 0)) r.fail(n, what + " must be > 0");
-  return v;
-}
-
-CostModel parse_cost(const YamlReader& r, const YAML::Node& cost) {
-  static const char* const kRequired[] = {"clock_mhz", "slices", "macs_per_cycle_per_slice", "eltwise_per_cycle",
-                                          "dma_bytes_per_cycle", "dispatch_overhead_cycles"};
-  std::set<std::string> keys(std::begin(kRequired), std::end(kRequired));
-  keys.insert("int8_macs_per_cycle_per_slice");
-  r.expect_map(cost, keys, "cost");
-  for (const char* k : kRequired)
-    if (!cost[k]) r.fail(cost, std::string("cost lacks '") + k + "'");
-  CostModel c;
-  c.clock_mhz = positive(r, cost["clock_mhz"], "cost.clock_mhz");
-  c.slices = r.integer(cost["slices"], "cost.slices");
-  if (c.slices < 1) r.fail(cost["slices"], "cost.slices must be >= 1");
-  c.macs_per_cycle_per_slice = positive(r, cost["macs_per_cycle_per_slice"], "cost.macs_per_cycle_per_slice");
-  if (cost["int8_macs_per_cycle_per_slice"])
-    c.int8_macs_per_cycle_per_slice =
-        positive(r, cost["int8_macs_per_cycle_per_slice"], "cost.int8_macs_per_cycle_per_slice");
-  c.eltwise_per_cycle = positive(r, cost["eltwise_per_cycle"], "cost.eltwise_per_cycle");
-  c.dma_bytes_per_cycle = positive(r, cost["dma_bytes_per_cycle"], "cost.dma_bytes_per_cycle");
-  c.dispatch_overhead_cycles = r.integer(cost["dispatch_overhead_cycles"], "cost.dispatch_overhead_cycles");
-  if (c.dispatch_overhead_cycles < 0) r.fail(cost["dispatch_overhead_cycles"], "must be >= 0");
-  return c;
-}
+};
 
 }  // namespace
 
-ExecutorProfile ExecutorProfile::parse(const std::string& text, const std::string& filename) {
-  YamlReader r(filename);
-  YAML::Node root = yaml_parse(text, filename);
-  r.expect_map(root, {"name", "description", "chip", "numerics", "cost", "ops"}, "profile");
-  ExecutorProfile p;
-  if (!root["name"]) r.fail(root, "profile lacks 'name'");
-  if (!root["ops"]) r.fail(root, "profile lacks 'ops' (a map of op rules, or 'all')");
-  if (!root["cost"]) r.fail(root, "profile lacks 'cost'");
-  p.name_ = r.str(root["name"], "name");
-  if (root["description"]) p.description_ = r.str(root["description"], "description");
-  if (root["chip"]) p.chip_ = r.str(root["chip"], "chip");
-  if (const auto num = root["numerics"]) {
-    r.expect_map(num, {"float_type", "rounding", "fp32_error"}, "numerics");
-    if (num["float_type"])
-      p.float_type_ = dtype_from_name(r.choice(num["float_type"], {"f32", "bf16"}, "numerics.float_type"));
-    if (num["rounding"])
-      p.rounding_ = r.choice(num["rounding"], {"truncate", "rne"}, "numerics.rounding") == "rne"
-                        ? Rounding::kNearestEven
-                        : Rounding::kTruncate;
-    if (num["fp32_error"]) p.fp32_error_ = r.str(num["fp32_error"], "numerics.fp32_error");
-  }
-  p.cost_ = parse_cost(r, root["cost"]);
-
-  const YAML::Node ops = root["ops"];
-  if (ops.IsScalar()) {
-    if (ops.Scalar() != "all") r.fail(ops, "ops must be 'all' or a map of op rules");
-    p.all_ops_ = true;
-  } else {
-    r.expect_map(ops, {}, "ops");
-    const auto& registry = KernelRegistry::global();
-    std::vector<std::string> known = registry.op_types();
-    for (const auto& kv : ops) {
-      const std::string op = kv.first.Scalar();
-      if (auto f = qoperator_form(op, 0))
-        r.fail(kv.first, op + " is judged by the rule of " + f->float_op + " (list " + f->float_op +
-                             " with the integer dtypes it runs)");
-      if (!registry.knows(op)) {
-        std::string hint = did_you_mean(op, known);
-        r.fail(kv.first, "unknown op type '" + op + "'" +
-                             (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
-      }
-      p.ops_[op] = parse_rule(r, kv.second, op);
-    }
-  }
-  if (p.float_type_ == DType::kBF16 && p.fp32_error_.empty())
-    p.fp32_error_ = "FP32 not supported on " + p.name_ + "; use --auto-convert-bf16";
-  return p;
+const OpCatalog& kernel_catalog() {
+  static const KernelCatalog catalog;
+  return catalog;
 }
 
 ExecutorProfile ExecutorProfile::load(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw EngineError(ErrorKind::kInvalidInput, path + ": cannot open profile");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parse(ss.str(), path);
+  return ExecutorProfile(TargetProfile::load(path, kernel_catalog()));
 }
 
-std::string ExecutorProfile::targets_dir() { return base::targets_dir(); }
+ExecutorProfile ExecutorProfile::parse(const std::string& text, const std::string& filename) {
+  return ExecutorProfile(TargetProfile::parse(text, filename, kernel_catalog()));
+}
 
 ExecutorProfile ExecutorProfile::resolve(const std::string& name_or_path) {
-  if (name_or_path.find('/') != std::string::npos || name_or_path.find(".yaml") != std::string::npos)
-    return load(name_or_path);
-  const std::string path = targets_dir() + "/" + name_or_path + ".yaml";
-  if (!std::filesystem::exists(path))
-    throw EngineError(ErrorKind::kInvalidInput,
-                      "unknown profile '" + name_or_path + "' (no " + path + "); built-in: nss, css, host");
-  return load(path);
-}
-
-const OpRule* ExecutorProfile::rule(const std::string& op_type) const {
-  auto it = ops_.find(op_type);
-  return it == ops_.end() ? nullptr : &it->second;
+  return ExecutorProfile(TargetProfile::resolve(name_or_path, kernel_catalog()));
 }
 
 }  // namespace torq::engine

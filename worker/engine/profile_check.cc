@@ -142,30 +142,23 @@ uint64_t bytes_of(int64_t numel, DType t) { return static_cast<uint64_t>(numel) 
 
 void ExecutorProfile::check(const NodeInfo& node, const std::vector<const Tensor*>& inputs,
                             const QuantView* quant) const {
-  if (all_ops_) return;
+  if (all_ops()) return;
   const Judged j = judge(node, inputs, quant);
   const OpRule* r = rule(j.op);
-  if (!r) throw_unsupported(j.what + " is not supported on " + name_);
+  if (!r) throw_unsupported(j.what + " is not supported on " + name());
   for (size_t i = 0; i < j.in.size(); ++i) {
     const Tensor* t = j.in[i];
     if (!t || !j.data[i]) continue;
     // An op of any dtype still has no fp32 datapath on a bf16 executor.
-    if (t->dtype() == DType::kF32 && float_type_ == DType::kBF16 && (r->dtypes.empty() || !r->dtypes.count(t->dtype())))
-      throw_unsupported(fp32_error_);
+    if (t->dtype() == DType::kF32 && float_type() == DType::kBF16 && (r->dtypes.empty() || !r->dtypes.count(t->dtype())))
+      throw_unsupported(fp32_error());
     if (r->dtypes.empty() || r->dtypes.count(t->dtype())) continue;
     std::string allowed;
     for (DType d : r->dtypes) allowed += (allowed.empty() ? "" : ", ") + std::string(dtype_name(d));
-    throw_unsupported(std::string(dtype_name(t->dtype())) + " " + j.label + " not supported on " + name_ +
+    throw_unsupported(std::string(dtype_name(t->dtype())) + " " + j.label + " not supported on " + name() +
                       " (supports " + allowed + ")" + (r->note.empty() ? "" : ": " + r->note));
   }
-  check_limits(node, Limits{j, j.integer && r->int_rule ? *r->int_rule : *r, name_});
-}
-
-double CostModel::compute_cycles(const LayerCost& c) const {
-  if (!c.macs) return static_cast<double>(c.elements) / eltwise_per_cycle;
-  const double rate = c.integer_macs && int8_macs_per_cycle_per_slice > 0 ? int8_macs_per_cycle_per_slice
-                                                                          : macs_per_cycle_per_slice;
-  return static_cast<double>(c.macs) / (rate * static_cast<double>(slices));
+  check_limits(node, Limits{j, j.integer && r->int_rule ? *r->int_rule : *r, name()});
 }
 
 LayerCost ExecutorProfile::cost_of(const NodeInfo& node, const std::vector<const Tensor*>& in,
@@ -183,10 +176,10 @@ LayerCost ExecutorProfile::cost_of(const NodeInfo& node, const std::vector<const
     c.bytes += bytes_of(out[i].numel(), requantized ? quant->outputs[i] : out[i].dtype());
     c.elements += static_cast<uint64_t>(out[i].numel());
   }
-  const double dma = static_cast<double>(c.bytes) / cost_.dma_bytes_per_cycle;
-  c.cycles = static_cast<uint64_t>(cost_.dispatch_overhead_cycles) +
-             static_cast<uint64_t>(std::max(cost_.compute_cycles(c), dma) + 0.5);
-  c.time_ms = static_cast<double>(c.cycles) / (cost_.clock_mhz * 1e3);
+  const double dma = static_cast<double>(c.bytes) / cost().dma_bytes_per_cycle;
+  c.cycles = static_cast<uint64_t>(cost().dispatch_overhead_cycles) +
+             static_cast<uint64_t>(std::max(cost().compute_cycles(c), dma) + 0.5);
+  c.time_ms = static_cast<double>(c.cycles) / (cost().clock_mhz * 1e3);
   return c;
 }
 

@@ -28,7 +28,6 @@
 #include "worker/runner/board_health.h"
 #include "worker/runner/job_runner.h"
 #include "worker/runner/local_pool.h"
-#include "worker/sim/demo_model.h"
 
 namespace torq::runner {
 
@@ -200,7 +199,7 @@ struct FleetWorker::Impl {
   }
   void start_health_check() {
     if (const std::string why = cache_unwritable(); !why.empty()) return fail_health_check(why);
-    const std::string bytes = torq::sim::build_demo_model();
+    const std::string& bytes = opt.health_model;
     const std::string hash = sha256_hex(bytes);
     try {
       if (!have_model(hash)) store_model(hash, bytes);
@@ -502,6 +501,7 @@ FleetWorker::FleetWorker(FleetWorkerOptions o) {
   if (o.capacity < 1) throw PipelineError("capacity must be at least 1");
   if (o.prefetch < 0) throw PipelineError("prefetch must not be negative");
   if (o.target.empty()) throw PipelineError("empty target");
+  if (o.health_checks && o.health_model.empty()) throw PipelineError("health checks need a health-check model");
   if (o.worker_id.empty()) o.worker_id = default_worker_id();
   if (o.heartbeat_ms < 1) o.heartbeat_ms = 1;
   if (o.liveness < 1) o.liveness = 1;

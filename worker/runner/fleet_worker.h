@@ -78,6 +78,10 @@ struct FleetWorkerOptions {
   uint32_t health_timeout_ms = 60000;  // the check's budget (a toolchain's: its steps' sum)
   int health_interval_s = 24 * 3600;
   int health_retry_s = 30;
+  // The health check's model (a serialized ONNX ModelProto, run on host
+  // against its reference); torq-worker's main gives the sim's demo model.
+  // Required when health_checks is set.
+  std::string health_model;
   std::string maintenance_file;
   // A board (torq-worker --board): the first timeout of a job here is taken
   // for the board's (an infrastructure error: requeued, the board checked

@@ -1,4 +1,6 @@
-// torq-worker: runs discovery jobs.
+// torq-worker: runs discovery jobs. The composition root of worker/: it
+// picks the backend (sim or toolchain) and gives the fleet worker its
+// health-check model (the sim's demo model), so runner/ knows neither.
 //  --stdio: serves its parent (a local pool) over stdin/stdout frames: Job
 //    in, Result out, models read from the --cache directory (<hash>.onnx).
 //  --connect tcp://HOST:PORT: a fleet worker (DESIGN §6) serving a
@@ -38,6 +40,7 @@
 #include "worker/runner/job_runner.h"
 #include "worker/runner/preload.h"
 #include "worker/runner/stdio_serve.h"
+#include "worker/sim/demo_model.h"
 #include "worker/sim/sim_backend.h"
 #include "worker/toolchain/toolchain_backend.h"
 
@@ -158,31 +161,44 @@ int check_backend(const BackendChoice& b) {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  runner::restore_caller_tunables();  // a pool's job process: its tools start as its caller would
-  CLI::App app{"torq-worker: runs executor-discovery jobs (sim or toolchain backend)"};
+// Every option of torq-worker, bound for the parse.
+struct WorkerArgs {
   bool stdio = false;
   std::string cache_dir = ".torq-cache/models";
   std::string id = "local";
   int threads = 1, lanes = 1;
   runner::FleetWorkerOptions fo;
   std::string executors = "nss,css,host", key_prefix, server_key;
-  auto* o_stdio = app.add_flag("--stdio", stdio, "Serve jobs on stdin/stdout (used by local pools)");
-  auto* o_connect = app.add_option("--connect", fo.connect, "Serve a torq-coordinator at tcp://HOST:PORT");
+  std::string tags_csv;
+  double health_interval_h = 24;
+  BackendChoice backend;
+  bool check_only = false;
+  runner::PreloadOptions preload;
+  std::string preload_rounding = "truncate";
+};
+
+// Adds --stdio / --connect and the options of every job process; returns --connect.
+CLI::Option* add_mode_options(CLI::App& app, WorkerArgs& a) {
+  auto* o_stdio = app.add_flag("--stdio", a.stdio, "Serve jobs on stdin/stdout (used by local pools)");
+  auto* o_connect = app.add_option("--connect", a.fo.connect, "Serve a torq-coordinator at tcp://HOST:PORT");
   o_stdio->excludes(o_connect);
-  app.add_option("--cache", cache_dir, "Directory of cached models (<sha256>.onnx)")->capture_default_str();
-  app.add_option("--id", id, "Worker id reported in results (fleet default: <hostname>-<pid>)");
-  app.add_option("--threads,-t", threads, "Threads per job")->capture_default_str();
-  app.add_option("--lanes", lanes,
+  app.add_option("--cache", a.cache_dir, "Directory of cached models (<sha256>.onnx)")->capture_default_str();
+  app.add_option("--id", a.id, "Worker id reported in results (fleet default: <hostname>-<pid>)");
+  app.add_option("--threads,-t", a.threads, "Threads per job")->capture_default_str();
+  app.add_option("--lanes", a.lanes,
                  "Jobs one job process runs at once, on threads sharing its models, their reference runs and "
                  "compiled kernels (sim backend; fleet: --capacity jobs in ceil(capacity/lanes) processes)")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
+  return o_connect;
+}
+
+// Adds the fleet worker's serving options: target, executors, capacity, prefetch, heartbeats, cache trust.
+void add_fleet_options(CLI::App& app, WorkerArgs& a) {
+  runner::FleetWorkerOptions& fo = a.fo;
   app.add_option("--target", fo.target, "Fleet: target this worker serves (sim, astra, a board name)")
       ->capture_default_str();
-  app.add_option("--executors", executors, "Fleet: executors offered, comma-separated")->capture_default_str();
+  app.add_option("--executors", a.executors, "Fleet: executors offered, comma-separated")->capture_default_str();
   app.add_option("--capacity", fo.capacity, "Fleet: jobs run in parallel")->capture_default_str()->check(
       CLI::Range(1, 4096));
   app.add_option("--prefetch", fo.prefetch,
@@ -201,12 +217,15 @@ int main(int argc, char** argv) {
   app.add_flag("--trusted-cache", fo.trusted_cache,
                "Fleet: models in --cache are written whole by the coordinator that started this worker; use them "
                "without checking their SHA-256 (torq-gen-config's local workers)");
-  std::string tags_csv;
-  double health_interval_h = 24;
-  app.add_option("--tags", tags_csv, "Fleet: device tags offered, comma-separated (e.g. sl2610,astra-machina)");
+}
+
+// Adds the fleet worker's device options (tags, health checks, maintenance), --bench-executor and CURVE.
+void add_fleet_device_options(CLI::App& app, WorkerArgs& a, CLI::Option* o_connect) {
+  runner::FleetWorkerOptions& fo = a.fo;
+  app.add_option("--tags", a.tags_csv, "Fleet: device tags offered, comma-separated (e.g. sl2610,astra-machina)");
   app.add_flag("!--no-health-check", fo.health_checks,
                "Fleet: no device health check (the worker is Good from the start)");
-  app.add_option("--health-interval-h", health_interval_h, "Fleet: hours between health checks")
+  app.add_option("--health-interval-h", a.health_interval_h, "Fleet: hours between health checks")
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--health-retry-s", fo.health_retry_s,
                  "Fleet: first retry of a failed health check (doubles, up to 1 h)")
@@ -218,10 +237,12 @@ int main(int argc, char** argv) {
                  "'noop' (success at once) or 'sleep:MS' (success after MS ms, standing in for a board); "
                  "results are not real measurements")
       ->needs(o_connect);
-  app.add_option("--server-key", server_key, "Fleet/CURVE: file with the coordinator's public key (z85)");
-  app.add_option("--key", key_prefix, "Fleet/CURVE: this worker's key pair PREFIX.pub / PREFIX.key");
-  BackendChoice backend;
-  bool check_only = false;
+  app.add_option("--server-key", a.server_key, "Fleet/CURVE: file with the coordinator's public key (z85)");
+  app.add_option("--key", a.key_prefix, "Fleet/CURVE: this worker's key pair PREFIX.pub / PREFIX.key");
+}
+
+// Adds --backend, --toolchain, --check-backend, the board options and --debug-ir-dir.
+void add_backend_options(CLI::App& app, BackendChoice& backend, bool& check_only) {
   app.add_option("--backend", backend.kind, "What runs the executor: sim (the engine under the profiles) or "
                                             "toolchain (the Torq tools per --toolchain)")
       ->check(CLI::IsMember({"sim", "toolchain"}))->capture_default_str();
@@ -243,8 +264,10 @@ int main(int argc, char** argv) {
   app.add_option("--debug-ir-dir", backend.debug_ir_dir,
                  "With --backend toolchain: every compile dumps its IR after each pass into DIR/<job> "
                  "(--mlir-print-ir-after-all --mlir-print-ir-tree-dir)");
-  runner::PreloadOptions preload;
-  std::string preload_rounding = "truncate";
+}
+
+// Adds --preload and the seed, rounding and bf16 conversion of its jobs.
+void add_preload_options(CLI::App& app, runner::PreloadOptions& preload, std::string& preload_rounding) {
   app.add_option("--preload", preload.model,
                  "Import this ONNX model at start, as the coordinator does, so its first jobs find it loaded "
                  "with its reference begun (local workers of discover; fleet: passed to the job processes)");
@@ -252,59 +275,85 @@ int main(int argc, char** argv) {
   app.add_option("--preload-rounding", preload_rounding, "With --preload: the jobs' bf16 rounding")
       ->check(CLI::IsMember({"truncate", "rne"}))->capture_default_str();
   app.add_flag("--preload-bf16", preload.convert_bf16, "With --preload: the import converts to bf16 (--auto-convert-bf16)");
-  CLI11_PARSE(app, argc, argv);
-  preload.rne = preload_rounding == "rne";
-  backend.cache_dir = cache_dir;
-  backend.id = app.count("--id") ? id : (fo.connect.empty() ? id : host_name() + "-" + std::to_string(getpid()));
+}
+
+// Completes the preload and backend choice from the parse: rounding, cache, id, an absolute --ssh-key.
+void resolve_options(const CLI::App& app, WorkerArgs& a) {
+  BackendChoice& backend = a.backend;
+  a.preload.rne = a.preload_rounding == "rne";
+  backend.cache_dir = a.cache_dir;
+  backend.id = app.count("--id") ? a.id : (a.fo.connect.empty() ? a.id : host_name() + "-" + std::to_string(getpid()));
   if (!backend.ssh_key.empty())
     backend.ssh_key = std::filesystem::absolute(backend.ssh_key).lexically_normal().string();
-  if (const int rc = check_backend(backend); rc != 0 || check_only) return rc;
+}
+
+// Makes the (checked) toolchain file and --debug-ir-dir absolute paths.
+void absolute_backend_paths(BackendChoice& backend) {
   if (!backend.toolchain_file.empty())
     backend.toolchain_file = std::filesystem::absolute(backend.toolchain_file).lexically_normal().string();
   if (!backend.debug_ir_dir.empty())
     backend.debug_ir_dir = std::filesystem::absolute(backend.debug_ir_dir).lexically_normal().string();
-  if (!stdio && fo.connect.empty()) {
+}
+
+// Exit code 2 with a message without --stdio or --connect, or with --lanes on the toolchain; else 0.
+int check_mode(const WorkerArgs& a) {
+  if (!a.stdio && a.fo.connect.empty()) {
     std::fprintf(stderr, "torq-worker: give --stdio or --connect tcp://HOST:PORT (see --help)\n");
     return 2;
   }
-  if (lanes > 1 && backend.kind != "sim") {
+  if (a.lanes > 1 && a.backend.kind != "sim") {
     std::fprintf(stderr, "torq-worker: --lanes needs --backend sim (the toolchain's tools run one job at a time)\n");
     return 2;
   }
-  if (!fo.connect.empty()) {
-    fo.cache_dir = cache_dir;
-    fo.lanes = lanes;
-    fo.threads_per_job = threads;
-    if (app.count("--id")) fo.worker_id = id;
-    fo.health_interval_s = static_cast<int>(health_interval_h * 3600);
-    for (size_t at = 0; at < tags_csv.size();) {
-      size_t end = tags_csv.find(',', at);
-      if (end == std::string::npos) end = tags_csv.size();
-      if (end > at) fo.tags.push_back(tags_csv.substr(at, end - at));
-      at = end + 1;
-    }
-    if (backend.kind != "sim") {
-      fo.backend_args = {"--backend", backend.kind, "--toolchain", backend.toolchain_file};
-      if (!backend.debug_ir_dir.empty()) fo.backend_args.insert(fo.backend_args.end(), {"--debug-ir-dir", backend.debug_ir_dir});
-      if (!backend.board.empty()) {
-        // One job at a time per board (its lock serialises them anyway).
-        if (fo.capacity != 1)
-          std::fprintf(stderr, "torq-worker: note: --board runs one job at a time: capacity %d -> 1\n", fo.capacity);
-        fo.capacity = 1;
-        fo.timeouts_check_device = true;  // a hang may be the board's: checked before it is the op's
-        std::ostringstream lock_s;
-        lock_s << backend.board_lock_timeout_s;
-        fo.backend_args.insert(fo.backend_args.end(), {"--board", backend.board, "--board-lock-timeout-s", lock_s.str(),
-                                                       "--board-host-keys", backend.board_host_keys});
-        if (!backend.ssh_key.empty()) fo.backend_args.insert(fo.backend_args.end(), {"--ssh-key", backend.ssh_key});
-      }
-      fo.toolchain = make_backend(backend, threads)->identity();
-      fo.health_timeout_ms = toolchain::ToolchainConfig::load(backend.toolchain_file).job_budget_ms(1);
-    }
-    for (auto& a : runner::preload_args(preload)) fo.backend_args.push_back(a);
-    return run_fleet(std::move(fo), executors, key_prefix, server_key);
-  }
+  return 0;
+}
 
+// The fleet worker's toolchain backend: its job processes' arguments, identity and health-check timeout.
+void fleet_toolchain_backend(WorkerArgs& a) {
+  runner::FleetWorkerOptions& fo = a.fo;
+  const BackendChoice& backend = a.backend;
+  fo.backend_args = {"--backend", backend.kind, "--toolchain", backend.toolchain_file};
+  if (!backend.debug_ir_dir.empty()) fo.backend_args.insert(fo.backend_args.end(), {"--debug-ir-dir", backend.debug_ir_dir});
+  if (!backend.board.empty()) {
+    // One job at a time per board (its lock serialises them anyway).
+    if (fo.capacity != 1)
+      std::fprintf(stderr, "torq-worker: note: --board runs one job at a time: capacity %d -> 1\n", fo.capacity);
+    fo.capacity = 1;
+    fo.timeouts_check_device = true;  // a hang may be the board's: checked before it is the op's
+    std::ostringstream lock_s;
+    lock_s << backend.board_lock_timeout_s;
+    fo.backend_args.insert(fo.backend_args.end(), {"--board", backend.board, "--board-lock-timeout-s", lock_s.str(),
+                                                   "--board-host-keys", backend.board_host_keys});
+    if (!backend.ssh_key.empty()) fo.backend_args.insert(fo.backend_args.end(), {"--ssh-key", backend.ssh_key});
+  }
+  fo.toolchain = make_backend(backend, a.threads)->identity();
+  fo.health_timeout_ms = toolchain::ToolchainConfig::load(backend.toolchain_file).job_budget_ms(1);
+}
+
+// --connect: completes the fleet options and serves the coordinator until stopped.
+int serve_as_fleet_worker(const CLI::App& app, WorkerArgs& a) {
+  runner::FleetWorkerOptions& fo = a.fo;
+  const std::string& tags_csv = a.tags_csv;
+  fo.cache_dir = a.cache_dir;
+  fo.lanes = a.lanes;
+  fo.threads_per_job = a.threads;
+  if (app.count("--id")) fo.worker_id = a.id;
+  fo.health_interval_s = static_cast<int>(a.health_interval_h * 3600);
+  if (fo.health_checks) fo.health_model = sim::build_demo_model();
+  for (size_t at = 0; at < tags_csv.size();) {
+    size_t end = tags_csv.find(',', at);
+    if (end == std::string::npos) end = tags_csv.size();
+    if (end > at) fo.tags.push_back(tags_csv.substr(at, end - at));
+    at = end + 1;
+  }
+  if (a.backend.kind != "sim") fleet_toolchain_backend(a);
+  for (auto& arg : runner::preload_args(a.preload)) fo.backend_args.push_back(arg);
+  return run_fleet(std::move(fo), a.executors, a.key_prefix, a.server_key);
+}
+
+// --stdio: serves the parent pool's jobs on stdin/stdout, then exits with serve_stdio's code.
+[[noreturn]] void serve_stdio_jobs(WorkerArgs& a) {
+  const std::string& cache_dir = a.cache_dir;
   auto fetch = [&](const std::string& hash) {
     if (hash.find('/') != std::string::npos || hash.find("..") != std::string::npos)
       throw pipeline::PipelineError("bad model hash '" + hash + "'");
@@ -326,15 +375,35 @@ int main(int argc, char** argv) {
   // job_env.h.)
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  runner::JobRunner runner(fetch, id, make_backend(backend, threads), threads);
-  runner::start_preload(runner, preload);
+  runner::JobRunner runner(fetch, a.id, make_backend(a.backend, a.threads), a.threads);
+  runner::start_preload(runner, a.preload);
   runner::StdioServeOptions so;
-  so.id = id;
-  so.lanes = lanes;
+  so.id = a.id;
+  so.lanes = a.lanes;
   runner::faults_from_env(&so);
   const int rc = runner::serve_stdio(runner, so);
   // Every result is written (unbuffered) and nothing else is owed: leave
   // without freeing the models (hundreds of MB of activations, tens of ms).
   std::fflush(nullptr);
   _exit(rc);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  runner::restore_caller_tunables();  // a pool's job process: its tools start as its caller would
+  CLI::App app{"torq-worker: runs executor-discovery jobs (sim or toolchain backend)"};
+  WorkerArgs a;
+  CLI::Option* o_connect = add_mode_options(app, a);
+  add_fleet_options(app, a);
+  add_fleet_device_options(app, a, o_connect);
+  add_backend_options(app, a.backend, a.check_only);
+  add_preload_options(app, a.preload, a.preload_rounding);
+  CLI11_PARSE(app, argc, argv);
+  resolve_options(app, a);
+  if (const int rc = check_backend(a.backend); rc != 0 || a.check_only) return rc;
+  absolute_backend_paths(a.backend);
+  if (const int rc = check_mode(a)) return rc;
+  if (!a.fo.connect.empty()) return serve_as_fleet_worker(app, a);
+  serve_stdio_jobs(a);
 }
