@@ -5,7 +5,9 @@
 # torq-worker processes (target sim), runs SPEC and leaves everything in
 # OUT_DIR: junit.xml, summary.json, report.html,
 # suggested.yaml (when the config could be tightened), reports/<test-id>/
-# (report JSON, compiler JSON, torch-mlir import) and the process logs.
+# (report JSON, compiler JSON, torch-mlir import) and the process logs. The
+# coordinator's "[progress]" lines (what it is doing, at least every 5 s)
+# are shown here as they come.
 #
 # Usage: ci/nightly.sh [OUT_DIR] [SPEC] [-- extra torq-coordinator args, e.g. -k resnet]
 #   env: WORKERS (default 2), BUILD_DIR (default build), PRESET (default nightly)
@@ -51,8 +53,13 @@ for ((i = 0; i < WORKERS; i++)); do
     2> "$OUT/worker$i.log" &
   pids+=($!)
 done
+# Where the run is: the coordinator's "[progress]" lines (at least every 5 s)
+# on this terminal too; its whole log stays in coordinator.log.
+tail -n +1 -F --pid="$coord" "$OUT/coordinator.log" 2>/dev/null | grep --line-buffered '^\[progress\]' >&2 &
+shower=$!
 rc=0
 wait "$coord" || rc=$?
+wait "$shower" 2>/dev/null || true
 if [ "$rc" = 0 ] && [ ! -f "$OUT/summary.json" ]; then
   echo "nightly: the coordinator stopped early (signal?): no outcomes; rerun to resume from $OUT/.torq-store" >&2
   rc=3

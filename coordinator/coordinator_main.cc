@@ -28,6 +28,7 @@
 #include <CLI/CLI.hpp>
 
 #include "pipeline/base/toolchain_budget.h"
+#include "pipeline/base/progress.h"
 #include "coordinator/matrix/diff_command.h"
 #include "coordinator/fleet/fleet_run.h"
 #include "coordinator/matrix/matrix_run.h"
@@ -302,6 +303,8 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // Where a long run is, on stderr every few seconds (issue 31).
+  const base::Progress progress("torq-coordinator");
   if (r.spec_file.empty()) return coordinator::run_fleet(r.o, std::cout, std::cerr);
   return run_spec(r);
 }

@@ -18,6 +18,7 @@
 #include "coordinator/gen_config/quantize_first.h"
 #include "coordinator/gen_config/repro_command.h"
 #include "worker/quant/quantize_model.h"
+#include "pipeline/base/progress.h"
 #include "pipeline/base/toolchain_budget.h"
 #include "worker/engine/profile.h"
 
@@ -522,7 +523,10 @@ int main(int argc, char** argv) {
   try {
     if (*runc) return do_run(*runc, run_args, null_out);
     if (*disc) return do_discover(*disc, discover_args, null_out);
-    if (*quant) return quant::quantize_command(qo, std::cout, std::cerr);
+    if (*quant) {
+      const base::Progress progress("torq-gen-config quantize");
+      return quant::quantize_command(qo, std::cout, std::cerr);
+    }
     if (*repro) return do_repro(repro_args, argc, argv, null_out);
     if (*cmp) return do_compare(compare_args);
     if (*view) return do_view(view_args);

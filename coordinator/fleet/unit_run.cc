@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "coordinator/fleet/cache_writer.h"
+#include "pipeline/base/progress.h"
 
 #include <algorithm>
 #include <cctype>
@@ -221,6 +222,10 @@ class UnitServer {
     ++t_.done_jobs;
     ++t_.by_status[r.status];
     if (r.status == Status::kError) ++t_.by_class[r.error_class.empty() ? "unknown" : r.error_class];
+    if (base::Progress::active())
+      base::Progress::note("jobs " + std::to_string(t_.done_jobs) + "/" +
+                           std::to_string(std::max(t_.estimate, t_.done_jobs)) + " done (" +
+                           std::to_string(t_.resumed + t_.cache_hits) + " resumed or cached)");
     if (t_.done_jobs % 25 == 0) {
       const double secs = std::chrono::duration<double>(Clock::now() - started_).count();
       log_("jobs " + std::to_string(t_.done_jobs) + "/" + std::to_string(std::max(t_.estimate, t_.done_jobs)) +
@@ -297,6 +302,7 @@ ServeTotals serve(std::vector<RunUnit>& units, Store& store, const std::string& 
   const std::string header = "run " + run + ": " + std::to_string(units.size()) + " units, " +
                              std::to_string(t.total_layers) + " layers, ~" + std::to_string(t.estimate) +
                              " jobs, job timeout " + std::to_string(timeout_ms / 1000) + " s";
+  base::Progress::note("jobs 0/" + std::to_string(t.estimate) + " done (run " + run + ")");
   if (local) {
     log(header + " on local job processes");
     t.complete = (*local)(next, done, group_done);

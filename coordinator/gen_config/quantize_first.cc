@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "pipeline/model/model_import.h"
+#include "pipeline/base/progress.h"
 #include "worker/quant/quantize_model.h"
 
 namespace torq::coordinator {
@@ -45,6 +46,7 @@ int quantize_first(const QuantizeFirst& q, bool convert_bf16, uint64_t seed, con
   o.seed = seed;
   o.output = (std::filesystem::path(output_dir) / (pipeline::model_name_from_path(*model) + "_quant.onnx")).string();
   std::ostringstream msg;
+  const base::Progress progress("torq-gen-config --quantize");
   if (quant::quantize_command(o, out, msg) != 0) {
     err << "torq-gen-config: error: --quantize " << *model << ": " << msg.str().substr(msg.str().find(' ') + 1);
     return 2;

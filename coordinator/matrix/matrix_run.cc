@@ -2,6 +2,7 @@
 // outcomes → JUnit, JSON, HTML and per-test report files.
 #include "coordinator/matrix/matrix_run.h"
 
+#include "pipeline/base/progress.h"
 #include "pipeline/base/toolchain_budget.h"
 
 #include <yaml-cpp/yaml.h>
@@ -452,8 +453,11 @@ struct MatrixRun {
 
   // Makes the unit of each selected test that runs (or shares another's); records the run of each that does not.
   Exit prepare_units() {
-    for (const TestCase* t : selected)
+    size_t n = 0;
+    for (const TestCase* t : selected) {
+      base::Progress::note("preparing " + std::to_string(++n) + "/" + std::to_string(selected.size()) + ": " + t->id);
       if (const Exit end = prepare_unit(t)) return end;
+    }
     return std::nullopt;
   }
 
@@ -605,6 +609,7 @@ struct MatrixRun {
 
   // Writes each unit's report files and takes its tests' runs from its report.
   Exit collect_reports() {
+    base::Progress::note("writing the reports of " + std::to_string(unit_of.size()) + " tests");
     try {
       for (const auto& [id, idx] : unit_of) collect_report(id, units[idx]);
     } catch (const std::exception& e) {
@@ -705,6 +710,7 @@ struct MatrixRun {
 
   // Writes ops.csv, junit.xml, summary.json, report.html and suggested.yaml (removing a stale one) to the export.
   Exit export_files() {
+    base::Progress::note("exporting junit.xml, summary.json, report.html to " + export_dir);
     ops = op_matrix(records);
     try {
       write_text(export_dir + "/ops.csv", ops_csv(ops));

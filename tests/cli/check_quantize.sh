@@ -4,7 +4,8 @@
 # the fp32 model's on discovery's held-out input (PCC >= MIN_PCC, per tensor
 # and per channel); re-quantizing it and bad options are exit 2. FORMAT
 # qoperator (default qdq) also checks the report's count of integer ops and
-# that the model holds QLinearConv nodes.
+# that the model holds QLinearConv nodes. It also says where it is:
+# "[progress]" lines (calibration, rewrite, measure) at $TORQ_PROGRESS_MS.
 # Usage: check_quantize.sh TORQ_GEN_CONFIG TORQ_SIM MODEL MIN_PCC WORKDIR [FORMAT]
 set -uo pipefail
 gen="$1"; sim="$2"; model="$3"; min_pcc="$4"; work="$5"; format="${6:-qdq}"
@@ -13,9 +14,13 @@ fail() { echo "check_quantize: $*"; exit 1; }
 pcc_of() { sed -n 's/.*PCC \([0-9.e-]*\),.*/\1/p' <<<"$1" | head -1; }
 
 for mode in "" "--per-channel"; do
-  out=$("$gen" quantize --model "$model" --output-dir "$work" $mode --quant-format "$format" --num-calib 4 2>&1) ||
-    fail "quantize $mode --quant-format $format: exit $?: $out"
+  # TORQ_PROGRESS_MS=1: its "[progress]" lines every millisecond (issue 31).
+  out=$(TORQ_PROGRESS_MS=1 "$gen" quantize --model "$model" --output-dir "$work" $mode --quant-format "$format" \
+        --num-calib 4 2>&1) || fail "quantize $mode --quant-format $format: exit $?: $out"
   echo "$out"
+  grep -q '^\[progress\] torq-gen-config quantize: ' <<<"$out" || fail "no [progress] line"
+  bad_progress=$(grep '^\[progress\]' <<<"$out" | grep -Ev '^\[progress\] torq-gen-config quantize: (calibrating: input [1-4]/4|rewriting the graph as (QDQ|QOperator)|measuring the quantized model against the fp32 one) \([0-9]+ s\)$')
+  [ -z "$bad_progress" ] || fail "unexpected [progress] lines: $bad_progress"
   q="$work/$(basename "$model" .onnx)_quant.onnx"
   [ "$(basename "$model")" = model.onnx ] && q="$work/$(basename "$(dirname "$model")")_quant.onnx"
   [ -s "$q" ] || fail "no quantized model at $q"

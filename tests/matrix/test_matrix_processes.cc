@@ -245,6 +245,37 @@ TEST(MatrixConfigs, QuickstartRunsOnTheBuiltDemoModel) {
   EXPECT_EQ(junit_via_python(dir + "/out/junit.xml").substr(0, 6), "2 0 0\n");
 }
 
+// A long run says where it is (issue 31): "[progress] torq-coordinator:
+// <step> (N s)" on stderr at the interval ($TORQ_PROGRESS_MS here, 5 s by
+// default, so the quick start above prints none): the tests it prepares,
+// then the jobs done of the estimate.
+TEST(MatrixConfigs, ASpecRunSaysWhereItIsAtTheProgressInterval) {
+  const std::string dir = fresh_dir("matrix-progress");
+  const std::string spec = std::string(TORQ_SOURCE_DIR) + "/configs/quickstart.yaml";
+  setenv("TORQ_PROGRESS_MS", "5", 1);
+  auto [code, out] = run({bin("torq-coordinator"), "--spec", spec, "--local-workers", "2", "--export", dir + "/out"},
+                         dir + "/run.log");
+  unsetenv("TORQ_PROGRESS_MS");
+  ASSERT_EQ(code, 0) << out;
+  const std::regex line(R"(\[progress\] torq-coordinator: (preparing [12]/2: \S+|jobs \d+/\d+ done \(.*\)|)"
+                        R"(writing the reports of \d+ tests|exporting .*) \(\d+ s\))");
+  std::istringstream lines(out);
+  int progress = 0, jobs = 0;
+  for (std::string l; std::getline(lines, l);) {
+    if (l.rfind("[progress]", 0) != 0) continue;
+    ++progress;
+    EXPECT_TRUE(std::regex_match(l, line)) << l;
+    if (l.find(": jobs ") != std::string::npos) ++jobs;
+  }
+  // Starting two worker processes alone takes well over 5 ms.
+  EXPECT_GE(jobs, 1) << out;
+  EXPECT_GE(progress, jobs);
+  auto [code2, out2] = run({bin("torq-coordinator"), "--spec", spec, "--local-workers", "2", "--export",
+                            dir + "/out2"}, dir + "/run2.log");
+  ASSERT_EQ(code2, 0) << out2;
+  EXPECT_EQ(out2.find("[progress]"), std::string::npos) << out2;  // 5 s: a sub-second run says nothing
+}
+
 // One model on two targets of one run: the sim profile set whose nss is the
 // css profile (fp32, general) keeps its own results, apart from sim's.
 TEST_F(MatrixRun, ASimProfileSetTargetRunsItsProfilesAndKeepsItsOwnResults) {

@@ -44,6 +44,36 @@ import warnings
 # cached zoo is checked without paying for the import (about 2 s).
 
 
+class Progress:
+    """Says what the export is doing at least every few seconds (issue 31):
+    "[progress] <tool>: <step> (<elapsed> s)" on stderr (a terminal or the
+    log it is redirected to), repeated by a thread while one export runs
+    long. The interval is 5 s, or $TORQ_PROGRESS_MS."""
+
+    def __init__(self, tool):
+        import threading
+        self.tool, self.step, self.t0 = tool, "", time.time()
+        try:
+            self.every = max(int(os.environ.get("TORQ_PROGRESS_MS", "5000")), 1) / 1000.0
+        except ValueError:
+            self.every = 5.0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def note(self, step):
+        self.step = step
+
+    def _loop(self):
+        while not self.stop.wait(self.every):
+            if self.step:
+                print(f"[progress] {self.tool}: {self.step} ({time.time() - self.t0:.0f} s)",
+                      file=sys.stderr, flush=True)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+
 def _load_torch():
     global torch, torchvision, onnx, convnext, M
     if "torch" in globals():
@@ -475,7 +505,9 @@ def zoo_main(args):
     exported = cached = 0
     now_s = total_s = 0.0
     total_bytes = 0
-    for name, build, opset, shape, opts in cases:
+    progress = Progress("make-zoo")
+    for i, (name, build, opset, shape, opts) in enumerate(cases):
+        progress.note(f"{name} ({i + 1}/{len(cases)})")
         d = os.path.join(out, name)
         key = zoo_key(name, versions)
         st = read_stamp(d)
@@ -488,8 +520,10 @@ def zoo_main(args):
             total_s += st["export_s"]
             total_bytes += size
             continue
+        progress.note(f"loading torch for {name} ({i + 1}/{len(cases)})")
         _load_torch()
         torch.set_num_threads(2)
+        progress.note(f"exporting {name} ({i + 1}/{len(cases)})")
         partial = os.path.join(out, ".partial-" + name)
         shutil.rmtree(partial, ignore_errors=True)
         t0 = time.time()
@@ -514,6 +548,7 @@ def zoo_main(args):
         now_s += secs
         total_s += secs
         total_bytes += size
+    progress.close()
     print(f"zoo: {len(cases)} models in {out}: {exported} exported now ({now_s:.1f} s), "
           f"{cached} cached; {mb(total_bytes)} on disk; export time of these models "
           f"{total_s:.1f} s (torch {versions['torch']}, torchvision {versions['torchvision']})")
@@ -549,11 +584,14 @@ def main():
     _load_torch()
     torch.set_num_threads(2)
     os.makedirs(args.out_dir, exist_ok=True)
-    for arch, build, opset, shape, opts in cases:
+    progress = Progress("export_torchvision")
+    for i, (arch, build, opset, shape, opts) in enumerate(cases):
+        progress.note(f"exporting {case_name(arch, opset)} ({i + 1}/{len(cases)})")
         t0 = time.time()
         name, nodes, ops = export_case(args.out_dir, arch, build, opset, shape, opts)
         print(f"exported {name}: {nodes} nodes, {time.time() - t0:.1f} s, ops {' '.join(ops)}",
               flush=True)
+    progress.close()
     return 0
 
 

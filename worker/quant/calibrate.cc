@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "pipeline/base/progress.h"
 #include "worker/engine/session.h"
 
 namespace torq::quant {
@@ -12,6 +13,7 @@ std::map<std::string, Range> calibrate(const onnx::ModelProto& model, int num_ca
   auto session = engine::Session::from_proto(model);
   std::map<std::string, Range> ranges;
   for (int k = 0; k < num_calib; ++k) {
+    base::Progress::note("calibrating: input " + std::to_string(k + 1) + "/" + std::to_string(num_calib));
     auto values = session->run_all(session->random_inputs(calibration_seed(seed, k), -1.f, 1.f));
     for (const auto& [name, t] : values) {
       if (t.dtype() != engine::DType::kF32 || session->is_constant(name) || t.numel() == 0) continue;

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "pipeline/base/progress.h"
 #include "worker/engine/session.h"
 #include "worker/quant/calibrate.h"
 
@@ -120,8 +121,14 @@ QuantizeReport quantize_model(const onnx::ModelProto& fp32, const QuantizeOption
   if (is_quantized(fp32, &which))
     throw std::invalid_argument("the model is already quantized (" + which + "): give the fp32 model");
   QuantizeReport r;
-  r.qdq = quantize_qdq(fp32, calibrate(fp32, o.num_calib, o.seed), QdqOptions{o.per_channel});
-  if (o.format == "qoperator") r.qoperator = to_qoperator(r.qdq);
+  const auto ranges = calibrate(fp32, o.num_calib, o.seed);
+  base::Progress::note("rewriting the graph as QDQ");
+  r.qdq = quantize_qdq(fp32, ranges, QdqOptions{o.per_channel});
+  if (o.format == "qoperator") {
+    base::Progress::note("rewriting the graph as QOperator");
+    r.qoperator = to_qoperator(r.qdq);
+  }
+  base::Progress::note("measuring the quantized model against the fp32 one");
   measure(fp32, &r, o.seed);
   return r;
 }
