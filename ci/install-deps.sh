@@ -14,7 +14,7 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 # Building and running the tools.
 PKGS=(
-  build-essential cmake ccache pkg-config
+  build-essential cmake ninja-build ccache pkg-config
   libzmq3-dev cppzmq-dev libflatbuffers-dev flatbuffers-compiler
   libonnx-dev libprotobuf-dev protobuf-compiler
   librocksdb-dev libyaml-cpp-dev libdnnl-dev
