@@ -13,7 +13,6 @@
 //       [--pcc-drift X] [--time-drift F] [--time-floor-ms MS] [RUN_A] [RUN_B]
 //   torq-coordinator keygen OUT_PREFIX      -> OUT_PREFIX.key, OUT_PREFIX.pub
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,6 +26,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "pipeline/base/stop_signals.h"
 #include "pipeline/base/toolchain_budget.h"
 #include "pipeline/base/progress.h"
 #include "coordinator/matrix/diff_command.h"
@@ -297,12 +297,7 @@ int main(int argc, char** argv) {
   if (const int rc = check_run_options(app, r)) return rc;
   r.o.broker.grace_ms = std::max(0, r.grace_s) * 1000;
   r.o.broker.stop_flag = &g_stop;
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  base::install_stop_signals(on_stop_signal);
   // Where a long run is, on stderr every few seconds (issue 31).
   const base::Progress progress("torq-coordinator");
   if (r.spec_file.empty()) return coordinator::run_fleet(r.o, std::cout, std::cerr);

@@ -32,6 +32,7 @@
 #include <CLI/CLI.hpp>
 
 #include "pipeline/wire/codec.h"
+#include "pipeline/base/stop_signals.h"
 #include "pipeline/base/file_bytes.h"
 #include "worker/board/address.h"
 #include "worker/runner/fleet_worker.h"
@@ -73,12 +74,7 @@ int run_fleet(runner::FleetWorkerOptions o, const std::string& executors, const 
     }
     runner::FleetWorker worker(std::move(o));
     g_fleet = &worker;
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, nullptr);
-    sigaction(SIGINT, &sa, nullptr);
-    signal(SIGPIPE, SIG_IGN);
+    base::install_stop_signals(on_stop_signal);
     const int rc = worker.run();
     g_fleet = nullptr;
     return rc;
