@@ -14,8 +14,6 @@ namespace {
 
 bool default_domain(const onnx::NodeProto& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
 
-bool is_constant(const onnx::NodeProto& n) { return n.op_type() == "Constant" && default_domain(n); }
-
 // Producer position of every value, and consumer positions.
 struct Edges {
   std::map<std::string, int> producer;
@@ -42,7 +40,7 @@ class Grouping {
 
   void build() {
     for (int i = 0; i < g_.node_size(); ++i)
-      if (!is_constant(g_.node(i)) && !is_qdq_node(g_.node(i))) owner_[i] = i;
+      if (!is_constant_node(g_.node(i)) && !is_qdq_node(g_.node(i))) owner_[i] = i;
     for (int i = 0; i < g_.node_size(); ++i)
       if (is_qdq_node(g_.node(i))) own_trailing(i);
     for (int i = 0; i < g_.node_size(); ++i)
@@ -62,7 +60,7 @@ class Grouping {
       auto it = e_.consumers.find(o);
       if (it == e_.consumers.end()) continue;
       for (int c : it->second)
-        if (!is_qdq_node(g_.node(c)) && !is_constant(g_.node(c))) return true;
+        if (!is_qdq_node(g_.node(c)) && !is_constant_node(g_.node(c))) return true;
     }
     return false;
   }
@@ -91,7 +89,7 @@ class Grouping {
     std::set<int> placed;
     for (const auto& [c, m] : members_) placed.insert(m.begin(), m.end());
     for (int i = 0; i < g_.node_size(); ++i)
-      if (!is_constant(g_.node(i)) && !placed.count(i)) {
+      if (!is_constant_node(g_.node(i)) && !placed.count(i)) {
         owner_[i] = i;
         members_[i].insert(i);
       }
@@ -106,7 +104,7 @@ class Grouping {
 std::vector<LayerNodes> plain_layers(const onnx::GraphProto& g) {
   std::vector<LayerNodes> out;
   for (int i = 0; i < g.node_size(); ++i) {
-    if (is_constant(g.node(i))) continue;
+    if (is_constant_node(g.node(i))) continue;
     LayerNodes l;
     l.compute = i;
     l.operator_index = static_cast<int>(out.size());
@@ -118,6 +116,8 @@ std::vector<LayerNodes> plain_layers(const onnx::GraphProto& g) {
 
 }  // namespace
 
+bool is_constant_node(const onnx::NodeProto& n) { return n.op_type() == "Constant" && default_domain(n); }
+
 bool is_qdq_node(const onnx::NodeProto& n) {
   return default_domain(n) && (n.op_type() == "QuantizeLinear" || n.op_type() == "DequantizeLinear");
 }
@@ -125,7 +125,7 @@ bool is_qdq_node(const onnx::NodeProto& n) {
 std::vector<LayerNodes> layer_nodes(const onnx::GraphProto& g) {
   bool qdq = false, compute = false;
   for (const auto& n : g.node()) {
-    if (is_constant(n)) continue;
+    if (is_constant_node(n)) continue;
     (is_qdq_node(n) ? qdq : compute) = true;
   }
   if (!qdq || !compute) return plain_layers(g);
@@ -134,7 +134,7 @@ std::vector<LayerNodes> layer_nodes(const onnx::GraphProto& g) {
   grouping.build();
   std::vector<int> non_constant_index(g.node_size(), -1);
   for (int i = 0, k = 0; i < g.node_size(); ++i)
-    if (!is_constant(g.node(i))) non_constant_index[i] = k++;
+    if (!is_constant_node(g.node(i))) non_constant_index[i] = k++;
   std::vector<LayerNodes> out;
   for (const auto& [c, m] : grouping.members()) {  // map order: graph order of compute nodes
     LayerNodes l;

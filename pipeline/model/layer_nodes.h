@@ -37,6 +37,9 @@ struct LayerNodes {
 // QuantizeLinear / DequantizeLinear of the default domain.
 bool is_qdq_node(const onnx::NodeProto& n);
 
+// A Constant of the default domain (no MLIR operator of its own).
+bool is_constant_node(const onnx::NodeProto& n);
+
 // The layers of a graph in graph order of their compute nodes.
 std::vector<LayerNodes> layer_nodes(const onnx::GraphProto& g);
 

@@ -20,10 +20,6 @@
 namespace torq::pipeline {
 namespace {
 
-bool is_constant(const onnx::NodeProto& n) {
-  return n.op_type() == "Constant" && (n.domain().empty() || n.domain() == "ai.onnx");
-}
-
 // The op type of a `torch.operator "onnx.<Op>"` on `line` and the 1-based
 // column of `torch.operator`, or an empty op when the line has none.
 std::pair<std::string, size_t> find_onnx_operator(const std::string& line) {
@@ -45,7 +41,7 @@ std::pair<std::string, size_t> find_onnx_operator(const std::string& line) {
 std::vector<std::string> non_constant_op_types(const onnx::ModelProto& model) {
   std::vector<std::string> out;
   for (const auto& n : model.graph().node())
-    if (!is_constant(n)) out.push_back(n.op_type());
+    if (!is_constant_node(n)) out.push_back(n.op_type());
   return out;
 }
 

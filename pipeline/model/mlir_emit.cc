@@ -14,15 +14,12 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "pipeline/model/layer_nodes.h"
 #include "pipeline/model/mlir.h"
 #include "pipeline/core/types.h"
 
 namespace torq::pipeline {
 namespace {
-
-bool is_constant(const onnx::NodeProto& n) {
-  return n.op_type() == "Constant" && (n.domain().empty() || n.domain() == "ai.onnx");
-}
 
 // Element type spelling shared by !torch.vtensor and builtin tensor types
 // (the importer's ELEM_TYPE_TO_IR_TYPE table).
@@ -364,7 +361,7 @@ class RegionEmitter {
 
  private:
   static bool is_value_constant(const onnx::NodeProto& n) {
-    if (!is_constant(n) || n.output_size() != 1) return false;
+    if (!is_constant_node(n) || n.output_size() != 1) return false;
     for (const auto& a : n.attribute())
       if (a.name() == "value" && a.type() == onnx::AttributeProto::TENSOR) return true;
     return false;

@@ -512,7 +512,7 @@ const char* host_cat(const std::string& type) {
   return "dispatch";
 }
 
-double us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+double micros(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 
 nlohmann::json meta(const char* what, int pid, int tid, nlohmann::json args) {
   return {{"name", what}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", std::move(args)}};
@@ -520,8 +520,8 @@ nlohmann::json meta(const char* what, int pid, int tid, nlohmann::json args) {
 
 nlohmann::json complete(const std::string& name, const char* cat, const Track& tr, int64_t ts, int64_t dur,
                         nlohmann::json args) {
-  return {{"name", name}, {"cat", cat},  {"ph", "X"},   {"ts", us(ts)},
-          {"dur", us(dur)}, {"pid", tr.pid}, {"tid", tr.tid}, {"args", std::move(args)}};
+  return {{"name", name}, {"cat", cat},  {"ph", "X"},   {"ts", micros(ts)},
+          {"dur", micros(dur)}, {"pid", tr.pid}, {"tid", tr.tid}, {"args", std::move(args)}};
 }
 
 // X events of both files grouped per track, times from `origin`.

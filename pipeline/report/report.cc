@@ -33,7 +33,7 @@ int slot(Executor e) { return static_cast<int>(e); }
 double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
 
 // JSON has no NaN/Inf: NaN is written as null, infinities as "inf"/"-inf".
-ojson num(double v) {
+ojson json_num(double v) {
   if (std::isfinite(v)) return v;
   if (std::isnan(v)) return nullptr;
   return v > 0 ? "inf" : "-inf";
@@ -99,16 +99,16 @@ bool is_line_col(const std::string& s) {
 
 ojson tolerance_json(const Tolerance& t) {
   return {
-      {"fp_avg_tol", num(t.fp_avg_tol)}, {"fp_max_tol", num(t.fp_max_tol)}, {"allowed_wrong", num(t.allowed_wrong)}};
+      {"fp_avg_tol", json_num(t.fp_avg_tol)}, {"fp_max_tol", json_num(t.fp_max_tol)}, {"allowed_wrong", json_num(t.allowed_wrong)}};
 }
 
 ojson output_json(const OutputDiff& o) {
   return {{"name", o.name},
-          {"max_abs", num(o.max_abs)},
-          {"mean_abs", num(o.mean_abs)},
-          {"rmse", num(o.rmse)},
-          {"max_rel", num(o.max_rel)},
-          {"pcc", num(o.pcc)},
+          {"max_abs", json_num(o.max_abs)},
+          {"mean_abs", json_num(o.mean_abs)},
+          {"rmse", json_num(o.rmse)},
+          {"max_rel", json_num(o.max_rel)},
+          {"pcc", json_num(o.pcc)},
           {"over_tol", o.over_tol},
           {"size", o.size},
           {"nan_mismatch", o.nan_mismatch}};
@@ -122,10 +122,10 @@ ojson exec_json(const ExecResult& r) {
     j["failure_report"] = {{"type", r.error_class}, {"summary", r.error_message}};
     j["error_class"] = r.error_class;
   } else {
-    j["max_diff"] = {{"max_rel_diff", num(r.max_rel)}, {"max_abs_diff", num(r.max_abs)}};
-    j["pcc"] = num(r.pcc);
+    j["max_diff"] = {{"max_rel_diff", json_num(r.max_rel)}, {"max_abs_diff", json_num(r.max_abs)}};
+    j["pcc"] = json_num(r.pcc);
   }
-  if (r.runtime_ms >= 0) j["timing"] = {{"runtime_ms", num(r.runtime_ms)}, {"runs", r.timing_runs}};
+  if (r.runtime_ms >= 0) j["timing"] = {{"runtime_ms", json_num(r.runtime_ms)}, {"runs", r.timing_runs}};
   if (!r.outputs.empty()) {
     ojson outs = ojson::array();
     for (const OutputDiff& o : r.outputs) outs.push_back(output_json(o));
@@ -137,7 +137,7 @@ ojson exec_json(const ExecResult& r) {
   if (!r.job_id.empty()) j["job_id"] = r.job_id;
   if (!r.toolchain.empty()) j["toolchain"] = r.toolchain;
   if (!r.chip.empty()) j["chip"] = r.chip;
-  j["host_ms"] = num(r.host_ms);
+  j["host_ms"] = json_num(r.host_ms);
   j["attempts"] = r.attempts;
   return j;
 }
@@ -196,11 +196,11 @@ ojson summary_json(const ReportSummary& s) {
     status_counts[executor_name(e)] = {{"success", x.success}, {"difference", x.difference}, {"error", x.error}};
     executor_counts[executor_name(e)] = x.recommended;
     if (x.layers_timed > 0)
-      timing[executor_name(e)] = {{"total_runtime_ms", num(round3(x.total_runtime_ms))},
+      timing[executor_name(e)] = {{"total_runtime_ms", json_num(round3(x.total_runtime_ms))},
                                   {"layers_timed", x.layers_timed},
-                                  {"avg_ms", num(round3(x.total_runtime_ms / x.layers_timed))},
-                                  {"min_ms", num(round3(x.min_runtime_ms))},
-                                  {"max_ms", num(round3(x.max_runtime_ms))},
+                                  {"avg_ms", json_num(round3(x.total_runtime_ms / x.layers_timed))},
+                                  {"min_ms", json_num(round3(x.min_runtime_ms))},
+                                  {"max_ms", json_num(round3(x.max_runtime_ms))},
                                   {"samples", x.layers_timed}};
   }
   executor_counts["none"] = s.recommended_none;
@@ -235,7 +235,7 @@ class Reader {
     return j.get<bool>();
   }
   // Numbers; null reads as NaN and "inf"/"-inf"/"nan" as themselves (what
-  // num() writes).
+  // json_num() writes).
   double number(const ojson& j, const std::string& field) const {
     if (j.is_number()) return j.get<double>();
     if (j.is_null()) return std::numeric_limits<double>::quiet_NaN();

@@ -14,7 +14,7 @@ using nlohmann::json;
 constexpr const char* kChanges[] = {"new failure", "fixed",    "still failing", "outcome",
                                     "unchanged",   "new test", "not run"};
 
-std::string figure(double v) {
+std::string figure_or_dash(double v) {
   if (!std::isfinite(v) || v == -1) return "-";
   char b[32];
   std::snprintf(b, sizeof b, "%.6g", v);
@@ -53,8 +53,8 @@ std::string layer_line(const LayerChange& l) {
 
 std::string test_lines(const TestChange& c) {
   std::string s = c.id + ": " + since_text(c) + outcome_note(c) + "\n";
-  if (c.pcc_drift) s += "  pcc " + figure(c.pcc_a) + " -> " + figure(c.pcc_b) + "\n";
-  if (c.time_drift) s += "  device time " + figure(c.ms_a) + " ms -> " + figure(c.ms_b) + " ms\n";
+  if (c.pcc_drift) s += "  pcc " + figure_or_dash(c.pcc_a) + " -> " + figure_or_dash(c.pcc_b) + "\n";
+  if (c.time_drift) s += "  device time " + figure_or_dash(c.ms_a) + " ms -> " + figure_or_dash(c.ms_b) + " ms\n";
   for (const auto& l : c.layers) s += layer_line(l);
   return s;
 }

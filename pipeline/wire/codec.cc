@@ -3,6 +3,7 @@
 #include <flatbuffers/flatbuffers.h>
 
 #include "pipeline/core/aligned.h"
+#include "pipeline/wire/flat_string.h"
 #include "schema/torq_generated.h"
 
 namespace fb = torq::schema;
@@ -24,8 +25,6 @@ Tolerance get_tol(const fb::Tolerance* t) {
   }
   return out;
 }
-
-std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
 
 // The verified root of `bytes` (an aligned view of the caller's buffer,
 // which must outlive the returned pointer).
@@ -54,7 +53,7 @@ std::vector<OutputDiff> get_diffs(const flatbuffers::Vector<flatbuffers::Offset<
   if (v)
     for (const auto* o : *v) {
       OutputDiff d;
-      d.name = str(o->name());
+      d.name = flat_string(o->name());
       d.max_abs = o->max_abs();
       d.mean_abs = o->mean_abs();
       d.rmse = o->rmse();
@@ -135,15 +134,15 @@ flatbuffers::Offset<fb::Result> put_result(flatbuffers::FlatBufferBuilder& b, co
 
 ExecResult get_result(const fb::Result* r) {
   ExecResult out;
-  out.job_id = str(r->job_id());
+  out.job_id = flat_string(r->job_id());
   const int ex = static_cast<int>(r->executor());
   const int st = static_cast<int>(r->status());
   if (ex < 0 || ex > 2) throw PipelineError("result has an unknown executor " + std::to_string(ex));
   if (st < 0 || st > 2) throw PipelineError("result has an unknown status " + std::to_string(st));
   out.executor = static_cast<Executor>(ex);
   out.status = static_cast<Status>(st);
-  out.error_class = str(r->error_class());
-  out.error_message = str(r->error_message());
+  out.error_class = flat_string(r->error_class());
+  out.error_message = flat_string(r->error_message());
   out.outputs = get_diffs(r->outputs());
   out.max_abs = r->max_abs();
   out.max_rel = r->max_rel();
@@ -152,11 +151,11 @@ ExecResult get_result(const fb::Result* r) {
   out.runtime_ms = r->runtime_ms();
   out.timing_runs = r->timing_runs();
   out.host_ms = r->host_ms();
-  out.worker_id = str(r->worker_id());
-  out.toolchain = str(r->toolchain());
+  out.worker_id = flat_string(r->worker_id());
+  out.toolchain = flat_string(r->toolchain());
   out.attempts = r->attempts();
   out.cached = r->cached();
-  out.dedup_of = str(r->dedup_of());
+  out.dedup_of = flat_string(r->dedup_of());
   if (r->placed())
     for (const auto e : *r->placed()) {
       const int v = static_cast<int>(e);
@@ -164,14 +163,14 @@ ExecResult get_result(const fb::Result* r) {
       out.placed.push_back(static_cast<Executor>(v));
     }
   if (r->layer_ms()) out.layer_ms.assign(r->layer_ms()->begin(), r->layer_ms()->end());
-  out.chip = str(r->chip());
+  out.chip = flat_string(r->chip());
   if (r->profiles())
-    for (const auto* p : *r->profiles()) out.profiles.push_back({str(p->device_csv()), str(p->host_csv())});
+    for (const auto* p : *r->profiles()) out.profiles.push_back({flat_string(p->device_csv()), flat_string(p->host_csv())});
   if (r->e2e_reference()) {
     out.e2e.emplace();
-    out.e2e->reference = str(r->e2e_reference());
+    out.e2e->reference = flat_string(r->e2e_reference());
     out.e2e->outputs = get_diffs(r->e2e_outputs());
-    out.e2e->error = str(r->e2e_error());
+    out.e2e->error = flat_string(r->e2e_error());
     if (out.e2e->outputs.empty() == out.e2e->error.empty())
       throw PipelineError("result's end-to-end comparison has " +
                           std::string(out.e2e->outputs.empty() ? "neither outputs nor an error" : "both outputs and an error"));
@@ -278,12 +277,12 @@ JobSpec decode_job(const void* data, size_t size) {
   const auto* j = verified_root<fb::Job>(bytes, size, "job");
   check_job(j);
   JobSpec out;
-  out.id = str(j->id());
-  out.model_hash = str(j->model_hash());
+  out.id = flat_string(j->id());
+  out.model_hash = flat_string(j->model_hash());
   out.first_node = j->first_node();
   out.last_node = j->last_node();
   out.executor = static_cast<Executor>(j->executor());
-  out.target = str(j->target());
+  out.target = flat_string(j->target());
   out.tolerance = get_tol(j->tolerance());
   out.timing_runs = j->timing_runs();
   out.timeout_ms = j->timeout_ms();
@@ -292,17 +291,17 @@ JobSpec decode_job(const void* data, size_t size) {
   out.input_lo = j->input_lo();
   out.input_hi = j->input_hi();
   out.bf16_rne = j->bf16_rounding_rne();
-  out.result_key = str(j->result_key());
+  out.result_key = flat_string(j->result_key());
   if (j->assignment())
     for (const auto e : *j->assignment()) out.assignment.push_back(static_cast<Executor>(e));
   if (j->executor_targets())
-    for (const auto* t : *j->executor_targets()) out.executor_targets.push_back(str(t));
+    for (const auto* t : *j->executor_targets()) out.executor_targets.push_back(flat_string(t));
   if (j->decide())
     for (const auto d : *j->decide()) out.decide.push_back(d ? 1 : 0);
   if (j->tags())
-    for (const auto* t : *j->tags()) out.tags.push_back(str(t));
+    for (const auto* t : *j->tags()) out.tags.push_back(flat_string(t));
   out.collect_profile = j->collect_profile();
-  out.original_hash = str(j->original_model_hash());
+  out.original_hash = flat_string(j->original_model_hash());
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <flatbuffers/flatbuffers.h>
 
 #include "pipeline/core/aligned.h"
+#include "pipeline/wire/flat_string.h"
 #include "schema/fleet_generated.h"
 
 namespace fb = torq::schema;
@@ -11,8 +12,6 @@ namespace fb = torq::schema;
 namespace torq::pipeline {
 
 namespace {
-
-std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
 
 std::string finish(flatbuffers::FlatBufferBuilder& b, fb::Message type, flatbuffers::Offset<void> body) {
   fb::EnvelopeBuilder eb(b);
@@ -165,20 +164,20 @@ FleetMessage decode_fleet_message(const void* data, size_t size, size_t max_byte
     case fb::Message::Ready: {
       const auto* r = env->message_as_Ready();
       m.type = FleetType::kReady;
-      m.ready.worker_id = str(r->worker_id());
-      m.ready.target = str(r->target());
-      m.ready.toolchain = str(r->toolchain());
+      m.ready.worker_id = flat_string(r->worker_id());
+      m.ready.target = flat_string(r->target());
+      m.ready.toolchain = flat_string(r->toolchain());
       m.ready.capacity = r->capacity();
       m.ready.prefetch = r->prefetch();
       if (r->executors())
         for (auto e : *r->executors()) m.ready.executors.push_back(checked_executor(static_cast<int>(e), "READY"));
       if (r->running())
-        for (const auto* s : *r->running()) m.ready.running.push_back(str(s));
+        for (const auto* s : *r->running()) m.ready.running.push_back(flat_string(s));
       if (r->tags())
-        for (const auto* s : *r->tags()) m.ready.tags.push_back(str(s));
-      if (r->health()) m.ready.health = str(r->health());
-      m.ready.health_reason = str(r->health_reason());
-      m.ready.health_since = str(r->health_since());
+        for (const auto* s : *r->tags()) m.ready.tags.push_back(flat_string(s));
+      if (r->health()) m.ready.health = flat_string(r->health());
+      m.ready.health_reason = flat_string(r->health_reason());
+      m.ready.health_since = flat_string(r->health_since());
       if (!is_health_state(m.ready.health))
         throw PipelineError("READY health '" + m.ready.health + "' (expected Good, Unknown, Bad or Maintenance)");
       if (m.ready.worker_id.empty()) throw PipelineError("READY without a worker id");
@@ -211,7 +210,7 @@ FleetMessage decode_fleet_message(const void* data, size_t size, size_t max_byte
     }
     case fb::Message::ResultAck: {
       m.type = FleetType::kResultAck;
-      m.job_id = str(env->message_as_ResultAck()->job_id());
+      m.job_id = flat_string(env->message_as_ResultAck()->job_id());
       if (m.job_id.empty()) throw PipelineError("RESULT_ACK without a job id");
       return m;
     }
@@ -220,16 +219,16 @@ FleetMessage decode_fleet_message(const void* data, size_t size, size_t max_byte
       return m;
     case fb::Message::JobStarted:
       m.type = FleetType::kStarted;
-      m.job_id = str(env->message_as_JobStarted()->job_id());
+      m.job_id = flat_string(env->message_as_JobStarted()->job_id());
       if (m.job_id.empty()) throw PipelineError("STARTED without a job id");
       return m;
     case fb::Message::Disconnect:
       m.type = FleetType::kDisconnect;
-      m.reason = str(env->message_as_Disconnect()->reason());
+      m.reason = flat_string(env->message_as_Disconnect()->reason());
       return m;
     case fb::Message::BlobRequest:
       m.type = FleetType::kBlobRequest;
-      m.hash = str(env->message_as_BlobRequest()->hash());
+      m.hash = flat_string(env->message_as_BlobRequest()->hash());
       require_hash(m.hash, "BLOB_REQUEST");
       m.blob_offset = env->message_as_BlobRequest()->offset();
       m.blob_max = env->message_as_BlobRequest()->max_bytes();
@@ -237,7 +236,7 @@ FleetMessage decode_fleet_message(const void* data, size_t size, size_t max_byte
     case fb::Message::BlobReply: {
       const auto* r = env->message_as_BlobReply();
       m.type = FleetType::kBlobReply;
-      m.hash = str(r->hash());
+      m.hash = flat_string(r->hash());
       require_hash(m.hash, "BLOB_REPLY");
       m.blob_known = r->known();
       if (m.blob_known) {
