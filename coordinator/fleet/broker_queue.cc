@@ -106,7 +106,7 @@ void FleetBroker::Impl::send_leases(const std::vector<Job*>& round) {
       continue;
     }
     j->sent = Clock::now();
-    if (!first_sent) first_sent = j->sent;
+    if (!first_sent) first_sent = stats.first_dispatch = j->sent;
     ++stats.dispatched;
   }
 }
@@ -161,7 +161,8 @@ void FleetBroker::Impl::start_commit() {
 void FleetBroker::Impl::finish_commit() {
   if (!in_flight.empty()) {
     ++stats.result_commits;
-    if (first_sent) stats.dispatch_window_s = std::chrono::duration<double>(Clock::now() - *first_sent).count();
+    stats.last_commit = Clock::now();
+    if (first_sent) stats.dispatch_window_s = std::chrono::duration<double>(*stats.last_commit - *first_sent).count();
     std::vector<std::pair<std::string, ExecResult>> batch;
     batch.swap(in_flight);
     for (const auto& [id, r] : batch) {

@@ -180,7 +180,7 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
     }
     // Winding down: no more dispatch; wait for the leased jobs, up to the grace period.
     if ((stop_.load() || (m.opt.stop_flag && m.opt.stop_flag->load()) ||
-         (m.opt.workers_gone && m.opt.workers_gone->load())) &&
+         (m.opt.workers_gone && m.opt.workers_gone->load()) || (m.opt.halt_flag && m.opt.halt_flag->load())) &&
         !stop_by) {
       stop_by = now + milliseconds(m.opt.grace_ms);
       m.log("stop requested: dispatching stopped, waiting up to " + std::to_string(m.opt.grace_ms) + " ms for " +
@@ -206,7 +206,8 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
         }
         m.want(*j);
       }
-      if (source_empty && m.queued == 0 && m.leased == 0 && m.wanted_open == 0 && m.held.empty()) {
+      if (source_empty && m.queued == 0 && m.leased == 0 && m.wanted_open == 0 && m.held.empty() &&
+          !(m.opt.source_open && m.opt.source_open())) {
         m.flush();
         return true;
       }
@@ -239,11 +240,14 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
     // writer's fd wakes the loop instead (a past deadline would spin it).
     if (m.committing_since && !m.writer.busy()) wake = std::min(wake, *m.committing_since + Impl::kCommitDelay);
     const long wait_ms = std::max<long>(0, std::chrono::duration_cast<milliseconds>(wake - now).count());
-    // The router, the ZAP handler if any, and the commit writer's batch.
-    zmq_pollitem_t items[3] = {{m.router.handle(), 0, ZMQ_POLLIN, 0}};
+    // The router, the ZAP handler if any, the commit writer's batch, and a
+    // source being filled (while the queue has room to pull from it).
+    zmq_pollitem_t items[4] = {{m.router.handle(), 0, ZMQ_POLLIN, 0}};
     int n_items = 1, zap_item = -1;
     if (m.zap) items[zap_item = n_items++] = {m.zap->handle(), 0, ZMQ_POLLIN, 0};
     if (m.writer.busy()) items[n_items++] = {nullptr, m.writer.fd(), ZMQ_POLLIN, 0};
+    if (m.opt.source_fd >= 0 && !stop_by && m.queued < m.opt.max_queued)
+      items[n_items++] = {nullptr, m.opt.source_fd, ZMQ_POLLIN, 0};
     if (zmq_poll(items, n_items, wait_ms) < 0 && zmq_errno() != EINTR)
       throw PipelineError(std::string("zmq_poll: ") + zmq_strerror(zmq_errno()));
     if (zap_item >= 0 && (items[zap_item].revents & ZMQ_POLLIN)) m.serve_zap();

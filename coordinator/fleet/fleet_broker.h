@@ -47,6 +47,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -96,6 +97,9 @@ struct BrokerOptions {
   // A second stop flag, for embedded runs: set when every local worker has
   // exited (the caller then reports the run as failed, not as stopped).
   const std::atomic<bool>* workers_gone = nullptr;
+  // A third, set by the run itself when it cannot go on (a store error
+  // while it prepares more work). May be null.
+  const std::atomic<bool>* halt_flag = nullptr;
   // Jobs requiring device tags that no registered worker offers are
   // reported after this long; with fail_on_missing_tags the run then stops
   // (run() returns false), else it keeps waiting for such a worker.
@@ -103,6 +107,11 @@ struct BrokerOptions {
   bool fail_on_missing_tags = false;
   // Log lines (no trailing newline). Default: stderr.
   std::function<void(const std::string&)> log;
+  // A source still being filled (units prepared while others run): while
+  // `source_open` returns true an empty source does not end the run, and
+  // `source_fd` (if >= 0) becomes readable when the source may have more.
+  std::function<bool()> source_open;
+  int source_fd = -1;
 };
 
 struct BrokerStats {
@@ -126,6 +135,8 @@ struct BrokerStats {
   std::vector<uint32_t> dispatch_latency_us;
   // From the first JOB sent to the last result committed, in seconds (0: none).
   double dispatch_window_s = 0;
+  std::optional<std::chrono::steady_clock::time_point> first_dispatch;  // the first JOB sent
+  std::optional<std::chrono::steady_clock::time_point> last_commit;     // the last result committed
   size_t result_commits = 0;     // synced store writes of results (group commits)
   size_t lease_commits = 0;      // synced store writes of leases (dispatch rounds)
   // The q-quantile (0..1) of dispatch_latency_us in milliseconds; -1 when empty.
@@ -162,7 +173,8 @@ class FleetBroker {
   // The endpoint actually bound (e.g. with the port the OS chose for ":*").
   const std::string& endpoint() const { return endpoint_; }
 
-  // Serves until the source has nothing, no job is queued or leased and
+  // Serves until the source has nothing (and is no longer open, see
+  // BrokerOptions::source_open), no job is queued or leased and
   // every job the source gave has been reported; or, after request_stop(),
   // until no job is leased or grace_ms has passed. Returns true when the
   // run completed, false when it stopped early. Store errors propagate as

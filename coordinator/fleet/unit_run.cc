@@ -1,9 +1,11 @@
 // Units → plan → fleet → store (see unit_run.h).
 #include "coordinator/fleet/unit_run.h"
 
+#include <deque>
 #include <unordered_map>
 
 #include "coordinator/fleet/cache_writer.h"
+#include "coordinator/fleet/unit_feed.h"
 #include "pipeline/base/progress.h"
 
 #include <algorithm>
@@ -116,12 +118,11 @@ std::string isa_cap_suffix(const std::string& sep) {
   return cap.empty() ? "" : sep + cap;
 }
 
-std::string units_run_id(const std::string& kind, const std::vector<RunUnit>& units) {
-  std::map<std::string, std::string> digests;
-  std::vector<std::string> parts;
-  for (const auto& u : units)
-    parts.push_back(u.key() + "|" + u.model->hash() + "|" + plan_text(u.plan) + "|" + profiles_text(u.plan, digests) +
-                    (u.original_hash.empty() ? "" : "|original " + u.original_hash));
+std::string plan_identity(const PlanOptions& plan, std::map<std::string, std::string>& digests) {
+  return plan_text(plan) + "|" + profiles_text(plan, digests);
+}
+
+std::string run_id_of(const std::string& kind, std::vector<std::string> parts) {
   std::sort(parts.begin(), parts.end());
   std::string key = kind;
   for (const auto& p : parts) key += "\n" + p;
@@ -129,69 +130,89 @@ std::string units_run_id(const std::string& kind, const std::vector<RunUnit>& un
   return sha256_hex(key).substr(0, 16);
 }
 
+std::string units_run_id(const std::string& kind, const std::vector<RunUnit>& units) {
+  std::map<std::string, std::string> digests;
+  std::vector<std::string> parts;
+  for (const auto& u : units)
+    parts.push_back(u.key() + "|" + u.model->hash() + "|" + plan_identity(u.plan, digests) +
+                    (u.original_hash.empty() ? "" : "|original " + u.original_hash));
+  return run_id_of(kind, std::move(parts));
+}
+
 namespace {
 
-// Each unit's planner (its layer range and skipped layers set), with the
-// totals they estimate. Returns the unit of each result key. Throws
-// PipelineError for two units that test the same model the same way.
-std::map<std::string, size_t> plan_units(std::vector<RunUnit>& units, ServeTotals& t) {
-  std::map<std::string, size_t> by_key;
-  for (size_t i = 0; i < units.size(); ++i) {
-    RunUnit& u = units[i];
-    if (!by_key.emplace(u.key(), i).second)
-      throw PipelineError(u.label + ": tests the same model the same way as " + units[by_key[u.key()]].label);
-    if (u.full_model) by_key.emplace(u.full_key(), i);
-    std::vector<std::string> signatures;
-    if (u.plan.dedup != DedupMode::kOff)
-      signatures = layer_signatures(u.model->proto(), u.model->layer_nodes(), u.plan.dedup);
-    u.plan.job_template.model_hash = u.model->hash();
-    u.planner = std::make_unique<Planner>(u.model->hash(), u.model->layers(), signatures, u.plan,
-                                          u.layer_tolerances);
-    const LayerRange lr = u.layers();
-    for (const auto& l : u.model->layers())
-      if (static_cast<uint32_t>(l.index) < lr.first || static_cast<uint32_t>(l.index) > lr.last)
-        u.planner->skip_layer(l.index);
-    for (int l : u.skip_layers) u.planner->skip_layer(l);
-    t.total_layers += u.model->layers().size();
-    t.estimate += u.planner->jobs_total_estimate();
-    t.saved_by_dedup += u.planner->jobs_saved_by_dedup();
-    if (u.full_model) ++t.estimate;
-  }
-  return by_key;
+// Unit `u`'s planner (its layer range and skipped layers set), with the
+// totals it estimates; records its result keys as unit `index`'s in
+// `by_key`. Throws PipelineError for a unit that tests a model the same way
+// as an earlier one.
+void plan_unit(RunUnit& u, size_t index, const std::vector<RunUnit*>& units, std::map<std::string, size_t>& by_key,
+               ServeTotals& t) {
+  if (!by_key.emplace(u.key(), index).second)
+    throw PipelineError(u.label + ": tests the same model the same way as " + units[by_key[u.key()]]->label);
+  if (u.full_model) by_key.emplace(u.full_key(), index);
+  std::vector<std::string> signatures;
+  if (u.plan.dedup != DedupMode::kOff)
+    signatures = layer_signatures(u.model->proto(), u.model->layer_nodes(), u.plan.dedup);
+  u.plan.job_template.model_hash = u.model->hash();
+  u.planner = std::make_unique<Planner>(u.model->hash(), u.model->layers(), signatures, u.plan, u.layer_tolerances);
+  const LayerRange lr = u.layers();
+  for (const auto& l : u.model->layers())
+    if (static_cast<uint32_t>(l.index) < lr.first || static_cast<uint32_t>(l.index) > lr.last)
+      u.planner->skip_layer(l.index);
+  for (int l : u.skip_layers) u.planner->skip_layer(l);
+  t.total_layers += u.model->layers().size();
+  t.estimate += u.planner->jobs_total_estimate();
+  t.saved_by_dedup += u.planner->jobs_saved_by_dedup();
+  if (u.full_model) ++t.estimate;
 }
+
+// Where a run's units are: all given at the start (a vector the caller
+// keeps), or arriving from a feed while it serves (streamed).
+struct UnitSource {
+  std::vector<RunUnit>* given = nullptr;
+  const StreamedUnits* streamed = nullptr;
+};
 
 // The units' jobs as a broker or a pool takes them (next) and their results
 // as it reports them (done, after each is committed): records them with
 // the planners and in the totals, resumes jobs from the store, serves the
-// content-addressed cache and fills it (group_done, finish).
+// content-addressed cache and fills it (group_done, finish). With a feed,
+// takes the units that arrived at each next() and tells when one is done.
 class UnitServer {
  public:
-  UnitServer(std::vector<RunUnit>& units, Store& store, const std::string& run, const LogFn& log, ServeTotals& t)
-      : units_(units), store_(store), run_(run), log_(log), t_(t), by_key_(plan_units(units, t)), cache_writer_(store) {}
+  UnitServer(UnitSource src, Store& store, const std::string& run, const LogFn& log, ServeTotals& t)
+      : src_(src), store_(store), run_(run), log_(log), t_(t), cache_writer_(store) {
+    if (src_.given)
+      for (auto& u : *src_.given) adopt(u);
+    if (src_.streamed) take_arrived();
+  }
 
   std::optional<JobSpec> next() {
-    for (size_t k = 0; k < units_.size(); ++k) {
-      RunUnit& u = units_[(rr_ + k) % units_.size()];
-      std::optional<JobSpec> j;
-      while ((j = u.planner->next()) && known(u, *j)) {
-      }
+    if (src_.streamed) take_arrived();
+    std::vector<size_t> finished;
+    std::optional<JobSpec> out;
+    for (size_t k = 0; k < units_.size() && !out; ++k) {
+      const size_t i = (rr_ + k) % units_.size();
+      RunUnit& u = *units_[i];
+      if (u.finished) continue;
+      std::optional<JobSpec> j = pull(u);
       if (!j) {
-        // The assigned run reads the recommendations from the store.
-        if (u.full_model && !u.full_issued && u.planner->all_done()) commit_cached();
-        while ((j = next_assigned_job(u, store_, run_, log_)) && known(u, *j)) {
-        }
+        // Nothing to issue and nothing in flight: no result can give it more.
+        if (u.in_flight == 0) finished.push_back(i);
+        continue;
       }
-      if (!j) continue;
       // Stay on this unit until it runs dry: workers keep a few models'
       // activations in memory, so interleaving many models would make
       // them recompute a full-model run for nearly every job.
-      rr_ = (rr_ + k) % units_.size();
+      rr_ = i;
       if (!j->assignment.empty()) by_key_.emplace(result_key_of(*j), rr_);
-      commit_cached();
-      return j;
+      ++u.in_flight;
+      ++issued_[j->id];  // a bisection may ask for a job again while it runs: one result answers both
+      out = std::move(j);
     }
-    commit_cached();
-    return std::nullopt;
+    commit_cached();  // before a finished unit's report reads the store
+    for (size_t i : finished) finish(i);
+    return out;
   }
 
   void done(const JobSpec& j, const ExecResult& r) {
@@ -202,7 +223,20 @@ class UnitServer {
            engine_identity() + ": its results are recorded but not cached");
     if (k != key_of_.end()) key_of_.erase(k);
     ++t_.fleet_jobs;
-    record(units_[by_key_.at(result_key_of(j))], j, r);
+    const auto unit = by_key_.find(result_key_of(j));
+    if (unit == by_key_.end()) return;  // in the store: its unit, when it arrives, resumes it
+    RunUnit& u = *units_[unit->second];
+    if (auto it = issued_.find(j.id); it != issued_.end()) {
+      u.in_flight -= std::min<size_t>(it->second, u.in_flight);
+      issued_.erase(it);
+    }
+    if (!u.finished) record(u, j, r);
+  }
+  // Tells of every unit not yet finished (a run that completed: nothing of theirs is left).
+  void finish_all() {
+    if (src_.streamed) take_arrived();
+    for (size_t i = 0; i < units_.size(); ++i)
+      if (!units_[i]->finished) finish(i);
   }
   // After each group commit of results: their cache entries.
   void group_done() { cache_writer_.put(to_cache_); }
@@ -268,7 +302,44 @@ class UnitServer {
     cached_commits_.clear();
   }
 
-  std::vector<RunUnit>& units_;
+  // The next job of unit `u` not already known (resumed or cached): a layer's, then an assigned run's.
+  std::optional<JobSpec> pull(RunUnit& u) {
+    std::optional<JobSpec> j;
+    while ((j = u.planner->next()) && known(u, *j)) {
+    }
+    if (j) return j;
+    // The assigned run reads the recommendations from the store.
+    if (u.full_model && !u.full_issued && u.planner->all_done()) commit_cached();
+    while ((j = next_assigned_job(u, store_, run_, log_)) && known(u, *j)) {
+    }
+    return j;
+  }
+
+  void adopt(RunUnit& u) {
+    const size_t index = units_.size();
+    units_.push_back(&u);
+    plan_unit(u, index, units_, by_key_, t_);
+  }
+  void take_arrived() {
+    std::deque<RunUnit>& all = *src_.streamed->units;
+    const size_t before = all.size();
+    if (!src_.streamed->feed->take(&all)) return;
+    for (size_t i = before; i < all.size(); ++i) adopt(all[i]);
+    if (base::Progress::active())
+      base::Progress::note("jobs " + std::to_string(t_.done_jobs) + "/" + std::to_string(t_.estimate) + " done, " +
+                           std::to_string(units_.size()) + " units prepared");
+  }
+  // Unit `i` has nothing left to issue or in flight: the run leaves it to the caller.
+  void finish(size_t i) {
+    units_[i]->finished = true;
+    if (!units_[i]->planner->all_done())
+      log_("warning: " + units_[i]->label + " ends with layer jobs its planner never issued");
+    if (src_.streamed && src_.streamed->unit_done) src_.streamed->unit_done(i, *units_[i]);
+  }
+
+  UnitSource src_;
+  std::vector<RunUnit*> units_;           // in the order they were given or arrived
+  std::unordered_map<std::string, uint32_t> issued_;  // jobs next() gave (times) whose result is not in yet
   Store& store_;
   const std::string& run_;
   const LogFn& log_;
@@ -286,22 +357,40 @@ class UnitServer {
   size_t rr_ = 0;                  // the unit next() looks at first
 };
 
+// The run's first log line: its units, layers, estimated jobs and longest job timeout.
+std::string run_header(const std::string& run, const UnitSource& src, const ServeTotals& t) {
+  uint32_t timeout_ms = 0;
+  size_t n = 0;
+  const auto add = [&](const RunUnit& u) {
+    timeout_ms = std::max(timeout_ms, u.plan.job_template.timeout_ms);
+    ++n;
+  };
+  if (src.given)
+    for (const auto& u : *src.given) add(u);
+  if (src.streamed)
+    for (const auto& u : *src.streamed->units) add(u);
+  return "run " + run + ": " + std::to_string(n) + " units" + (src.streamed ? " prepared so far" : "") + ", " +
+         std::to_string(t.total_layers) + " layers, ~" + std::to_string(t.estimate) + " jobs" +
+         (n ? ", job timeout " + std::to_string(timeout_ms / 1000) + " s" : "");
+}
+
 // Plans the units and runs their jobs: through a FleetBroker bound per `bo`,
 // or through `local` when it is given.
-ServeTotals serve(std::vector<RunUnit>& units, Store& store, const std::string& run, BrokerOptions bo,
-                  const Dispatch* local, const LogFn& log, const std::function<void()>& after_run) {
+ServeTotals serve(UnitSource src, Store& store, const std::string& run, BrokerOptions bo, const Dispatch* local,
+                  const LogFn& log, const std::function<void()>& after_run) {
   ServeTotals t;
-  UnitServer us(units, store, run, log, t);
+  UnitServer us(src, store, run, log, t);
   const FleetBroker::Source next = [&] { return us.next(); };
   const FleetBroker::Done done = [&](const JobSpec& j, const ExecResult& r) { us.done(j, r); };
   const std::function<void()> group_done = [&] { us.group_done(); };
   if (!bo.log) bo.log = log;
+  if (src.streamed) {
+    UnitFeed* feed = src.streamed->feed;
+    bo.source_open = [feed] { return feed->open(); };
+    bo.source_fd = feed->fd();
+  }
   std::optional<FleetBroker> broker;
-  uint32_t timeout_ms = 0;
-  for (const auto& u : units) timeout_ms = std::max(timeout_ms, u.plan.job_template.timeout_ms);
-  const std::string header = "run " + run + ": " + std::to_string(units.size()) + " units, " +
-                             std::to_string(t.total_layers) + " layers, ~" + std::to_string(t.estimate) +
-                             " jobs, job timeout " + std::to_string(timeout_ms / 1000) + " s";
+  const std::string header = run_header(run, src, t);
   base::Progress::note("jobs 0/" + std::to_string(t.estimate) + " done (run " + run + ")");
   if (local) {
     log(header + " on local job processes");
@@ -313,6 +402,7 @@ ServeTotals serve(std::vector<RunUnit>& units, Store& store, const std::string& 
     t.complete = broker->run(next, done, group_done);
   }
   us.finish();
+  if (t.complete) us.finish_all();
   if (broker) {
     t.fleet = broker->stats();
     t.pending = broker->pending();
@@ -326,12 +416,17 @@ ServeTotals serve(std::vector<RunUnit>& units, Store& store, const std::string& 
 
 ServeTotals serve_units(std::vector<RunUnit>& units, Store& store, const std::string& run, BrokerOptions bo,
                         const LogFn& log, const std::function<void()>& after_run) {
-  return serve(units, store, run, std::move(bo), nullptr, log, after_run);
+  return serve(UnitSource{&units, nullptr}, store, run, std::move(bo), nullptr, log, after_run);
+}
+
+ServeTotals serve_streamed_units(const StreamedUnits& units, Store& store, const std::string& run, BrokerOptions bo,
+                                 const LogFn& log, const std::function<void()>& after_run) {
+  return serve(UnitSource{nullptr, &units}, store, run, std::move(bo), nullptr, log, after_run);
 }
 
 ServeTotals serve_units_on(std::vector<RunUnit>& units, Store& store, const std::string& run, const Dispatch& dispatch,
                            const LogFn& log) {
-  return serve(units, store, run, BrokerOptions{}, &dispatch, log, {});
+  return serve(UnitSource{&units, nullptr}, store, run, BrokerOptions{}, &dispatch, log, {});
 }
 
 namespace {

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -95,6 +96,8 @@ struct RunUnit {
   bool bisect_in_flight = false;
   std::map<std::pair<uint32_t, uint32_t>, pipeline::ExecResult> range_results;  // bisect runs
   std::string bisect_note;                          // why no bisect ran after a failure
+  size_t in_flight = 0;                             // jobs issued whose result is not in yet
+  bool finished = false;                            // nothing left to issue or in flight: the run is done with it
   // The key this unit's results are stored under.
   const std::string& key() const {
     return plan.job_template.result_key.empty() ? model->hash() : plan.job_template.result_key;
@@ -131,6 +134,12 @@ using LogFn = std::function<void(const std::string&)>;
 // key, plan options and the content of each executor's profile (sorted, so
 // order does not matter): an edited profile makes another run.
 std::string units_run_id(const std::string& kind, const std::vector<RunUnit>& units);
+// The parts of a run id: what a unit's plan runs (target, executors, dedup,
+// skip mode, timing runs, timeout, tolerance, inputs, rounding) and the
+// content of each executor's profile (digests memoised in `digests`).
+std::string plan_identity(const pipeline::PlanOptions& plan, std::map<std::string, std::string>& digests);
+// The run id of `kind` and `parts` (sorted: their order does not matter) and the ISA cap.
+std::string run_id_of(const std::string& kind, std::vector<std::string> parts);
 
 // Plans every unit, then serves their jobs through a FleetBroker bound per
 // `broker` on `store` under `run`. Progress lines every 25 jobs go to `log`.
@@ -139,6 +148,24 @@ std::string units_run_id(const std::string& kind, const std::vector<RunUnit>& un
 // bound (local workers stopped then say goodbye instead of lingering).
 ServeTotals serve_units(std::vector<RunUnit>& units, pipeline::Store& store, const std::string& run,
                         BrokerOptions broker, const LogFn& log, const std::function<void()>& after_run = {});
+
+class UnitFeed;
+// A run whose units arrive while it serves (unit_feed.h). The units taken
+// from `feed` are appended to `units` (a deque: a unit stays where it is
+// while others arrive) and planned then; an empty source ends the run only
+// once the feed is closed. `unit_done(index, unit)` runs on the serving
+// thread once a unit has no job left to issue or in flight (its layers,
+// assigned run and bisection; every unit by the end of a completed run):
+// from then on the run does not touch it, and the callee may take its
+// report (its results are committed) and release its model.
+struct StreamedUnits {
+  UnitFeed* feed = nullptr;
+  std::deque<RunUnit>* units = nullptr;
+  std::function<void(size_t, RunUnit&)> unit_done;
+};
+// serve_units for units that arrive from a feed while others are served.
+ServeTotals serve_streamed_units(const StreamedUnits& units, pipeline::Store& store, const std::string& run,
+                                 BrokerOptions broker, const LogFn& log, const std::function<void()>& after_run = {});
 
 // What runs the jobs instead of a broker (local_serve.h: a pool of job
 // processes on this machine), with FleetBroker::run's contract: jobs from
