@@ -163,6 +163,8 @@ const std::string& ImportedModel::bytes() const {
   return bytes_;
 }
 
+std::string ImportedModel::serialized() const { return proto_->SerializeAsString(); }
+
 void ImportedModel::write_file(const std::string& path) const {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (f && !proto_->SerializeToOstream(&f)) f.setstate(std::ios::badbit);

@@ -67,6 +67,9 @@ class ImportedModel {
   // The imported (batch-fixed, possibly converted) model, serialized (on
   // the first call; thread-safe). Not after take_proto().
   const std::string& bytes() const;
+  // The same bytes, serialized anew and not kept: for a caller that stores
+  // them once and keeps the model (bytes() would hold a second copy).
+  std::string serialized() const;
   // Writes bytes() to `path` without holding them (streamed). Throws
   // PipelineError "<path>: cannot write".
   void write_file(const std::string& path) const;
