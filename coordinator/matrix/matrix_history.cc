@@ -1,6 +1,8 @@
 // A matrix run and its history (matrix_history.h).
 #include "coordinator/matrix/matrix_history.h"
 
+#include <algorithm>
+
 #include "pipeline/matrix/matrix_history.h"
 #include "pipeline/model/op_key.h"
 #include "pipeline/store/run_diff.h"
@@ -40,30 +42,29 @@ std::vector<const TestCase*> last_failed_tests(const std::string& spec, const hi
   return failed;
 }
 
+std::vector<std::string> unit_op_keys(const RunUnit& u) {
+  std::vector<std::string> all = layer_op_keys(*u.model);
+  const LayerRange r = u.layers();
+  if (r.last + 1 < all.size()) all.resize(r.last + 1);
+  all.erase(all.begin(), all.begin() + std::min<size_t>(r.first, all.size()));
+  return all;
+}
+
 std::vector<history::TestRecord> matrix_records(const std::vector<TestResult>& results,
                                                 const std::map<std::string, ModelReport>& reports,
-                                                const std::vector<RunUnit>& units,
-                                                const std::map<std::string, size_t>& unit_of) {
-  std::map<size_t, std::vector<std::string>> keys_of_unit;  // op keys of each unit's report layers
+                                                const std::map<std::string, std::vector<std::string>>& op_keys) {
   std::vector<history::TestRecord> out;
+  const std::vector<std::string> none;
   for (const TestResult& r : results) {
     const std::string& id = r.test->id;
     const auto rep = reports.find(id);
-    const auto u = unit_of.find(id);
-    std::vector<std::string>* keys = nullptr;
-    if (rep != reports.end() && u != unit_of.end()) {
-      auto [it, fresh] = keys_of_unit.try_emplace(u->second);
-      if (fresh) {
-        const RunUnit& unit = units[u->second];
-        const std::vector<std::string> all = layer_op_keys(*unit.model);
-        const size_t first = unit.range ? unit.range->first : 0;
-        for (size_t i = first; i < all.size() && i - first < rep->second.layers.size(); ++i)
-          it->second.push_back(all[i]);
-      }
-      keys = &it->second;
+    const auto keys = op_keys.find(id);
+    std::vector<std::string> layer_keys;
+    if (rep != reports.end() && keys != op_keys.end()) {
+      layer_keys = keys->second;
+      if (layer_keys.size() > rep->second.layers.size()) layer_keys.resize(rep->second.layers.size());
     }
-    out.push_back(matrix::test_record(r, rep == reports.end() ? nullptr : &rep->second,
-                                      keys ? *keys : std::vector<std::string>{}));
+    out.push_back(matrix::test_record(r, rep == reports.end() ? nullptr : &rep->second, layer_keys));
   }
   return out;
 }

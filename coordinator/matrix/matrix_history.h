@@ -27,13 +27,16 @@ std::vector<const pipeline::matrix::TestCase*> last_failed_tests(
     const std::string& spec, const pipeline::history::History* history,
     const std::vector<const pipeline::matrix::TestCase*>& selected, std::ostream& out, bool* nothing_failed);
 
+// The op key of each layer unit `u` covers (its range's, for a subgraph),
+// in layer order: what a test's history record names its layers by.
+std::vector<std::string> unit_op_keys(const RunUnit& u);
+
 // The history record of each result (in order): its report, when it has
-// one (`reports` by test ID), with the op key of each layer from the model
-// of its unit (`units[unit_of[id]]`).
-std::vector<pipeline::history::TestRecord> matrix_records(const std::vector<pipeline::matrix::TestResult>& results,
-                                                          const std::map<std::string, pipeline::ModelReport>& reports,
-                                                          const std::vector<RunUnit>& units,
-                                                          const std::map<std::string, size_t>& unit_of);
+// one (`reports` by test ID), with the op key of each of its layers
+// (`op_keys` by test ID, from unit_op_keys).
+std::vector<pipeline::history::TestRecord> matrix_records(
+    const std::vector<pipeline::matrix::TestResult>& results, const std::map<std::string, pipeline::ModelReport>& reports,
+    const std::map<std::string, std::vector<std::string>>& op_keys);
 
 // The drift thresholds of "since the previous run": diff's defaults, with
 // those the spec's options set (pcc_drift, time_drift, time_floor_ms).

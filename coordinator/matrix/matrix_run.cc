@@ -2,6 +2,7 @@
 // outcomes → JUnit, JSON, HTML and per-test report files.
 #include "coordinator/matrix/matrix_run.h"
 
+#include "pipeline/base/peak_rss.h"
 #include "pipeline/base/progress.h"
 #include "pipeline/base/toolchain_budget.h"
 
@@ -16,6 +17,10 @@
 #include <fstream>
 #include <iomanip>
 #include <map>
+#include <thread>
+#include <mutex>
+#include <deque>
+#include <condition_variable>
 #include <memory>
 #include <optional>
 #include <set>
@@ -32,6 +37,7 @@
 #include "coordinator/fleet/local_fleet.h"
 #include "coordinator/matrix/matrix_history.h"
 #include "coordinator/matrix/quantized_variant.h"
+#include "coordinator/fleet/unit_feed.h"
 #include "coordinator/fleet/unit_run.h"
 #include "pipeline/matrix/matrix.h"
 #include "pipeline/core/json_limits.h"
@@ -250,6 +256,35 @@ std::function<bool(const ExecResult&)> comparators(const TestConfig& c) {
   };
 }
 
+// What the unit of test `t` runs, as the spec says (no model: the job
+// template's result key is the unit's to set).
+PlanOptions unit_plan(const TestCase& t, const Spec& spec, const MatrixRunOptions& o) {
+  PlanOptions plan;
+  plan.executors = spec.executors;
+  plan.skip_mode = spec.options.skip_mode;
+  plan.dedup = spec.options.dedup ? DedupMode::kSignature : DedupMode::kOff;
+  JobSpec& jt = plan.job_template;
+  jt.target = !t.target.toolchain.empty() ? toolchain_target(t.target.toolchain)
+              : t.target.board.empty()      ? "sim"
+                                            : t.target.board;
+  for (const auto& [e, path] : t.target.profiles) plan.executor_targets[e] = path;
+  jt.tags = t.target.requires_tags;
+  jt.collect_profile = spec.options.collect_profile;
+  jt.tolerance = o.tolerance;
+  jt.timing_runs = spec.options.timing_runs;
+  jt.timeout_ms = spec.options.job_timeout_ms ? *spec.options.job_timeout_ms
+                 : !t.target.toolchain.empty()
+                     ? base::toolchain_job_budget_ms(t.target.toolchain, spec.options.timing_runs)
+                 : !t.target.board.empty()  // board workers run the Torq tools: their default step budgets
+                     ? base::job_budget_ms(base::kImportTimeoutS, base::kCompileTimeoutS, base::kRunTimeoutS,
+                                           spec.options.timing_runs)
+                     : 120000;
+  jt.random_inputs = t.variant.random_inputs;
+  jt.seed = t.variant.seed;
+  jt.bf16_rne = t.variant.bf16_rne;
+  return plan;
+}
+
 // The unit that runs test `t`: its model imported as the variant says, its
 // plan from the spec, an assigned run judged by the test's comparators (and
 // bisected when it fails); a subgraph test covers its range, a run test of
@@ -265,28 +300,8 @@ RunUnit make_unit(const TestCase& t, const Spec& spec, const MatrixRunOptions& o
                                                             o.export_dir + "/.quantized")
                                           : t.model->path;
   u.model = ImportedModel::from_file(path, io);
-  u.plan.executors = spec.executors;
-  u.plan.skip_mode = spec.options.skip_mode;
-  u.plan.dedup = spec.options.dedup ? DedupMode::kSignature : DedupMode::kOff;
+  u.plan = unit_plan(t, spec, o);
   JobSpec& jt = u.plan.job_template;
-  jt.target = !t.target.toolchain.empty() ? toolchain_target(t.target.toolchain)
-              : t.target.board.empty()      ? "sim"
-                                            : t.target.board;
-  for (const auto& [e, path] : t.target.profiles) u.plan.executor_targets[e] = path;
-  jt.tags = t.target.requires_tags;
-  jt.collect_profile = spec.options.collect_profile;
-  jt.tolerance = o.tolerance;
-  jt.timing_runs = spec.options.timing_runs;
-  jt.timeout_ms = spec.options.job_timeout_ms ? *spec.options.job_timeout_ms
-                 : !t.target.toolchain.empty()
-                     ? base::toolchain_job_budget_ms(t.target.toolchain, spec.options.timing_runs)
-                 : !t.target.board.empty()  // board workers run the Torq tools: their default step budgets
-                     ? base::job_budget_ms(base::kImportTimeoutS, base::kCompileTimeoutS, base::kRunTimeoutS,
-                                           spec.options.timing_runs)
-                     : 120000;
-  jt.random_inputs = t.variant.random_inputs;
-  jt.seed = t.variant.seed;
-  jt.bf16_rne = t.variant.bf16_rne;
   // One store key per (model, variant, target): a model tested two ways
   // keeps two sets of results.
   jt.result_key = u.model->hash() + "-" + sha256_hex(t.target.name + "|" + t.variant.name).substr(0, 8);
@@ -354,19 +369,31 @@ struct LocalFleet {
   std::optional<PrivateEndpoint> private_endpoint;
 };
 
+// How many prepared units may hold their model at once (served, queued or
+// being exported): enough that the workers have the next model's jobs while
+// one finishes its assigned run and bisection, few enough that the
+// coordinator's memory stays that of a few models however long the spec
+// (issue 32).
+constexpr size_t kPrepareAhead = 3;
+
 // One matrix run: what were run_matrix's locals (in their order, so built and destroyed in it) and its steps.
 struct MatrixRun {
   MatrixRun(const MatrixRunOptions& opts, std::ostream& out_stream, std::ostream& err_stream)
       : o(opts),
         out(out_stream),
         err(err_stream),
-        log([this](const std::string& s) { err << "[coordinator] " << s << "\n" << std::flush; }) {}
+        log([this](const std::string& s) {
+          std::lock_guard<std::mutex> lock(log_mu);
+          err << "[coordinator] " << s << "\n" << std::flush;
+        }) {}
+  ~MatrixRun() { stop_threads(); }
   MatrixRun(const MatrixRun&) = delete;
   MatrixRun& operator=(const MatrixRun&) = delete;
 
   const MatrixRunOptions& o;
   std::ostream& out;
   std::ostream& err;
+  std::mutex log_mu;  // log lines come from the preparing, serving and exporting threads
   const LogFn log;
   const Clock::time_point t_start = Clock::now();
   const std::string started = base::utc_now();
@@ -377,16 +404,41 @@ struct MatrixRun {
   const std::string export_dir = o.export_dir.empty() ? std::string("torq-results") : o.export_dir;
   const std::string db = o.db.empty() ? export_dir + "/.torq-store" : o.db;
   std::unique_ptr<Store> store;
-  std::vector<RunUnit> units;
-  std::map<std::string, TestRun> runs;           // test ID -> run (ran or not)
-  std::map<std::string, size_t> unit_of;         // test ID -> units index
-  std::map<std::string, size_t> unit_of_group;   // model|variant|target -> its shared unit
+  // The tests that run, by the unit they share (in spec order): discover
+  // and run tests of one model, variant and target share one; a run test of
+  // a config file and each subgraph test have their own.
+  std::vector<std::vector<const TestCase*>> groups;
+  std::string run_id;
+  // Preparation (its own thread, ahead of dispatch): each group's unit,
+  // pushed to the feed as soon as it is ready.
+  std::optional<UnitFeed> feed;
+  std::deque<RunUnit> units;                     // the serving thread's: units as they arrived
+  std::thread preparer;
+  std::atomic<bool> stop_preparing{false};
+  size_t prepared = 0;                           // units pushed (the next one's index)
+  size_t released = 0;                           // units whose model the exporter released (under mu)
+  std::condition_variable released_cv;           // the preparer waits on it for a unit to be released
+  std::optional<Clock::time_point> prepared_at;  // when the last was
   std::map<std::string, size_t> unit_of_key;     // result key -> unit (identical subgraph tests share one)
   std::map<std::string, std::string> original_of;  // model path|batch -> its fp32 original's hash
+  std::string prepare_error;                     // a store error: the run stops
+  std::atomic<bool> halt{false};                 // set on such an error: the broker winds down
+  // Export (its own thread): each unit's report files once its last job is
+  // in, then its model released.
+  std::thread exporter;
+  std::deque<std::pair<size_t, RunUnit*>> to_export;
+  bool export_closed = false;
+  std::condition_variable export_cv;
+  std::string export_error;
+  std::map<std::string, std::vector<std::string>> op_keys;  // test ID -> its layers' op keys (exporter)
+  std::map<std::string, ModelReport> reports;    // test ID -> its report (exporter)
+  // Shared by the three threads.
+  std::mutex mu;
+  std::map<std::string, TestRun> runs;           // test ID -> run (ran or not)
+  std::map<size_t, std::vector<std::string>> tests_of_unit;
+  std::map<std::string, std::string> alias_of;   // test ID -> the test whose unit (and report) it shares
   ServeTotals totals;
-  std::string run_id;
   std::atomic<bool> workers_gone{false};
-  std::map<std::string, ModelReport> reports;
   std::vector<TestResult> results;
   double wall_s = 0;
   RunInfo info;
@@ -451,87 +503,170 @@ struct MatrixRun {
     return std::nullopt;
   }
 
-  // Makes the unit of each selected test that runs (or shares another's); records the run of each that does not.
-  Exit prepare_units() {
-    size_t n = 0;
+  // Records the run of each selected test that does not run, groups the
+  // others by the unit they share, and names the run (run_id) from what
+  // they run: tests, models (path, size, time), variants, targets, plans,
+  // profiles. No model is read: preparation overlaps dispatch (issue 32).
+  Exit group_tests() {
+    std::map<std::string, size_t> group_of;  // model|variant|target -> its group
     for (const TestCase* t : selected) {
-      base::Progress::note("preparing " + std::to_string(++n) + "/" + std::to_string(selected.size()) + ": " + t->id);
-      if (const Exit end = prepare_unit(t)) return end;
+      const std::string why = not_run_reason(*t);
+      if (!why.empty()) {
+        TestRun r;
+        r.skip_reason = why == "-" ? "" : why;
+        runs[t->id] = r;
+        continue;
+      }
+      const bool own = t->mode == Mode::kSubgraph || (t->mode == Mode::kRun && !t->model->config.empty());
+      const std::string group = t->model->name + "|" + t->variant.name + "|" + t->target.name;
+      if (!own) {
+        if (auto g = group_of.find(group); g != group_of.end()) {
+          groups[g->second].push_back(t);
+          continue;
+        }
+        group_of[group] = groups.size();
+      }
+      groups.push_back({t});
+    }
+    std::map<std::string, std::string> digests;
+    std::vector<std::string> parts;
+    for (const auto& g : groups) {
+      const TestCase& t = *g.front();
+      std::string part = t.model->path + "@" + file_stamp(t.model->path) + "|" + t.variant.name + "|" +
+                         t.target.name + "|" + plan_identity(unit_plan(t, spec, o), digests);
+      if (t.subgraph) part += "|subgraph " + t.subgraph->from + ".." + t.subgraph->to;
+      if (t.mode == Mode::kRun && !t.model->config.empty())
+        part += "|config " + t.model->config + "@" + file_stamp(t.model->config);
+      for (const TestCase* m : g) part += "|" + m->id;
+      parts.push_back(part);
+    }
+    try {
+      run_id = run_id_of("matrix", std::move(parts));
+    } catch (const std::exception& e) {
+      err << "torq-coordinator: error: " << e.what() << "\n";
+      return 2;
     }
     return std::nullopt;
   }
 
-  // Test `t`'s unit (new or shared) or its run (not run, or failed to import); an exit on a store error.
-  Exit prepare_unit(const TestCase* t) {
-    const std::string why = not_run_reason(*t);
-    if (!why.empty()) {
-      TestRun r;
-      r.skip_reason = why == "-" ? "" : why;
-      runs[t->id] = r;
-      return std::nullopt;
+  // Size and modification time of `path` ("-" when it cannot be read: its import fails and says why).
+  static std::string file_stamp(const std::string& path) {
+    std::error_code ec;
+    const auto size = fs::file_size(path, ec);
+    if (ec) return "-";
+    const auto time = fs::last_write_time(path, ec);
+    return std::to_string(size) + "," + std::to_string(ec ? 0 : time.time_since_epoch().count());
+  }
+
+  // The preparing thread: each group's unit in spec order, pushed to the
+  // feed as soon as it is ready; closes the feed at the end (or at a stop).
+  void prepare_all() {
+    size_t n = 0;
+    for (const auto& g : groups) {
+      if (!wait_for_room()) break;
+      base::Progress::note("preparing " + std::to_string(++n) + "/" + std::to_string(groups.size()) + ": " +
+                           g.front()->id);
+      if (!prepare_group(g)) break;
     }
-    // Discover and run tests of one model, variant and target share one
-    // unit (its layers and its assigned run); a run test of a config file
-    // and each subgraph test have their own.
-    const bool own = t->mode == Mode::kSubgraph || (t->mode == Mode::kRun && !t->model->config.empty());
-    const std::string group = t->model->name + "|" + t->variant.name + "|" + t->target.name;
-    if (!own) {
-      if (auto g = unit_of_group.find(group); g != unit_of_group.end()) {
-        unit_of[t->id] = g->second;
-        return std::nullopt;
-      }
+    prepared_at = Clock::now();
+    log("prepared " + std::to_string(prepared) + " units in " +
+        fmt(std::chrono::duration<double>(*prepared_at - t_start).count(), 2) + " s");
+    feed->close();
+  }
+
+  // Waits until fewer than kPrepareAhead prepared units hold their model
+  // (being served or exported); false when the run stops meanwhile.
+  bool wait_for_room() {
+    std::unique_lock<std::mutex> lock(mu);
+    for (;;) {
+      if (stop_preparing.load() || (o.stop && o.stop->load()) || halt.load()) return false;
+      if (prepared - released < kPrepareAhead) return true;
+      released_cv.wait_for(lock, std::chrono::milliseconds(200));  // also looks at the stop flags
     }
+  }
+
+  // Group `g`'s unit (or its runs: an import failure is each test's result);
+  // false on a store error, which stops the run.
+  bool prepare_group(const std::vector<const TestCase*>& g) {
+    const TestCase* t = g.front();
     const auto t0 = Clock::now();
     try {
       RunUnit u = make_unit(*t, spec, o);
-      // Two subgraph tests naming one range two ways are one unit.
+      // Two subgraph tests naming one range two ways are one unit (and one report).
       if (auto same = unit_of_key.find(u.key()); same != unit_of_key.end()) {
-        unit_of[t->id] = same->second;
-        return std::nullopt;
+        std::lock_guard<std::mutex> lock(mu);
+        alias_of[t->id] = tests_of_unit[same->second].front();
+        return true;
       }
-      unit_of_key[u.key()] = units.size();
       for (const auto& w : u.model->warnings()) log(t->id + ": warning: " + w);
-      store->put_model(u.model->hash(), u.model->bytes());
+      store->put_model(u.model->hash(), u.model->serialized());  // not kept: the workers fetch it from the store
       if ((t->variant.bf16 || t->variant.int8) && !u.range) u.original_hash = fp32_original_hash(t);
-      unit_of[t->id] = units.size();
-      if (!own) unit_of_group[group] = units.size();
-      units.push_back(std::move(u));
+      // An fp32 unit's model is its converted variants' original: stored
+      // now, not imported and stored again for them.
+      if (!t->variant.bf16 && !t->variant.int8) original_of.emplace(original_key(t), u.model->hash());
+      size_t index = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        index = prepared++;
+        for (const TestCase* m : g) tests_of_unit[index].push_back(m->id);
+      }
+      unit_of_key[u.key()] = index;
+      feed->push(std::move(u));
+      log("prepared unit " + std::to_string(index) + " (" + t->id + ") in " +
+          fmt(std::chrono::duration<double>(Clock::now() - t0).count(), 2) + " s");
     } catch (const StoreWriteError& e) {  // the store's, not the test's: the run stops (issue 30)
-      err << "torq-coordinator: error: " << e.what() << " (the store keeps what was committed; rerun to resume)\n";
-      return 2;
+      prepare_error = std::string(e.what()) + " (the store keeps what was committed; rerun to resume)";
+      log("preparation stopped: " + prepare_error);
+      halt = true;  // the broker winds down: the run stops
+      return false;
     } catch (const std::exception& e) {
       TestRun r;
       r.ran = true;
       r.failed_step = "import";
       r.message = e.what();
       r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
-      runs[t->id] = r;
+      std::lock_guard<std::mutex> lock(mu);
+      for (const TestCase* m : g) runs[m->id] = r;
       log(t->id + ": import failed: " + e.what());
     }
-    return std::nullopt;
+    return true;
   }
 
   // The hash of the fp32 original of converted test `t`'s model, stored on first use.
+  // The model path and batch that name test `t`'s fp32 original.
+  static std::string original_key(const TestCase* t) {
+    return t->model->path + "|" + std::to_string(t->variant.batch == 1 ? 0 : t->variant.batch);
+  }
+
   std::string fp32_original_hash(const TestCase* t) {
     // The fp32 original, for the whole model's end-to-end comparison
     // (imported once per model and batch).
     ImportOptions oi;
     oi.batch = t->variant.batch == 1 ? 0 : t->variant.batch;
-    const std::string okey = t->model->path + "|" + std::to_string(oi.batch);
+    const std::string okey = original_key(t);
     auto it = original_of.find(okey);
     if (it == original_of.end()) it = original_of.emplace(okey, store_fp32_original(t->model->path, oi, *store)).first;
     return it->second;
   }
 
-  // Serves the units, if any; an exit on an error, on missing tags that fail the run, or when it stopped early.
+  // Prepares the groups' units on one thread while serving them (and writing
+  // each one's reports on another as it finishes); an exit on an error, on
+  // missing tags that fail the run, or when it stopped early.
   Exit serve() {
-    if (units.empty()) return std::nullopt;
+    if (groups.empty()) return std::nullopt;
     try {
       serve_jobs();
     } catch (const std::exception& e) {
+      stop_threads();
       err << "torq-coordinator: error: " << e.what() << "\n";
       return 2;
     }
+    stop_threads();
+    for (const std::string* why : {&prepare_error, &export_error})
+      if (!why->empty()) {
+        err << "torq-coordinator: error: " << *why << "\n";
+        return 2;
+      }
     if (!totals.complete && !totals.fleet.missing_tags.empty() && spec.options.missing_tags_fail) {
       err << "torq-coordinator: error: " << totals.fleet.missing_tags
           << " (options.missing_tags: fail); the store keeps what finished\n";
@@ -544,23 +679,39 @@ struct MatrixRun {
       print_serve_totals(totals, std::chrono::duration<double>(Clock::now() - t_start).count(), out);
       return kExitStoppedEarly;  // a run that did not finish is never a green one
     }
+    resolve_aliases();
     return std::nullopt;
   }
 
-  // Records the run's metadata and serves the units' jobs through the broker (and local workers); throws.
+  // Starts the preparing and exporting threads, then serves the units they
+  // prepare through the broker (and local workers); throws.
   void serve_jobs() {
-    run_id = units_run_id("matrix", units);
     nlohmann::json meta = {{"kind", "matrix"}, {"spec", spec.path}, {"tests", nlohmann::json::array()}};
-    for (const auto& u : units) meta["tests"].push_back({{"id", u.label}, {"key", u.key()}});
+    for (const auto& g : groups)
+      for (const TestCase* t : g) meta["tests"].push_back({{"id", t->id}});
     store->put_run_meta(run_id, meta.dump());
+    feed.emplace();
+    preparer = std::thread([this] { prepare_all(); });
+    exporter = std::thread([this] { export_all(); });
     BrokerOptions bo = o.broker;
     bo.stop_flag = o.stop;
+    bo.halt_flag = &halt;
     bo.fail_on_missing_tags = spec.options.missing_tags_fail;
     bo.missing_tags_wait_ms = static_cast<int>(spec.options.missing_tags_wait_s * 1000);
     bo.workers_gone = &workers_gone;
     LocalFleet fleet;
     if (o.local_workers > 0) start_local_workers(&bo, &fleet);
-    totals = serve_units(units, *store, run_id, bo, log, [&] {
+    StreamedUnits su;
+    su.feed = &*feed;
+    su.units = &units;
+    su.unit_done = [this](size_t index, RunUnit& u) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        to_export.emplace_back(index, &u);
+      }
+      export_cv.notify_one();
+    };
+    totals = serve_streamed_units(su, *store, run_id, bo, log, [&] {
       if (fleet.workers && !workers_gone.load()) fleet.workers->stop();
       for (auto& w : fleet.toolchain_workers) w->stop();
     });
@@ -569,6 +720,81 @@ struct MatrixRun {
                           " jobs unfinished; the store keeps the rest); worker log " + export_dir +
                           "/workers.log:\n" + fleet.workers->log_tail());
     fleet.workers.reset();
+  }
+
+  // Stops preparing (after the model in hand), lets the exporter write what
+  // it was given, and joins both threads.
+  void stop_threads() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stop_preparing = true;
+    }
+    released_cv.notify_one();
+    if (preparer.joinable()) preparer.join();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      export_closed = true;
+    }
+    export_cv.notify_one();
+    if (exporter.joinable()) exporter.join();
+  }
+
+  // The exporting thread: each finished unit's tests' report files, then the unit's model released.
+  void export_all() {
+    for (;;) {
+      std::pair<size_t, RunUnit*> next;
+      std::vector<std::string> ids;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        export_cv.wait(lock, [this] { return export_closed || !to_export.empty(); });
+        if (to_export.empty()) return;
+        next = to_export.front();
+        to_export.pop_front();
+        ids = tests_of_unit[next.first];
+      }
+      RunUnit& u = *next.second;
+      if (export_error.empty()) {
+        try {
+          base::Progress::note("writing the reports of " + u.label);
+          const std::vector<std::string> keys = unit_op_keys(u);
+          for (const auto& id : ids) {
+            collect_report(id, u);
+            op_keys[id] = keys;
+          }
+        } catch (const std::exception& e) {
+          export_error = e.what();
+          halt = true;
+        }
+      }
+      // Its jobs are done and its reports written: what remains of it is
+      // its results (in the store) and its run's figures.
+      log("unit " + std::to_string(next.first) + " (" + u.label + ") done: reports written, model released");
+      u.model.reset();
+      u.planner.reset();
+      u.bisector.reset();
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        ++released;
+      }
+      released_cv.notify_one();
+    }
+  }
+
+  // A test that shares another's unit (one subgraph range named two ways):
+  // its run, report and report files are that test's.
+  void resolve_aliases() {
+    for (const auto& [id, canonical] : alias_of) {
+      if (!runs.count(canonical)) continue;
+      TestRun r = runs[canonical];
+      const std::string dir = export_dir + "/reports/" + safe_dir_name(id);
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+      fs::copy(export_dir + "/reports/" + safe_dir_name(canonical), dir, fs::copy_options::recursive, ec);
+      if (!r.report_file.empty()) r.report_file = dir + "/" + fs::path(r.report_file).filename().string();
+      runs[id] = r;
+      if (auto rep = reports.find(canonical); rep != reports.end()) reports.emplace(id, rep->second);
+      if (auto k = op_keys.find(canonical); k != op_keys.end()) op_keys.emplace(id, k->second);
+    }
   }
 
   // Starts the local workers (sim, and a set per toolchain target) on `bo`'s endpoint, a private one when unbound.
@@ -598,25 +824,14 @@ struct MatrixRun {
       log("started " + std::to_string(o.local_workers) + " local workers for " + target + " (" + file + ")");
     }
     std::set<std::string> boards;
-    for (const auto& u : units)
-      if (serving_target(u.plan.job_template) != "sim" && !toolchains.count(serving_target(u.plan.job_template)))
-        boards.insert(serving_target(u.plan.job_template));
+    for (const auto& g : groups) {
+      const std::string target = serving_target(unit_plan(*g.front(), spec, o).job_template);
+      if (target != "sim" && !toolchains.count(target)) boards.insert(target);
+    }
     for (const auto& b : boards)
       log("warning: local workers serve target sim only; tests on board class '" + b +
           "' wait for workers started with --target " + b);
     log("started " + std::to_string(o.local_workers) + " local workers (log " + lo.log_file + ")");
-  }
-
-  // Writes each unit's report files and takes its tests' runs from its report.
-  Exit collect_reports() {
-    base::Progress::note("writing the reports of " + std::to_string(unit_of.size()) + " tests");
-    try {
-      for (const auto& [id, idx] : unit_of) collect_report(id, units[idx]);
-    } catch (const std::exception& e) {
-      err << "torq-coordinator: error: " << e.what() << "\n";
-      return 2;
-    }
-    return std::nullopt;
   }
 
   // Test `id`'s report files under reports/<test-id>/ and its run (from unit `u`); throws.
@@ -633,7 +848,10 @@ struct MatrixRun {
       for (const auto& [e, res] : l.results) secs += res.host_ms / 1000.0;
     r.wall_s = secs;
     r.report_file = report_path(dir, rep.model_name);
-    runs[id] = r;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      runs[id] = r;
+    }
     reports.emplace(id, std::move(rep));
   }
 
@@ -697,7 +915,7 @@ struct MatrixRun {
   // The run's history record (durable before anything reports the run done):
   // what changed since each test's previous record, the op-support matrix.
   Exit record_history() {
-    records = matrix_records(results, reports, units, unit_of);
+    records = matrix_records(results, reports, op_keys);
     try {
       history::History hist(*store, spec.path);
       seq = record_run(hist, run_record(info, o.last_failed), records, since_thresholds(spec.options), &results);
@@ -729,10 +947,23 @@ struct MatrixRun {
   }
 
   // Prints each test's outcome, the serving totals and where everything went; returns the exit code.
+  // When each phase ended, from the start (issue 32: workers never wait for
+  // preparation): preparation, the first job sent, the job phase (first job
+  // sent to last result committed), the whole run; and this process's peak RSS.
+  void print_phases() const {
+    const auto at = [this](const std::optional<Clock::time_point>& t) {
+      return t ? fmt(std::chrono::duration<double>(*t - t_start).count(), 2) + " s" : std::string("-");
+    };
+    out << "phases    " << prepared << " units prepared by " << at(prepared_at) << ", first job sent at "
+        << at(totals.fleet.first_dispatch) << ", job phase " << fmt(totals.fleet.dispatch_window_s, 2)
+        << " s, wall " << fmt(wall_s, 2) << " s; coordinator peak RSS " << fmt(base::peak_rss_mb(), 0) << " MB\n";
+  }
+
   int print_summary() const {
     out << "== torq-coordinator matrix " << spec.path << " (run " << (run_id.empty() ? "-" : run_id) << ") ==\n";
     print_results(results, out);
-    if (!units.empty()) print_serve_totals(totals, wall_s, out);
+    if (!groups.empty()) print_serve_totals(totals, wall_s, out);
+    print_phases();
     out << "export    " << export_dir << "/{junit.xml,summary.json,report.html,ops.csv"
         << (suggestions.empty() ? "" : ",suggested.yaml") << "}, reports/<test-id>/\n";
     out << "history   run " << seq << " of this spec (" << ops.rows.size()
@@ -754,13 +985,13 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
     run.print_collected();
     return 0;
   }
-  // Import the runnable tests' models; an import failure is that test's result.
   if (const Exit code = run.prepare_export()) return *code;
-  if (const Exit code = run.prepare_units()) return *code;
-  // Serve every unit in one broker run (local workers when asked).
+  if (const Exit code = run.group_tests()) return *code;
+  // Prepare the runnable tests' models (an import failure is that test's
+  // result) while the fleet runs those already prepared, in one broker run
+  // (local workers when asked), and write each test's reports as its unit
+  // finishes.
   if (const Exit code = run.serve()) return *code;
-  // Reports and outcomes.
-  if (const Exit code = run.collect_reports()) return *code;
   run.judge_tests();
   run.describe_run();
   if (const Exit code = run.record_history()) return *code;

@@ -257,8 +257,8 @@ TEST(MatrixConfigs, ASpecRunSaysWhereItIsAtTheProgressInterval) {
                          dir + "/run.log");
   unsetenv("TORQ_PROGRESS_MS");
   ASSERT_EQ(code, 0) << out;
-  const std::regex line(R"(\[progress\] torq-coordinator: (preparing [12]/2: \S+|jobs \d+/\d+ done \(.*\)|)"
-                        R"(writing the reports of \d+ tests|exporting .*) \(\d+ s\))");
+  const std::regex line(R"(\[progress\] torq-coordinator: (preparing [12]/2: \S+|jobs \d+/\d+ done( \(.*\)|, \d units prepared)|)"
+                        R"(writing the reports of \S+|exporting .*) \(\d+ s\))");
   std::istringstream lines(out);
   int progress = 0, jobs = 0;
   for (std::string l; std::getline(lines, l);) {
@@ -563,6 +563,31 @@ TEST(MatrixConfigs, NightlyOverTheSharedModelsThroughCiNightlySh) {
     }
   EXPECT_EQ(t["yolov8n-fp32-sim-discover"]["bringup_status"], "NOT_STARTED");
   EXPECT_EQ(junit_via_python(dir + "/out/junit.xml").substr(0, 7), "14 0 2\n");
+  // Workers never wait for preparation (issue 32): the models are prepared
+  // (four int8 quantizations with their calibration runs among them) on a
+  // thread of their own while the fleet runs the jobs of those already
+  // prepared, and a unit whose last job is in has its reports written and
+  // its model released while later ones are still being prepared.
+  const std::string log = slurp(dir + "/out/coordinator.log");
+  const size_t prepared_all = log.find("[coordinator] prepared 12 units in ");
+  const size_t first_result = log.find("[coordinator] jobs 25/");
+  const size_t first_released = log.find(") done: reports written, model released");
+  ASSERT_NE(prepared_all, std::string::npos) << log;
+  EXPECT_LT(first_result, prepared_all) << log;
+  EXPECT_LT(first_released, prepared_all) << log;
+  size_t released = 0;
+  for (size_t at = 0; (at = log.find("model released", at)) != std::string::npos; ++at) ++released;
+  EXPECT_EQ(released, 12u) << log;  // every unit, once
+  // The summary says when each phase ended and the coordinator's peak RSS.
+  const std::string out_text = slurp(dir + "/out/coordinator.log") + p.output();
+  std::smatch m;
+  const std::regex phases(R"(phases    12 units prepared by ([\d.]+) s, first job sent at ([\d.]+) s, job phase )"
+                          R"(([\d.]+) s, wall ([\d.]+) s; coordinator peak RSS (\d+) MB)");
+  ASSERT_TRUE(std::regex_search(out_text, m, phases)) << out_text;
+  EXPECT_LT(std::stod(m[2]), std::stod(m[1]));   // the first job went out before the last model was ready
+  EXPECT_GT(std::stod(m[3]), 0.0);
+  EXPECT_LE(std::stod(m[3]), std::stod(m[4]));
+  EXPECT_GT(std::stoi(m[5]), 0);
   // The HTML report as a browser shows it: headless Chromium's DOM against
   // the summary; the screenshot stays in out/report.png.
   auto [hc, hout] = run({"/usr/bin/bash", std::string(TORQ_SOURCE_DIR) + "/tests/html/check_real_report.sh",
