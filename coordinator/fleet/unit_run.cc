@@ -191,6 +191,18 @@ class UnitServer {
     if (src_.streamed) take_arrived();
     std::vector<size_t> finished;
     std::optional<JobSpec> out;
+    // Units whose last job in flight came back first: each is done now, or
+    // has its next job (its assigned run, a bisection step). Left to the
+    // round below, a done unit would wait until every unit after the one
+    // being served ran dry, and so would the release of its model.
+    while (!settled_.empty() && !out) {
+      const size_t i = settled_.back();
+      settled_.pop_back();
+      RunUnit& u = *units_[i];
+      if (u.finished || u.in_flight > 0) continue;
+      if (std::optional<JobSpec> j = pull(u)) out = issue(i, std::move(*j));
+      else finished.push_back(i);
+    }
     for (size_t k = 0; k < units_.size() && !out; ++k) {
       const size_t i = (rr_ + k) % units_.size();
       RunUnit& u = *units_[i];
@@ -201,17 +213,11 @@ class UnitServer {
         if (u.in_flight == 0) finished.push_back(i);
         continue;
       }
-      // Stay on this unit until it runs dry: workers keep a few models'
-      // activations in memory, so interleaving many models would make
-      // them recompute a full-model run for nearly every job.
-      rr_ = i;
-      if (!j->assignment.empty()) by_key_.emplace(result_key_of(*j), rr_);
-      ++u.in_flight;
-      ++issued_[j->id];  // a bisection may ask for a job again while it runs: one result answers both
-      out = std::move(j);
+      out = issue(i, std::move(*j));
     }
     commit_cached();  // before a finished unit's report reads the store
-    for (size_t i : finished) finish(i);
+    for (size_t i : finished)
+      if (!units_[i]->finished) finish(i);
     return out;
   }
 
@@ -223,12 +229,15 @@ class UnitServer {
            engine_identity() + ": its results are recorded but not cached");
     if (k != key_of_.end()) key_of_.erase(k);
     ++t_.fleet_jobs;
+    if (src_.streamed && src_.streamed->last_result)
+      src_.streamed->last_result->store(Clock::now().time_since_epoch().count());
     const auto unit = by_key_.find(result_key_of(j));
     if (unit == by_key_.end()) return;  // in the store: its unit, when it arrives, resumes it
     RunUnit& u = *units_[unit->second];
     if (auto it = issued_.find(j.id); it != issued_.end()) {
       u.in_flight -= std::min<size_t>(it->second, u.in_flight);
       issued_.erase(it);
+      if (u.in_flight == 0 && !u.finished) settled_.push_back(unit->second);
     }
     if (!u.finished) record(u, j, r);
   }
@@ -302,6 +311,18 @@ class UnitServer {
     cached_commits_.clear();
   }
 
+  // Job `j` of unit `i`, handed out: counted in flight.
+  JobSpec issue(size_t i, JobSpec j) {
+    // Stay on this unit until it runs dry: workers keep a few models'
+    // activations in memory, so interleaving many models would make
+    // them recompute a full-model run for nearly every job.
+    rr_ = i;
+    if (!j.assignment.empty()) by_key_.emplace(result_key_of(j), rr_);
+    ++units_[i]->in_flight;
+    ++issued_[j.id];  // a bisection may ask for a job again while it runs: one result answers both
+    return j;
+  }
+
   // The next job of unit `u` not already known (resumed or cached): a layer's, then an assigned run's.
   std::optional<JobSpec> pull(RunUnit& u) {
     std::optional<JobSpec> j;
@@ -340,6 +361,7 @@ class UnitServer {
   UnitSource src_;
   std::vector<RunUnit*> units_;           // in the order they were given or arrived
   std::unordered_map<std::string, uint32_t> issued_;  // jobs next() gave (times) whose result is not in yet
+  std::vector<size_t> settled_;  // units whose jobs in flight fell to none: next() looks at them first
   Store& store_;
   const std::string& run_;
   const LogFn& log_;

@@ -14,6 +14,8 @@
 //    store resume (finished jobs are not recomputed).
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <deque>
 #include <functional>
@@ -162,6 +164,9 @@ struct StreamedUnits {
   UnitFeed* feed = nullptr;
   std::deque<RunUnit>* units = nullptr;
   std::function<void(size_t, RunUnit&)> unit_done;
+  // If set: the steady-clock time (time_since_epoch().count()) of the
+  // latest result recorded, for a preparer to tell a busy fleet from an idle one.
+  std::atomic<std::chrono::steady_clock::rep>* last_result = nullptr;
 };
 // serve_units for units that arrive from a feed while others are served.
 ServeTotals serve_streamed_units(const StreamedUnits& units, pipeline::Store& store, const std::string& run,

@@ -375,6 +375,9 @@ struct LocalFleet {
 // coordinator's memory stays that of a few models however long the spec
 // (issue 32).
 constexpr size_t kPrepareAhead = 3;
+// ... unless no result has come in for this long (after one had): the held
+// units then wait for something else than the workers that are there.
+constexpr std::chrono::milliseconds kIdleFleet{2000};
 
 // One matrix run: what were run_matrix's locals (in their order, so built and destroyed in it) and its steps.
 struct MatrixRun {
@@ -418,6 +421,7 @@ struct MatrixRun {
   size_t prepared = 0;                           // units pushed (the next one's index)
   size_t released = 0;                           // units whose model the exporter released (under mu)
   std::condition_variable released_cv;           // the preparer waits on it for a unit to be released
+  std::atomic<Clock::rep> last_result{0};        // when the latest result came in (serving thread)
   std::optional<Clock::time_point> prepared_at;  // when the last was
   std::map<std::string, size_t> unit_of_key;     // result key -> unit (identical subgraph tests share one)
   std::map<std::string, std::string> original_of;  // model path|batch -> its fp32 original's hash
@@ -581,6 +585,16 @@ struct MatrixRun {
     for (;;) {
       if (stop_preparing.load() || (o.stop && o.stop->load()) || halt.load()) return false;
       if (prepared - released < kPrepareAhead) return true;
+      // A fleet that had results and has had none for a while has nothing
+      // it can run among the units held (waiting, say, for a board class no
+      // worker serves): one more unit, so the workers there are not idle.
+      const Clock::rep last = last_result.load();
+      if (last != 0 && Clock::now() - Clock::time_point(Clock::duration(last)) >= kIdleFleet) {
+        last_result = Clock::now().time_since_epoch().count();  // once per idle spell
+        log("no result for " + std::to_string(kIdleFleet.count()) + " ms with " + std::to_string(prepared - released) +
+            " units held: preparing one more");
+        return true;
+      }
       released_cv.wait_for(lock, std::chrono::milliseconds(200));  // also looks at the stop flags
     }
   }
@@ -592,10 +606,11 @@ struct MatrixRun {
     const auto t0 = Clock::now();
     try {
       RunUnit u = make_unit(*t, spec, o);
-      // Two subgraph tests naming one range two ways are one unit (and one report).
+      // Two subgraph tests naming one range two ways are one unit (and one report), as are two
+      // model entries of the same bytes: every test of the later group takes the earlier's.
       if (auto same = unit_of_key.find(u.key()); same != unit_of_key.end()) {
         std::lock_guard<std::mutex> lock(mu);
-        alias_of[t->id] = tests_of_unit[same->second].front();
+        for (const TestCase* m : g) alias_of[m->id] = tests_of_unit[same->second].front();
         return true;
       }
       for (const auto& w : u.model->warnings()) log(t->id + ": warning: " + w);
@@ -704,6 +719,7 @@ struct MatrixRun {
     StreamedUnits su;
     su.feed = &*feed;
     su.units = &units;
+    su.last_result = &last_result;
     su.unit_done = [this](size_t index, RunUnit& u) {
       {
         std::lock_guard<std::mutex> lock(mu);

@@ -233,6 +233,36 @@ TEST_F(MatrixRun, ValidateAndSuggestCommands) {
   EXPECT_EQ(code2, 0) << slurp(dir_ + "/cfg/a.yaml") << out2;
 }
 
+// Two model entries whose files hold the same bytes test one model: their
+// discover and run tests share one unit (prepared and run once), and every
+// one of the four tests has its run and its own report files.
+TEST(MatrixConfigs, TwoEntriesOfTheSameBytesShareOneUnitAndEveryTestReports) {
+  const std::string dir = fresh_dir("matrix-same-bytes");
+  std::filesystem::create_directories(dir + "/models");
+  auto [dc, dout] = run({bin("torq-sim"), "demo", "--save", dir + "/models/a.onnx"}, dir + "/demo.log");
+  ASSERT_EQ(dc, 0) << dout;
+  std::filesystem::copy_file(dir + "/models/a.onnx", dir + "/models/b.onnx");
+  write(dir + "/spec.yaml", "models: [models/a.onnx, models/b.onnx]\nvariants: [fp32]\nmodes: [discover, run]\n");
+  auto [code, out] = run({bin("torq-coordinator"), "--spec", dir + "/spec.yaml", "--local-workers", "2", "--export",
+                          dir + "/out"},
+                         dir + "/run.log");
+  ASSERT_EQ(code, 0) << out;
+  size_t prepared = 0;
+  for (size_t at = 0; (at = out.find("] prepared unit ", at)) != std::string::npos; ++at) ++prepared;
+  EXPECT_EQ(prepared, 1u) << out;
+  auto t = tests_by_id(read_json(dir + "/out/summary.json"));
+  for (const char* id : {"a-fp32-sim-discover", "a-fp32-sim-run", "b-fp32-sim-discover", "b-fp32-sim-run"}) {
+    ASSERT_TRUE(t.count(id)) << id << out;
+    EXPECT_EQ(t[id]["outcome"], "passed") << id << t[id];
+    EXPECT_EQ(t[id]["ran"], true) << id;
+    EXPECT_EQ(t[id]["layers"], 14) << id;
+    ASSERT_TRUE(t[id]["report"].is_string()) << id << t[id];
+    const std::string report = t[id]["report"].get<std::string>();
+    EXPECT_NE(report.find(std::string("/reports/") + id + "/"), std::string::npos) << report;
+    EXPECT_EQ(read_json(report)["ops"].size(), 14u) << report;
+  }
+}
+
 TEST(MatrixConfigs, QuickstartRunsOnTheBuiltDemoModel) {
   const std::string dir = fresh_dir("matrix-quickstart");
   const std::string spec = std::string(TORQ_SOURCE_DIR) + "/configs/quickstart.yaml";
