@@ -15,6 +15,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -118,7 +119,20 @@ struct FleetBroker::Impl {
   static constexpr int kQuarantineOverruns = 2;
   std::map<std::string, int> overruns;   // leases that overran, by registered worker id
 
-  std::unordered_map<std::string, Job> jobs;                             // by job id
+  // Jobs queued, leased, held or done but not yet committed, by job id. A
+  // job leaves once its result is committed (retire()): the table stays
+  // bounded by the queue and the leases, not by the run (issue 32: a
+  // million-job run). The store has every done job.
+  std::unordered_map<std::string, Job> jobs;
+  // Hashes of the ids of the jobs retired this run or stored done: a late
+  // duplicate RESULT is told from a stranger's, and a job the source wants
+  // again is answered from the store. A hash collision only costs a store
+  // lookup that finds nothing (the job then runs) or an acknowledgement.
+  std::unordered_set<uint64_t> done_ids;
+  static uint64_t id_hash(const std::string& id) { return std::hash<std::string>{}(id); }
+  bool was_done(const std::string& id) const { return done_ids.count(id_hash(id)) > 0; }
+  // A committed job leaves the table.
+  void retire(std::unordered_map<std::string, Job>::iterator it);
   std::map<QueueKey, std::set<std::pair<uint64_t, std::string>>> queues;  // queued jobs by (target, executor)
   std::map<std::string, Worker> workers;                                 // registered, by identity
   uint64_t next_seq = 0;

@@ -124,6 +124,11 @@ void FleetBroker::Impl::on_started(Worker& w, const std::string& id) {
 
 void FleetBroker::Impl::on_result(Worker& w, ExecResult r) {
   auto it = jobs.find(r.job_id);
+  if (it == jobs.end() && was_done(r.job_id)) {  // late duplicate of a committed result: the first won
+    ++stats.duplicates;
+    send(w.identity, encode_result_ack(r.job_id));
+    return;
+  }
   if (it == jobs.end()) {
     log("result for unknown job " + r.job_id + " from worker " + w.info.worker_id + " dropped");
     send(w.identity, encode_result_ack(r.job_id));

@@ -167,12 +167,15 @@ void FleetBroker::Impl::finish_commit() {
     batch.swap(in_flight);
     for (const auto& [id, r] : batch) {
       ++stats.completed;
-      Job& j = jobs.at(id);
+      auto it = jobs.find(id);
+      if (it == jobs.end()) continue;  // never: a job is completed once
+      Job& j = it->second;
       if (j.wanted) {
         j.wanted = false;
         --wanted_open;
         (*done)(j.spec, r);
       }
+      retire(it);
     }
     if (*batch_done) (*batch_done)();
   }
@@ -193,15 +196,20 @@ void FleetBroker::Impl::pump(bool wait, bool force) {
   }
 }
 
+void FleetBroker::Impl::retire(std::unordered_map<std::string, Job>::iterator it) {
+  done_ids.insert(id_hash(it->first));
+  jobs.erase(it);
+}
+
 void FleetBroker::Impl::want(const JobSpec& spec) {
   auto it = jobs.find(spec.id);
-  if (it != jobs.end()) {
+  if (it != jobs.end()) {  // queued, leased, held, or done and being committed
     Job& j = it->second;
-    if (j.state != Job::State::kDone) {
-      if (!j.wanted) ++wanted_open;
-      j.wanted = true;
-      return;
-    }
+    if (!j.wanted) ++wanted_open;
+    j.wanted = true;
+    return;
+  }
+  if (was_done(spec.id)) {
     for (const auto& r : store.layer_results(run, result_key_of(spec), static_cast<int>(spec.first_node)))
       if (r.executor == spec.executor && r.tolerance_used == spec.tolerance && !infrastructure_error(r)) {
         ++stats.reported_from_store;
@@ -209,7 +217,6 @@ void FleetBroker::Impl::want(const JobSpec& spec) {
         return;
       }
     log("job " + spec.id + " is marked done but has no stored result for its tolerance; running it again");
-    jobs.erase(it);
   }
   Job j;
   j.spec = spec;
@@ -218,6 +225,7 @@ void FleetBroker::Impl::want(const JobSpec& spec) {
   j.wanted = true;
   ++wanted_open;
   enqueue(jobs.emplace(spec.id, std::move(j)).first->second);
+  stats.table_peak = std::max(stats.table_peak, jobs.size());
 }
 
 bool FleetBroker::Impl::missing_tags(Clock::time_point now) {

@@ -128,24 +128,28 @@ FleetBroker::FleetBroker(Store& store, std::string run, BrokerOptions opts) {
   }
   // Resume: done jobs stay done; unfinished ones are held for one liveness
   // interval (their workers may reconnect and claim them), then queued first.
-  for (auto& [id, st] : store.jobs(m.run)) {
+  // Done jobs are only remembered by id (the store has their results).
+  const auto scan_start = Clock::now();
+  store.for_each_job(m.run, [&](std::string id, Store::StoredJob st) {
+    if (st.state == 'D') {
+      m.done_ids.insert(Impl::id_hash(id));
+      return;
+    }
     Job j;
     j.spec = decode_job(st.encoded.data(), st.encoded.size());
-    j.encoded = st.encoded;
+    j.encoded = std::move(st.encoded);
     j.holder_id = st.holder;  // '' for a job stored queued, or by an older build
     j.seq = m.next_seq++;
-    auto& stored = m.jobs.emplace(id, std::move(j)).first->second;
-    if (st.state == 'D') {
-      stored.state = Job::State::kDone;
-    } else {
-      stored.state = Job::State::kHeld;
-      m.held.push_back(id);
-      ++stats_.recovered;
-    }
-  }
-  if (stats_.recovered)
-    m.log("resuming: " + std::to_string(stats_.recovered) + " unfinished jobs, queued again unless their workers " +
-          "claim them within " + std::to_string(m.opt.heartbeat_ms * m.opt.liveness) + " ms");
+    j.state = Job::State::kHeld;
+    m.held.push_back(id);
+    m.jobs.emplace(std::move(id), std::move(j));
+    ++stats_.recovered;
+  }, /*done_jobs_encoded=*/false);
+  if (stats_.recovered || !m.done_ids.empty())
+    m.log("resuming: " + std::to_string(m.done_ids.size()) + " jobs done, " + std::to_string(stats_.recovered) +
+          " unfinished, queued again unless their workers claim them within " +
+          std::to_string(m.opt.heartbeat_ms * m.opt.liveness) + " ms (store read in " +
+          std::to_string(std::chrono::duration_cast<milliseconds>(Clock::now() - scan_start).count()) + " ms)");
 }
 
 FleetBroker::~FleetBroker() {
@@ -157,7 +161,10 @@ FleetBroker::~FleetBroker() {
 
 size_t FleetBroker::pending() const {
   size_t held = 0;
-  for (const auto& id : impl_->held) held += impl_->jobs.at(id).state == Job::State::kHeld;
+  for (const auto& id : impl_->held) {
+    auto it = impl_->jobs.find(id);  // claimed, done and retired meanwhile: gone
+    held += it != impl_->jobs.end() && it->second.state == Job::State::kHeld;
+  }
   return impl_->queued + impl_->leased + held;
 }
 
@@ -175,7 +182,8 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
     // Recovered jobs nobody claimed go back to the queue.
     if (!m.held.empty() && now >= *m.release_at) {
       for (const auto& id : m.held)
-        if (Job& j = m.jobs.at(id); j.state == Job::State::kHeld) m.enqueue(j);
+        if (auto it = m.jobs.find(id); it != m.jobs.end() && it->second.state == Job::State::kHeld)
+          m.enqueue(it->second);
       m.held.clear();
     }
     // Winding down: no more dispatch; wait for the leased jobs, up to the grace period.

@@ -120,6 +120,9 @@ struct BrokerStats {
   size_t reported_from_store = 0;  // source asked for a job already done in the store
   size_t recovered = 0;          // unfinished jobs found in the store at start
   size_t duplicates = 0;         // results of done jobs, dropped
+  // The most jobs the broker held at once: queued, leased, held, or done
+  // with their commit pending (a committed job leaves; issue 32).
+  size_t table_peak = 0;
   size_t foreign_results = 0;    // results from a worker not holding the job's lease, dropped
   size_t started = 0;            // STARTEDs of lease holders: their leases run the job's own timeout from then
   size_t stray_started = 0;      // STARTEDs for a job the sender does not hold (ignored)

@@ -15,6 +15,7 @@
 //    non-empty (a job id may contain '/'). Violations are PipelineErrors.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -90,6 +91,10 @@ class Store {
   // Any undecodable record is a PipelineError naming its key. The map is a
   // consistent snapshot of the store.
   std::map<int, std::vector<ExecResult>> model_results(const std::string& run, const std::string& model_hash) const;
+  // The same, one layer at a time in layer order, from one snapshot, without
+  // holding them all (the report of a model of 333,334 layers).
+  void for_each_layer_results(const std::string& run, const std::string& model_hash,
+                              const std::function<void(int layer, std::vector<ExecResult> results)>& fn) const;
   // The run ids that have results, in order.
   std::vector<std::string> result_runs() const;
   // Removes one executor's result of a layer (used when a layer must be re-tested).
@@ -138,6 +143,12 @@ class Store {
   // A stored value with a bad state byte or an undecodable job is a
   // PipelineError naming its key.
   std::map<std::string, StoredJob> jobs(const std::string& run) const;
+  // The same, one job at a time in key order, without holding them all (a
+  // resumed run of a million jobs). Errors as jobs(). Without
+  // done_jobs_encoded a done job comes with no encoded job, which is then
+  // neither copied nor checked (a resume needs only their ids).
+  void for_each_job(const std::string& run, const std::function<void(std::string id, StoredJob job)>& fn,
+                    bool done_jobs_encoded = true) const;
 
   // Stores run metadata; `json` must parse as JSON (else PipelineError).
   void put_run_meta(const std::string& run, const std::string& json);

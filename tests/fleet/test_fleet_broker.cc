@@ -596,6 +596,79 @@ TEST(FleetBroker, LateAndDuplicateResultsAreAcknowledgedAndDropped) {
   EXPECT_EQ(stored[0].status, Status::kSuccess);
 }
 
+// Issue 32: a million-job run kept every job it had served. A job leaves
+// the broker once its result is committed: with at most 20 queued and 5
+// leased, 600 jobs never hold more than those and the 5 whose commit is
+// pending; a late duplicate of a retired job is still told from a
+// stranger's, and a job the source asks for again once retired is
+// answered from the store, not run again.
+TEST(FleetBroker, CommittedJobsLeaveTheTableAndAreStillKnown) {
+  constexpr int kJobs = 600;
+  std::vector<JobSpec> jobs;
+  for (int l = 0; l < kJobs; ++l) jobs.push_back(job(l, Executor::kHost));
+  jobs.push_back(job(0, Executor::kHost));  // asked again at the end (a bisection does)
+  BrokerOptions o;
+  o.max_queued = 20;
+  Harness h("bounded", o, jobs);
+  h.start();
+  FakeWorker a(h.ctx, h.ep());
+  a.ready("a", "sim", {Executor::kHost}, 5);
+  std::string first;
+  size_t answered = 0;
+  std::vector<JobSpec> pending;
+  // The worker answers its 5 jobs, then waits for their acknowledgements
+  // (their commit) before the next 5: at most 5 wait for a commit.
+  while (answered < static_cast<size_t>(kJobs)) {
+    while (pending.size() < 5 && answered + pending.size() < static_cast<size_t>(kJobs)) {
+      auto m = a.next(3000);
+      ASSERT_TRUE(m) << answered << " answered\n" << h.log();
+      ASSERT_EQ(m->type, FleetType::kJob) << pipeline::fleet_type_name(m->type);
+      pending.push_back(m->job);
+    }
+    for (const auto& j : pending) {
+      if (first.empty()) first = j.id;
+      a.result(j.id, Executor::kHost);
+    }
+    answered += pending.size();
+    size_t acks = 0, batch = pending.size();
+    pending.clear();
+    while (acks < batch) {
+      auto m = a.next(3000);
+      ASSERT_TRUE(m) << acks << " of " << batch << " acknowledgements\n" << h.log();
+      if (m->type == FleetType::kResultAck) ++acks;
+      else if (m->type == FleetType::kJob) pending.push_back(m->job);
+      else FAIL() << pipeline::fleet_type_name(m->type);
+    }
+    if (answered == 50) {  // a late duplicate of a job long committed: acknowledged at once
+      a.result(first, Executor::kHost, Status::kError);
+      for (;;) {
+        auto m = a.next(3000);
+        ASSERT_TRUE(m) << h.log();
+        if (m->type == FleetType::kResultAck) break;
+        pending.push_back(m->job);
+      }
+    }
+  }
+  ASSERT_TRUE(h.wait_finished(5000)) << h.log();
+  const auto& st = h.broker().stats();
+  EXPECT_LE(st.table_peak, 30u) << "the table kept done jobs";  // 20 queued + 5 leased + 5 committing
+  EXPECT_GE(st.table_peak, 20u);
+  EXPECT_EQ(st.dispatched, static_cast<size_t>(kJobs)) << "job 0 asked again was run again";
+  EXPECT_EQ(st.reported_from_store, 1u);
+  const auto done = h.done();
+  ASSERT_EQ(done.size(), static_cast<size_t>(kJobs) + 1);
+  size_t reports_of_first = 0;
+  for (const auto& [j, r] : done) {
+    reports_of_first += j.id == first;
+    EXPECT_EQ(r.status, Status::kSuccess) << j.id << ": the first result wins";
+  }
+  EXPECT_EQ(reports_of_first, 2u);
+  for (int l = 0; l < kJobs; ++l) ASSERT_EQ(h.store().layer_results(kRun, kHash, l).size(), 1u) << l;
+  // The late duplicate: counted as one, not logged as a result for an unknown job.
+  EXPECT_EQ(st.duplicates, 1u);
+  EXPECT_EQ(h.log().find("unknown job"), std::string::npos) << h.log();
+}
+
 // Issue 30: a registered peer sent RESULTs for jobs it was never given and
 // all were stored. Only the lease holder's result counts: the others are
 // acknowledged (so that the sender stops), dropped, counted and logged with
