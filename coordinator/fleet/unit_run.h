@@ -29,6 +29,7 @@
 #include "pipeline/plan/bisect.h"
 #include "pipeline/model/model_import.h"
 #include "pipeline/plan/plan.h"
+#include "pipeline/report/report.h"
 #include "pipeline/store/store.h"
 #include "pipeline/model/subgraph.h"
 #include "pipeline/core/types.h"
@@ -144,7 +145,7 @@ std::string plan_identity(const pipeline::PlanOptions& plan, std::map<std::strin
 std::string run_id_of(const std::string& kind, std::vector<std::string> parts);
 
 // Plans every unit, then serves their jobs through a FleetBroker bound per
-// `broker` on `store` under `run`. Progress lines every 25 jobs go to `log`.
+// `broker` on `store` under `run`. Progress lines every 25 jobs (every thousandth of a larger run) go to `log`.
 // Throws PipelineError on a refused bind or a store error.
 // `after_run` runs once the broker loop returns, while the broker is still
 // bound (local workers stopped then say goodbye instead of lingering).
@@ -201,5 +202,16 @@ pipeline::ModelReport unit_layers_report(const RunUnit& unit, const pipeline::St
 // `mlir_dir` is non-empty that import is written there as <name>.torch.mlir.
 pipeline::ModelReport unit_report(const RunUnit& unit, const pipeline::Store& store, const std::string& run,
                                   const pipeline::Tolerance& tol, const std::string& mlir_dir, const LogFn& log);
+
+// unit_report() written as it is read (unit_report_stream.cc): the store's
+// results one layer at a time into the report and compiler JSON in
+// `export_dir` (pipeline/report/report_stream.h) and the torch-mlir import
+// beside them, never the whole report in memory (a model of a third of a
+// million layers). Nothing is written when export_dir is empty. Returns the
+// report's summary. A unit with a range or a fixed assignment is reported
+// through unit_report() (small by nature).
+pipeline::ReportSummary stream_unit_report(const RunUnit& unit, const pipeline::Store& store, const std::string& run,
+                                           const pipeline::Tolerance& tol, const std::string& export_dir,
+                                           const LogFn& log);
 
 }  // namespace torq::coordinator

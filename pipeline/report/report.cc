@@ -18,6 +18,8 @@
 
 #include "pipeline/core/json_limits.h"
 #include "pipeline/plan/recommend.h"
+#include "pipeline/report/atomic_file.h"
+#include "pipeline/report/report_parts.h"
 #include "pipeline/report/view.h"
 
 namespace torq::pipeline {
@@ -149,6 +151,10 @@ ojson location_json(const LayerReport& l) {
   return nullptr;
 }
 
+}  // namespace
+
+namespace report_parts {
+
 ojson layer_json(const LayerReport& l) {
   ojson execs = ojson::object();
   for (Executor e : kExecutorPriority) {
@@ -209,6 +215,45 @@ ojson summary_json(const ReportSummary& s) {
           {"executor_counts", std::move(executor_counts)},
           {"timing_summary", std::move(timing)}};
 }
+
+ojson report_head(const ModelReport& r) {
+  ojson j;
+  j["version"] = kVersion;
+  j["model_name"] = r.model_name;
+  if (r.variant) {
+    const VariantRecord& v = *r.variant;
+    ojson vj = {{"model_sha256", v.model_sha256}, {"dtype", v.dtype}};
+    if (!v.rounding.empty()) vj["bf16_rounding"] = v.rounding;
+    if (!v.quantization.empty()) vj["quantization"] = v.quantization;
+    vj["executors"] = v.executors;
+    j["variant"] = std::move(vj);
+  }
+  j["default_tolerance"] = tolerance_json(r.default_tolerance);
+  return j;
+}
+
+void report_tail(ojson& j, const ReportSummary& s, ojson critical, std::string final_text, const ExtraFields& extra) {
+  j["discovery_report"] = {{"summary", summary_json(s)}, {"critical_failures", std::move(critical)}};
+  j["has_critical_failures"] = !s.critical_failures.empty();
+  j["final_report_text"] = std::move(final_text);
+  append_extra(j, extra, "");
+}
+
+ojson compiler_head(const std::string& model_name) {
+  return {{"model_name", model_name}, {"op_assignments", ojson::object()}};
+}
+
+void compiler_tail(ojson& j, const ExtraFields& report_extra) {
+  // The seed's compiler JSON carries the report's full-model tolerance.
+  if (const std::string* tol = find_extra(report_extra, "tolerance")) append_extra(j, {{"tolerance", *tol}}, "");
+}
+
+bool is_assignable(const LayerReport& l) { return l.recommended && is_line_col(l.info.mlir_location); }
+
+}  // namespace report_parts
+
+namespace {
+using namespace report_parts;  // NOLINT(google-build-using-namespace): this file's own parts
 
 // ---------------------------------------------------------------- reading
 
@@ -466,53 +511,44 @@ std::string model_name_from_path(const std::string& path) {
 
 }  // namespace
 
+void summarize_layer(ReportSummary& s, const LayerReport& l) {
+  ++s.total_layers;
+  for (const auto& [e, res] : l.results) {
+    ExecutorSummary& x = s.executors[slot(e)];
+    switch (res.status) {
+      case Status::kSuccess:
+        ++x.success;
+        break;
+      case Status::kDifference:
+        ++x.difference;
+        break;
+      case Status::kError:
+        ++x.error;
+        break;
+    }
+    if (res.runtime_ms >= 0) {
+      x.min_runtime_ms = x.layers_timed == 0 ? res.runtime_ms : std::min(x.min_runtime_ms, res.runtime_ms);
+      x.max_runtime_ms = x.layers_timed == 0 ? res.runtime_ms : std::max(x.max_runtime_ms, res.runtime_ms);
+      x.total_runtime_ms += res.runtime_ms;
+      ++x.layers_timed;
+    }
+  }
+  if (l.recommended) {
+    ++s.executors[slot(*l.recommended)].recommended;
+  } else {
+    ++s.recommended_none;
+  }
+  if (is_critical_failure(l)) s.critical_failures.push_back(l.info.id);
+}
+
 ReportSummary summarize(const ModelReport& r) {
   ReportSummary s;
-  s.total_layers = static_cast<int>(r.layers.size());
-  for (const LayerReport& l : r.layers) {
-    for (const auto& [e, res] : l.results) {
-      ExecutorSummary& x = s.executors[slot(e)];
-      switch (res.status) {
-        case Status::kSuccess:
-          ++x.success;
-          break;
-        case Status::kDifference:
-          ++x.difference;
-          break;
-        case Status::kError:
-          ++x.error;
-          break;
-      }
-      if (res.runtime_ms >= 0) {
-        x.min_runtime_ms = x.layers_timed == 0 ? res.runtime_ms : std::min(x.min_runtime_ms, res.runtime_ms);
-        x.max_runtime_ms = x.layers_timed == 0 ? res.runtime_ms : std::max(x.max_runtime_ms, res.runtime_ms);
-        x.total_runtime_ms += res.runtime_ms;
-        ++x.layers_timed;
-      }
-    }
-    if (l.recommended) {
-      ++s.executors[slot(*l.recommended)].recommended;
-    } else {
-      ++s.recommended_none;
-    }
-    if (is_critical_failure(l)) s.critical_failures.push_back(l.info.id);
-  }
+  for (const LayerReport& l : r.layers) summarize_layer(s, l);
   return s;
 }
 
 nlohmann::ordered_json report_to_json(const ModelReport& r) {
-  ojson j;
-  j["version"] = kVersion;
-  j["model_name"] = r.model_name;
-  if (r.variant) {
-    const VariantRecord& v = *r.variant;
-    ojson vj = {{"model_sha256", v.model_sha256}, {"dtype", v.dtype}};
-    if (!v.rounding.empty()) vj["bf16_rounding"] = v.rounding;
-    if (!v.quantization.empty()) vj["quantization"] = v.quantization;
-    vj["executors"] = v.executors;
-    j["variant"] = std::move(vj);
-  }
-  j["default_tolerance"] = tolerance_json(r.default_tolerance);
+  ojson j = report_head(r);
   ojson ops = ojson::object();
   std::vector<const LayerReport*> order;
   for (const LayerReport& l : r.layers) order.push_back(&l);
@@ -527,11 +563,7 @@ nlohmann::ordered_json report_to_json(const ModelReport& r) {
     if (is_critical_failure(*l)) critical.push_back(critical_failure_json(*l));
   }
   j["ops"] = std::move(ops);
-  const ReportSummary s = summarize(r);
-  j["discovery_report"] = {{"summary", summary_json(s)}, {"critical_failures", std::move(critical)}};
-  j["has_critical_failures"] = !s.critical_failures.empty();
-  j["final_report_text"] = render_final_report(r);
-  append_extra(j, r.extra, "");
+  report_tail(j, summarize(r), std::move(critical), render_final_report(r), r.extra);
   return j;
 }
 
@@ -642,13 +674,10 @@ ModelReport read_report_file(const std::string& path) {
 }
 
 nlohmann::ordered_json compiler_json(const ModelReport& r) {
-  ojson assignments = ojson::object();
+  ojson j = compiler_head(r.model_name);
   for (const LayerReport& l : r.layers)
-    if (l.recommended && is_line_col(l.info.mlir_location))
-      assignments[l.info.mlir_location] = {{"executor", executor_name(*l.recommended)}};
-  ojson j = {{"model_name", r.model_name}, {"op_assignments", std::move(assignments)}};
-  // The seed's compiler JSON carries the report's full-model tolerance.
-  if (const std::string* tol = find_extra(r.extra, "tolerance")) append_extra(j, {{"tolerance", *tol}}, "");
+    if (is_assignable(l)) j["op_assignments"][l.info.mlir_location] = {{"executor", executor_name(*l.recommended)}};
+  compiler_tail(j, r.extra);
   return j;
 }
 
@@ -668,45 +697,10 @@ std::string compiler_path_for(const std::string& report_path) {
 }
 
 void write_json_atomic(const std::string& path, const nlohmann::ordered_json& json) {
-  const std::string text = json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  const fs::path target(path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string tmpl = (dir / ("." + target.filename().string() + ".tmpXXXXXX")).string();
-  const int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) throw_errno(path, "cannot create a temporary file in " + dir.string(), errno);
-  auto fail = [&](const std::string& what) {
-    const int err = errno;
-    ::close(fd);
-    ::unlink(tmpl.c_str());
-    throw_errno(path, what, err);
-  };
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("cannot write");
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fchmod(fd, 0644) != 0) fail("cannot set permissions");
-  if (::fsync(fd) != 0) fail("cannot fsync");
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmpl.c_str());
-    throw_errno(path, "cannot close", err);
-  }
-  if (::rename(tmpl.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmpl.c_str());
-    throw_errno(path, "cannot rename the temporary file into place", err);
-  }
-  // Make the rename itself durable.
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  AtomicFile f(path);
+  f.write(json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+  f.write("\n");
+  f.commit();
 }
 
 void write_report_files(const ModelReport& r, const std::string& output_dir) {

@@ -37,6 +37,8 @@ struct ReportSummary {
 
 // Counts statuses, recommendations, timings and critical failures of `r`.
 ReportSummary summarize(const ModelReport& r);
+// Adds one layer to `s` (summarize() is this over every layer).
+void summarize_layer(ReportSummary& s, const LayerReport& l);
 
 // The report JSON of `r` (DESIGN §5): version "1.1", model_name,
 // default_tolerance, ops keyed by layer id in _node_index order (each with

@@ -106,13 +106,21 @@ void render_exec(std::ostringstream& os, const ExecResult& res) {
 
 }  // namespace
 
-std::string render_status_table(const std::vector<const LayerReport*>& layers) {
-  if (layers.empty()) return "Per-Layer Status:\n  (no layers)\n";
+StatusRow status_row(const LayerReport& l) {
+  StatusRow row;
+  row.layer = l.info.id.substr(0, kMaxLayerWidth);
+  for (Executor e : kExecutorPriority) row.cells[static_cast<size_t>(e)] = cell(l, e);
+  row.recommended = l.recommended ? executor_name(*l.recommended) : "-";
+  return row;
+}
+
+std::string render_status_rows(const std::vector<StatusRow>& rows) {
+  if (rows.empty()) return "Per-Layer Status:\n  (no layers)\n";
   size_t layer_w = std::string("Layer").size();
   size_t col_w = kStatusColWidth;
-  for (const LayerReport* l : layers) {
-    layer_w = std::max(layer_w, std::min(l->info.id.size(), kMaxLayerWidth));
-    for (Executor e : kExecutorPriority) col_w = std::max(col_w, cell(*l, e).size() + 1);
+  for (const StatusRow& r : rows) {
+    layer_w = std::max(layer_w, r.layer.size());
+    for (const std::string& c : r.cells) col_w = std::max(col_w, c.size() + 1);
   }
   std::ostringstream os;
   os << "Per-Layer Status:\n";
@@ -120,12 +128,19 @@ std::string render_status_table(const std::vector<const LayerReport*>& layers) {
   for (Executor e : kExecutorPriority) os << pad(upper(executor_name(e)), col_w) << " ";
   os << "Recommended\n";
   os << std::string(layer_w + col_w * 3 + 25, '-') << "\n";
-  for (const LayerReport* l : layers) {
-    os << "  " << pad(l->info.id.substr(0, kMaxLayerWidth), layer_w) << "  ";
-    for (Executor e : kExecutorPriority) os << pad(cell(*l, e), col_w) << " ";
-    os << (l->recommended ? executor_name(*l->recommended) : "-") << "\n";
+  for (const StatusRow& r : rows) {
+    os << "  " << pad(r.layer, layer_w) << "  ";
+    for (Executor e : kExecutorPriority) os << pad(r.cells[static_cast<size_t>(e)], col_w) << " ";
+    os << r.recommended << "\n";
   }
   return os.str();
+}
+
+std::string render_status_table(const std::vector<const LayerReport*>& layers) {
+  std::vector<StatusRow> rows;
+  rows.reserve(layers.size());
+  for (const LayerReport* l : layers) rows.push_back(status_row(*l));
+  return render_status_rows(rows);
 }
 
 std::string render_layer_list(const std::vector<const LayerReport*>& layers) {
@@ -146,11 +161,11 @@ std::string render_layer_list(const std::vector<const LayerReport*>& layers) {
   return os.str();
 }
 
-std::string render_final_report(const ModelReport& r) {
-  const ReportSummary s = summarize(r);
+std::string render_final_report(const std::string& model_name, const ReportSummary& s,
+                                const std::vector<std::string>& critical_nodes, const std::vector<StatusRow>& rows) {
   std::ostringstream os;
   os << "FINAL EXECUTOR DISCOVERY REPORT\n\n";
-  os << "Model: " << r.model_name << "\n";
+  os << "Model: " << model_name << "\n";
   os << "Total layers tested: " << s.total_layers << "\n\n";
   os << "Status Summary:\n";
   for (Executor e : kExecutorPriority) {
@@ -166,13 +181,25 @@ std::string render_final_report(const ModelReport& r) {
     os << "No critical failures - all layers have at least one working executor\n";
   } else {
     os << "CRITICAL: " << s.critical_failures.size() << " layer(s) with ALL executors ERRORS\n\n";
-    for (const std::string& id : s.critical_failures)
-      os << "  - " << id << " (node: " << node_text(*find_layer(r, id)) << ")\n";
+    for (size_t i = 0; i < s.critical_failures.size(); ++i)
+      os << "  - " << s.critical_failures[i] << " (node: " << critical_nodes[i] << ")\n";
   }
-  os << "\n" << render_status_table(all_layers(r));
+  os << "\n" << render_status_rows(rows);
   std::string text = os.str();
   if (!text.empty() && text.back() == '\n') text.pop_back();  // a block, like the seed's join
   return text;
+}
+
+std::string critical_node_text(const LayerReport& l) { return node_text(l); }
+
+std::string render_final_report(const ModelReport& r) {
+  const ReportSummary s = summarize(r);
+  std::vector<std::string> nodes;
+  for (const std::string& id : s.critical_failures) nodes.push_back(node_text(*find_layer(r, id)));
+  std::vector<StatusRow> rows;
+  rows.reserve(r.layers.size());
+  for (const LayerReport& l : r.layers) rows.push_back(status_row(l));
+  return render_final_report(r.model_name, s, nodes, rows);
 }
 
 std::string render_summary(const ModelReport& r) {
