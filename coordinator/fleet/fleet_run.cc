@@ -1,6 +1,9 @@
 // torq-coordinator's --model run: import → units → fleet → reports (see fleet_run.h).
 #include "coordinator/fleet/fleet_run.h"
 
+#include "pipeline/base/peak_rss.h"
+
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -131,18 +134,29 @@ int write_reports(const FleetRunOptions& o, const Store& store, const std::strin
                   const std::vector<RunUnit>& units, std::vector<std::string>& exported, const LogFn& log) {
   int critical = 0;
   for (const auto& u : units) {
-    ModelReport rep = unit_report(u, store, run, o.tolerance, o.export_dir, log);
-    critical += static_cast<int>(summarize(rep).critical_failures.size());
+    // Written as the store is read: a model of a third of a million layers
+    // never has its whole report in memory (issue 32).
+    critical += static_cast<int>(stream_unit_report(u, store, run, o.tolerance, o.export_dir, log).critical_failures.size());
     if (!o.export_dir.empty()) {
-      write_report_files(rep, o.export_dir);
-      exported.push_back(report_path(o.export_dir, rep.model_name));
-      exported.push_back(compiler_path(o.export_dir, rep.model_name));
+      exported.push_back(report_path(o.export_dir, u.model->name()));
+      exported.push_back(compiler_path(o.export_dir, u.model->name()));
     }
   }
   return critical;
 }
 
 // Prints the one-screen summary of the run.
+// When the first job went out (after a restart: how soon the run resumed),
+// the job phase, the report export and the coordinator's own peak RSS.
+void print_fleet_phases(const ServeTotals& t, Clock::time_point t_start, double export_s, double wall_s,
+                        std::ostream& out) {
+  const auto& first = t.fleet.first_dispatch;
+  out << "phases    first job sent at "
+      << (first ? fmt(std::chrono::duration<double>(*first - t_start).count(), 2) + " s" : std::string("-"))
+      << ", job phase " << fmt(t.fleet.dispatch_window_s, 2) << " s, export " << fmt(export_s, 2) << " s, wall "
+      << fmt(wall_s, 2) << " s; coordinator peak RSS " << fmt(base::peak_rss_mb(), 0) << " MB\n";
+}
+
 void print_fleet_summary(const std::string& run, const std::vector<RunUnit>& units, const ServeTotals& t,
                          int critical, const std::vector<std::string>& exported, double wall_s, std::ostream& out) {
   out << "== torq-coordinator run " << run << ": " << (t.complete ? "complete" : "STOPPED EARLY (resumable)")
@@ -170,7 +184,11 @@ int run_fleet(const FleetRunOptions& o, std::ostream& out, std::ostream& err) {
   try {
     check_and_create_dirs(o);
     store = Store::open(o.db);
+    const auto t_open = Clock::now();
     import_models(o, *store, units, log);
+    const auto seconds = [](Clock::duration d) { return fmt(std::chrono::duration<double>(d).count(), 2); };
+    log("store " + o.db + " opened in " + seconds(t_open - t_start) + " s; " + std::to_string(units.size()) +
+        (units.size() == 1 ? " model" : " models") + " imported in " + seconds(Clock::now() - t_open) + " s");
   } catch (const std::exception& e) {
     err << "torq-coordinator: error: " << e.what() << "\n";
     return 2;
@@ -188,6 +206,11 @@ int run_fleet(const FleetRunOptions& o, std::ostream& out, std::ostream& err) {
   // Reports per model.
   std::vector<std::string> exported;
   int critical = 0;
+  const auto t_export = Clock::now();
+  // The broker's tables and queues are gone: give their pages back before
+  // the export allocates its own (the allocator keeps freed memory
+  // otherwise, and the peak RSS would be the sum of both phases).
+  base::release_free_memory();
   if (t.complete) {
     try {
       critical = write_reports(o, *store, run, units, exported, log);
@@ -198,8 +221,10 @@ int run_fleet(const FleetRunOptions& o, std::ostream& out, std::ostream& err) {
   }
 
   // The one-screen summary.
+  const double export_s = std::chrono::duration<double>(Clock::now() - t_export).count();
   const double wall_s = std::chrono::duration<double>(Clock::now() - t_start).count();
   print_fleet_summary(run, units, t, critical, exported, wall_s, out);
+  print_fleet_phases(t, t_start, export_s, wall_s, out);
   if (!t.complete) return kExitStoppedEarly;  // not a result: resumable, never a green run
   return critical > 0 ? 1 : 0;
 }

@@ -1,10 +1,14 @@
-// pipeline/base: the process's own peak resident set (getrusage's
-// ru_maxrss), which a long command prints in its summary (issue 32).
 #pragma once
 
 namespace torq::base {
 
 // Peak RSS of this process so far, in MiB (0 when getrusage fails).
 double peak_rss_mb();
+
+// Gives the allocator's free pages back to the system: tcmalloc's
+// (MallocExtension_ReleaseFreeMemory, when the program links it: the
+// coordinators) or glibc's (malloc_trim). Before a phase that allocates
+// afresh, so that the peak RSS is not the sum of the phases.
+void release_free_memory();
 
 }  // namespace torq::base

@@ -295,6 +295,12 @@ TEST(FleetProcesses, CoordinatorKilledAndRestartedResumesWithoutRecomputing) {
   // No job finished before the kill ran again on any worker.
   const std::string logs = f.worker_logs();
   for (const auto& id : finished) EXPECT_EQ(count(logs, "finished " + id + ":"), 1u) << id;
+  // The restart says how many jobs it found done and when it sent its first
+  // job (issue 32: a resume is timed).
+  EXPECT_NE(out.find("resuming: " + std::to_string(finished.size()) + " jobs done"), std::string::npos) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex(R"(phases +first job sent at [0-9.]+ s, job phase [0-9.]+ s, )"
+                                                R"(export [0-9.]+ s, wall [0-9.]+ s; coordinator peak RSS [0-9]+ MB)")))
+      << out;
   EXPECT_TRUE(std::filesystem::exists(f.dir + "/out/torq_gen_config_demo.json"));
   f.stop_workers();
 }
