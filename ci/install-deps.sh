@@ -38,6 +38,9 @@ if [ "${1:-}" = "--bench" ]; then
   # BLAS (with the reference BLAS its fp32 convolutions are ~10x slower,
   # which would flatter the engine).
   PKGS+=(libopenblas0-pthread)
+  # tests/bench/scale_bench.sh counts the store's done jobs after a SIGKILL
+  # with RocksDB's own ldb, not with the coordinator it checks.
+  PKGS+=(rocksdb-tools)
   # ONNX Runtime's peer runs under node; a node already on the machine (e.g.
   # a newer one from another apt source) is used as it is.
   if ! command -v node >/dev/null || ! command -v npm >/dev/null; then PKGS+=(nodejs npm); fi

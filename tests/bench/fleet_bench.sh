@@ -40,26 +40,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-# gen_model N NAME: a chain of N Relu layers on a [1,8] float tensor.
-gen_model() {
-  local n=$1 name=$2 i
-  {
-    echo 'ir_version: 8'
-    echo 'opset_import { domain: "" version: 13 }'
-    echo "graph {"
-    echo "  name: \"$name\""
-    for ((i = 0; i < n; i++)); do
-      echo "  node { op_type: \"Relu\" input: \"t$i\" output: \"t$((i + 1))\" name: \"relu$i\" }"
-    done
-    echo '  input { name: "t0" type { tensor_type { elem_type: 1 shape { dim { dim_value: 1 } dim { dim_value: 8 } } } } }'
-    echo "  output { name: \"t$n\" type { tensor_type { elem_type: 1 shape { dim { dim_value: 1 } dim { dim_value: 8 } } } } }"
-    echo "}"
-  } | protoc --encode=onnx.ModelProto -I/usr/include /usr/include/onnx/onnx.proto >"$tmp/$name.onnx"
-}
-
-now() { date +%s.%N; }
+. "$root/tests/bench/lib.sh"  # free_port, gen_model N NAME DIR, now
 
 # fleet NAME WORKERS CAPACITY EXECUTOR DB MODEL [COORDINATOR ARGS...]: one run;
 # the coordinator's summary goes to $tmp/NAME.out, its wall time to $tmp/NAME.wall.
@@ -99,7 +80,7 @@ verdict() { awk -v v="$1" -v g="$2" 'BEGIN{print (v >= g) ? "MET" : "NOT MET"}';
 echo "== fleet bench, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
 
 # (a) dispatch throughput
-gen_model "$layers_a" chain_a
+gen_model "$layers_a" chain_a "$tmp"
 fleet a 4 256 noop "$tmp/db-a" "$tmp/chain_a.onnx"
 read -r p50 p99 win rate rc lc <<<"$(dispatch_fields a)"
 read -r fsec frate <<<"$(fleet_rate a)"
@@ -115,7 +96,7 @@ echo "    the 4 workers; $rc synced result batches + $lc synced lease batches (a
 echo "    goal >= 50000 jobs/s: $(verdict "$rate" 50000)"
 
 # (b) scaling with a 20 ms executor
-gen_model "$layers_b" chain_b
+gen_model "$layers_b" chain_b "$tmp"
 jobs_b=$((3 * layers_b))
 echo "(b) scaling, sleep:20 executor, capacity 1 per worker, $jobs_b jobs (ideal 1 worker: $((jobs_b * 20)) ms):"
 base=""
@@ -131,7 +112,7 @@ done
 
 # (c) a second run of an unchanged matrix spec; c2's spec differs only in
 # an option outside the cache key (a new run id, served by the cache)
-gen_model "$layers_c" chain_c
+gen_model "$layers_c" chain_c "$tmp"
 jobs_c=$((3 * layers_c + 1))  # + the assigned full-model run of the matrix test
 # (bench executors compare nothing: the test asserts no pcc)
 printf 'test_config:\n  chain_c-fp32-sim-discover: {assert_pcc: false}\n' >"$tmp/chain_c.config.yaml"
