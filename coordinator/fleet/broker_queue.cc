@@ -174,8 +174,9 @@ void FleetBroker::Impl::finish_commit() {
         j.wanted = false;
         --wanted_open;
         (*done)(j.spec, r);
+        it = jobs.find(id);  // the callback may have asked for more jobs (a rehash)
       }
-      retire(it);
+      if (it != jobs.end()) retire(it);
     }
     if (*batch_done) (*batch_done)();
   }

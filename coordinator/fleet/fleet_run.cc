@@ -1,9 +1,6 @@
 // torq-coordinator's --model run: import → units → fleet → reports (see fleet_run.h).
 #include "coordinator/fleet/fleet_run.h"
 
-#include "pipeline/base/peak_rss.h"
-
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +11,7 @@
 
 #include "coordinator/fleet/fmt.h"
 #include "coordinator/fleet/unit_run.h"
+#include "pipeline/base/peak_rss.h"
 #include "pipeline/model/model_import.h"
 #include "pipeline/report/report.h"
 

@@ -2,7 +2,9 @@
 // scanned, one layer at a time.
 #include <fstream>
 #include <map>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "coordinator/fleet/unit_run.h"
 #include "pipeline/model/mlir.h"
@@ -30,11 +32,21 @@ std::vector<std::string> layer_locations(const RunUnit& u, const std::string& ex
   return std::move(mm.locations);  // layers beyond them keep their own (as set_layer_locations)
 }
 
+// Whether no two layers share an id (a report keeps one op per id, which
+// only the whole report can merge as report_to_json does).
+bool unique_ids(const std::vector<LayerInfo>& layers) {
+  std::unordered_set<std::string_view> seen;
+  seen.reserve(layers.size());
+  for (const auto& l : layers)
+    if (!seen.insert(l.id).second) return false;
+  return true;
+}
+
 }  // namespace
 
 ReportSummary stream_unit_report(const RunUnit& u, const Store& store, const std::string& run, const Tolerance& tol,
                                  const std::string& export_dir, const LogFn& log) {
-  if (u.range || u.fixed_assignment) {
+  if (u.range || u.fixed_assignment || !unique_ids(u.model->layers())) {
     ModelReport rep = unit_report(u, store, run, tol, export_dir, log);
     if (!export_dir.empty()) write_report_files(rep, export_dir);
     return summarize(rep);

@@ -208,8 +208,9 @@ pipeline::ModelReport unit_report(const RunUnit& unit, const pipeline::Store& st
 // `export_dir` (pipeline/report/report_stream.h) and the torch-mlir import
 // beside them, never the whole report in memory (a model of a third of a
 // million layers). Nothing is written when export_dir is empty. Returns the
-// report's summary. A unit with a range or a fixed assignment is reported
-// through unit_report() (small by nature).
+// report's summary. A unit with a range or a fixed assignment, or whose
+// layers repeat an id, is reported through unit_report() (small by nature,
+// or merged as the whole report merges them).
 pipeline::ReportSummary stream_unit_report(const RunUnit& unit, const pipeline::Store& store, const std::string& run,
                                            const pipeline::Tolerance& tol, const std::string& export_dir,
                                            const LogFn& log);

@@ -1,3 +1,4 @@
+// The process's own memory: its peak RSS, and giving freed pages back.
 #pragma once
 
 namespace torq::base {

@@ -23,7 +23,7 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   const fs::path target(path_);
   dir_ = target.has_parent_path() ? target.parent_path().string() : std::string(".");
   tmp_ = (fs::path(dir_) / ("." + target.filename().string() + ".tmpXXXXXX")).string();
-  fd_ = ::mkstemp(tmp_.data());
+  fd_ = ::mkostemp(tmp_.data(), O_CLOEXEC);  // a tool started meanwhile does not inherit it
   if (fd_ < 0) {
     const int err = errno;
     tmp_.clear();

@@ -47,7 +47,9 @@ std::pair<std::string, std::string> split_at_marker(const ojson& doc) {
 // An object of entries written one by one, at `depth` (its keys one deeper).
 std::string entry(size_t n, const std::string& key, const std::string& value_text, int depth) {
   std::string s = n == 0 ? "{\n" : ",\n";
-  s += std::string(static_cast<size_t>(2 * (depth + 1)), ' ') + ojson(key).dump() + ": " + at_depth(value_text, depth + 1);
+  s += std::string(static_cast<size_t>(2 * (depth + 1)), ' ') +
+       ojson(key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + ": " +
+       at_depth(value_text, depth + 1);
   return s;
 }
 

@@ -30,7 +30,8 @@ class ReportStreamWriter {
   ReportStreamWriter(const ModelReport& head, const std::string& output_dir);
 
   // The next layer, in report order: ascending _node_index, layers without
-  // one last (std::logic_error otherwise).
+  // one last (std::logic_error otherwise). Layer ids must be unique (a
+  // report of repeated ids keeps one op per id: write it whole instead).
   void add(const LayerReport& l);
 
   // Completes and publishes both files; returns the summary.

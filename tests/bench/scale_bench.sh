@@ -77,8 +77,8 @@ hwm() { sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$1/status" 2>/de
 
 t0=$(now)
 start_coordinator 1
-# Half-way: the coordinator's progress line (every 5 s, and every 25 jobs
-# at most once a second in its log) says half the jobs are done.
+# Half-way: the coordinator's log line "jobs N/M" (every thousandth of the
+# run) says half the jobs are done.
 half=$((jobs_total / 2))
 while :; do
   kill -0 "$cpid" 2>/dev/null || { echo "bench: the first run ended before half-way"; tail -5 "$tmp/run1.err"; exit 1; }
@@ -94,8 +94,13 @@ t_kill=$(now)
 run_id=$(sed -n 's/^\[coordinator\] run \([0-9a-f]*\):.*/\1/p' "$tmp/run1.err" | head -1)
 # The jobs the killed coordinator had committed (state D), read from its
 # store by ldb as a secondary instance.
-ldb --db="$tmp/db" --secondary_path="$tmp/ldb-secondary" --column_family=jobs --value_hex scan 2>"$tmp/ldb.err" |
-  awk -F' : ' -v p="$run_id/" 'index($1, p) == 1 && $2 ~ /^0x44/ {print substr($1, length(p) + 1)}' >"$tmp/done1.ids"
+if ! ldb --db="$tmp/db" --secondary_path="$tmp/ldb-secondary" --column_family=jobs --value_hex scan \
+  >"$tmp/jobs.scan" 2>"$tmp/ldb.err"; then
+  echo "bench: ldb could not read the killed store:"; cat "$tmp/ldb.err"; exit 1
+fi
+awk -F' : ' -v p="$run_id/" 'index($1, p) == 1 && $2 ~ /^0x44/ {print substr($1, length(p) + 1)}' \
+  "$tmp/jobs.scan" >"$tmp/done1.ids"
+rm -f "$tmp/jobs.scan"
 done_at_kill=$(wc -l <"$tmp/done1.ids")
 echo "killed with SIGKILL at $(awk -v a="$t0" -v b="$t_kill" 'BEGIN{printf "%.1f", b-a}') s with $done_now/$jobs_total jobs reported done; $done_at_kill done in the store (ldb)"
 [ "$done_at_kill" -gt 0 ] || { echo "bench: ldb found no done job of run $run_id"; cat "$tmp/ldb.err"; exit 1; }
@@ -115,18 +120,21 @@ for p in "${wpids[@]}"; do wait "$p" 2>/dev/null || true; done
 wpids=()
 
 report="$tmp/out/torq_gen_config_chain.json"
-with_result=$(grep -o '"job_id": "[^"]*"' "$report" | sort -u | wc -l)
+with_result=$({ grep -o '"job_id": "[^"]*"' "$report" || true; } | sort -u | wc -l)
 lost=$((jobs_total - with_result))
-cat "$tmp"/w*.log | sed -n 's/.*\] finished \([^:]*\): .*/\1/p' | sort >"$tmp/ran.ids"
+sed -n 's/.*\] finished \([^:]*\): .*/\1/p' "$tmp"/w*.log | sort >"$tmp/ran.ids"
 ran=$(wc -l <"$tmp/ran.ids")
 duplicated=$(uniq -d "$tmp/ran.ids" | wc -l)
 again_after_kill=$(sort "$tmp/done1.ids" | comm -12 - <(uniq -d "$tmp/ran.ids") | wc -l)
-phases=$(grep '^phases' "$tmp/run2.out")
+phases=$(grep '^phases' "$tmp/run2.out" || true)
 resume=$(sed -n 's/^phases *first job sent at \([0-9.]*\) s.*/\1/p' "$tmp/run2.out")
 export_s=$(sed -n 's/^phases.* export \([0-9.]*\) s.*/\1/p' "$tmp/run2.out")
 # The restarted coordinator's own peak (getrusage), from its phases line.
 peak2=$(sed -n 's/^phases.*coordinator peak RSS \([0-9]*\) MB.*/\1/p' "$tmp/run2.out")
 peak1=$((peak1 / 1024))
+for f in resume export_s peak2; do
+  [[ ${!f} =~ ^[0-9.]+$ ]] || { echo "bench: no $f figure in the restarted run's phases line: $phases"; exit 1; }
+done
 peak=$((peak1 > peak2 ? peak1 : peak2))
 wall=$(awk -v a="$t0" -v b="$t_end" 'BEGIN{printf "%.1f", b-a}')
 echo "restarted run: $(sed -n 's/^jobs *//p' "$tmp/run2.out")"

@@ -100,7 +100,7 @@ ModelReport awkward_report() {
   a.recommended = Executor::kCss;
   m.layers.push_back(a);
   LayerReport b;  // the same location: the later recommendation wins, in the first one's place
-  b.info = {1, "Relu_b", "Relu", "4:10"};
+  b.info = {1, "Relu_b\xfe", "Relu", "4:10"};  // an ONNX output name need not be UTF-8: replaced in both
   b.results[Executor::kNss] = exec(Executor::kNss, Status::kSuccess);
   b.recommended = Executor::kNss;
   m.layers.push_back(b);
