@@ -253,6 +253,51 @@ TEST_F(ToolchainBackendTest, ArgvTemplatesRepeatPerTensorAndNeverGoThroughAShell
   EXPECT_NE(args.find("--torq-disable-slices\n--torq-disable-host\n"), std::string::npos) << args;
 }
 
+// Issue 32: the stand-in takes a latency per step from its toolchain file,
+// per executor: the compile on the worker's host, the run (wherever it runs:
+// the compile writes it into the module). A real toolchain file cannot have it.
+TEST_F(ToolchainBackendTest, StandinLatencyIsTakenPerStepAndExecutor) {
+  const ToolchainConfig c = config("stand_in_latency:\n  compile_s: 0.4\n  run_s: {host: 1.0}\n");
+  EXPECT_EQ(c.standin_compile_s.at(pipeline::Executor::kCss), 0.4);
+  EXPECT_EQ(c.standin_run_s.count(pipeline::Executor::kCss), 0u);
+  auto t0 = std::chrono::steady_clock::now();
+  const auto host = run(c, pipeline::Executor::kHost);
+  const double host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(host.ok) << host.error_class << ": " << host.error_message;
+  EXPECT_GE(host_s, 1.4);
+  EXPECT_GE(host.runtime_ms, 1000) << "the run's latency is the run's time";
+  t0 = std::chrono::steady_clock::now();
+  const auto css = run(c, pipeline::Executor::kCss);
+  const double css_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(css.ok) << css.error_class << ": " << css.error_message;
+  EXPECT_GE(css_s, 0.4);
+  EXPECT_LT(css.runtime_ms, 1000) << "css has no run latency";
+  // The outputs are still the model's.
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(host.outputs[0].data<float>()[i], std::max(0.f, static_cast<float>(i) - 4.f));
+}
+
+TEST(ToolchainConfigTest, StandinLatencyIsOnlyForTheStandinAndIsValidated) {
+  auto error_of = [](const std::string& text) {
+    try {
+      ToolchainConfig::parse(text, "tc.yaml");
+    } catch (const engine::EngineError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  // The default steps are the real tools'.
+  EXPECT_NE(error_of("stand_in_latency: {compile_s: 2}\n").find("tc.yaml:1:"), std::string::npos);
+  EXPECT_NE(error_of("stand_in_latency: {compile_s: 2}\n").find("for the stand-in toolchain only"), std::string::npos);
+  const std::string standin = slurp(standin_yaml()) + "\n";
+  EXPECT_EQ(error_of(standin + "stand_in_latency: {compile_s: 2, run_s: {nss: 0.05, css: 1}}\n"), "(no error)");
+  EXPECT_NE(error_of(standin + "stand_in_latency: {run_s: {nss: -1}}\n").find("must be in [0, 3600] seconds"),
+            std::string::npos);
+  EXPECT_NE(error_of(standin + "stand_in_latency: {compile: 2}\n").find("did you mean 'compile_s'"),
+            std::string::npos);
+  EXPECT_NE(error_of(standin + "stand_in_latency: {run_s: {npu: 1}}\n").find("unknown key 'npu'"),
+            std::string::npos);
+}
+
 TEST(ToolchainConfigTest, TypoKeyIsAnErrorWithLineColumnAndHint) {
   try {
     ToolchainConfig::parse("chip: sl2610\ncompile:\n  argv: [torq-compile]\n  timout_s: 5\n", "tc.yaml");

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <optional>
+#include <thread>
 #include <sstream>
 #include <stdexcept>
 
@@ -229,7 +230,26 @@ struct CompileArgs {
   bool disable[3] = {false, false, false};  // by Executor
   bool profiling = false;
   engine::Rounding rounding = engine::Rounding::kTruncate;
+  // stand_in_latency (toolchain_config.h), from the environment: what this
+  // compile takes on top of its work, and what the module's runs take (-1: none).
+  int64_t latency_ms = 0, run_latency_ms = -1;
 };
+
+// A latency variable of the environment in ms, or `none` when unset.
+int64_t latency_env(const char* name, int64_t none) {
+  const char* v = std::getenv(name);
+  if (!v) return none;
+  char* end = nullptr;
+  const long long ms = std::strtoll(v, &end, 10);
+  if (!*v || *end || ms < 0 || ms > 3600000)
+    throw UsageError(std::string(name) + " must be a whole number of ms in [0, 3600000], got '" + v + "'");
+  return ms;
+}
+
+// The module header's line for its runs' latency ("" without one).
+std::string run_latency_line(const CompileArgs& c) {
+  return c.run_latency_ms < 0 ? std::string() : "\nrun_latency_ms " + std::to_string(c.run_latency_ms);
+}
 
 CompileArgs parse_compile(const std::vector<std::string>& args) {
   CompileArgs c;
@@ -266,6 +286,8 @@ CompileArgs parse_compile(const std::vector<std::string>& args) {
       throw UsageError(std::string("TORQ_FARM_BF16_ROUNDING must be rne or truncate, got '") + r + "'");
     c.rounding = std::string(r) == "rne" ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
   }
+  c.latency_ms = latency_env("TORQ_FARM_STANDIN_COMPILE_MS", 0);
+  c.run_latency_ms = latency_env("TORQ_FARM_STANDIN_RUN_MS", -1);
   return c;
 }
 
@@ -329,8 +351,8 @@ int compile_assigned(const CompileArgs& c, const std::string& function, const st
   for (const auto& a : assignment) placed += a ? pipeline::executor_name(*a)[0] : '-';
   std::ostringstream m;
   m << kMagic << "\nfunction " << function << "\nexecutor host\nassignment " << (placed.empty() ? "none" : placed)
-    << "\nchip " << c.chip << "\nrounding " << engine::rounding_name(c.rounding) << "\nonnx " << bytes.size() << "\n"
-    << bytes;
+    << "\nchip " << c.chip << "\nrounding " << engine::rounding_name(c.rounding) << run_latency_line(c) << "\nonnx "
+    << bytes.size() << "\n" << bytes;
   spill(c.out, m.str());
   if (!c.profile_csv.empty()) {
     const Locations locs = locations_of(c.in, slurp(c.in), model);
@@ -355,6 +377,8 @@ void dump_ir(const CompileArgs& c) {
 
 int compile_persona(const std::vector<std::string>& args) {
   const CompileArgs c = parse_compile(args);
+  // A simulated board farm's compile time (issue 32), whatever the outcome.
+  std::this_thread::sleep_for(std::chrono::milliseconds(c.latency_ms));
   dump_ir(c);
   // The module's function is the one the import defines.
   const std::string function = pipeline::mlir_text_function_name(slurp(c.in));
@@ -385,9 +409,8 @@ int compile_persona(const std::vector<std::string>& args) {
     }
     std::ostringstream m;
     m << kMagic << "\nfunction " << function << "\nexecutor " << pipeline::executor_name(e) << "\nchip " << c.chip
-      << "\nrounding "
-      << engine::rounding_name(c.rounding) << "\nonnx " << bytes.size() << "\n"
-      << bytes;
+      << "\nrounding " << engine::rounding_name(c.rounding) << run_latency_line(c) << "\nonnx " << bytes.size()
+      << "\n" << bytes;
     spill(c.out, m.str());
     if (!c.profile_csv.empty()) {
       onnx::ModelProto model;
@@ -409,6 +432,7 @@ struct Module {
   std::optional<std::vector<std::optional<Executor>>> assignment;  // a module compiled with an executor map
   Executor executor = Executor::kHost;
   engine::Rounding rounding = engine::Rounding::kTruncate;
+  int64_t run_latency_ms = 0;  // stand_in_latency's run time, from the compile
   std::string onnx;
 };
 
@@ -430,6 +454,7 @@ Module load_module(const std::string& path) {
                                 : ch == 'h' ? std::optional<Executor>(Executor::kHost) : std::nullopt);
     }
     else if (key == "executor") m.executor = *pipeline::executor_from_name(value);
+    else if (key == "run_latency_ms") m.run_latency_ms = std::stoll(value);
     else if (key == "rounding") m.rounding = value == "truncate" ? engine::Rounding::kTruncate : engine::Rounding::kNearestEven;
     else if (key == "onnx") {
       const size_t n = std::stoull(value);
@@ -540,6 +565,8 @@ int run_persona_impl(const std::vector<std::string>& args) {
   if (a.function != m.function)
     throw std::runtime_error("NOT_FOUND; function '" + a.function + "' not found in module '" + a.module +
                              "' (it exports '" + m.function + "')");
+  // A simulated board farm's run time (issue 32), written by the compile.
+  std::this_thread::sleep_for(std::chrono::milliseconds(m.run_latency_ms));
   auto s = engine::Session::from_bytes(m.onnx, options_for(m.executor, m.rounding));
   const auto feeds = read_inputs(a, *s);
   if (a.outputs.size() != s->outputs().size() && !(a.outputs.empty() && !a.expected.empty()))

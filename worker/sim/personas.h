@@ -22,7 +22,11 @@
 //    and writes a module (header + the import's function + executor + the
 //    ONNX bytes). The bf16 rounding comes from TORQ_FARM_BF16_ROUNDING
 //    (rne | truncate; the real compiler has no such option). A rejection
-//    exits 1 with "IN.mlir: error: <the profile's reason>".
+//    exits 1 with "IN.mlir: error: <the profile's reason>". A simulated
+//    board farm's latencies (the toolchain file's stand_in_latency) come
+//    from TORQ_FARM_STANDIN_COMPILE_MS (this compile takes that much longer,
+//    whatever its outcome) and TORQ_FARM_STANDIN_RUN_MS (written into the
+//    module: each run of it takes that much longer, on a board too).
 //  torq-run-module --module=M --function=F --torq_hw_type=sim|astra_machina|aws_fpga|soc_fpga
 //      --input=SHAPExDTYPE=@FILE... --output=@FILE... [--torq_profile_host=CSV]
 //    refuses a function the module does not export (the import's function,

@@ -128,6 +128,34 @@ void read_flags(const YamlReader& r, const YAML::Node& n, ToolchainConfig* c) {
         str_list(r, kv.second, "executor_flags." + kv.first.Scalar());
 }
 
+// One stand_in_latency figure: seconds for every executor, or a map of them.
+void read_latency(const YamlReader& r, const YAML::Node& n, const std::string& what,
+                  std::map<pipeline::Executor, double>* out) {
+  auto seconds = [&](const YAML::Node& v, const std::string& w) {
+    const double s = r.number(v, w);
+    if (!(s >= 0 && s <= 3600)) r.fail(v, w + " must be in [0, 3600] seconds");
+    return s;
+  };
+  if (n.IsMap()) {
+    r.expect_map(n, {"nss", "css", "host"}, what);
+    for (const auto& kv : n)
+      (*out)[*pipeline::executor_from_name(kv.first.Scalar())] = seconds(kv.second, what + "." + kv.first.Scalar());
+    return;
+  }
+  const double s = seconds(n, what);
+  for (auto e : {pipeline::Executor::kNss, pipeline::Executor::kCss, pipeline::Executor::kHost}) (*out)[e] = s;
+}
+
+void read_standin_latency(const YamlReader& r, const YAML::Node& n, ToolchainConfig* c) {
+  r.expect_map(n, {"compile_s", "run_s"}, "stand_in_latency");
+  for (const Step* s : {&c->import_step, &c->compile_step, &c->run_step})
+    if (s->argv.empty() || s->argv[0] != "{torq_sim}")
+      r.fail(n, "stand_in_latency is for the stand-in toolchain only (every step's argv starting with {torq_sim}); "
+                "a real toolchain's steps take their own time");
+  if (n["compile_s"]) read_latency(r, n["compile_s"], "stand_in_latency.compile_s", &c->standin_compile_s);
+  if (n["run_s"]) read_latency(r, n["run_s"], "stand_in_latency.run_s", &c->standin_run_s);
+}
+
 }  // namespace
 
 ToolchainConfig ToolchainConfig::load(const std::string& path) {
@@ -153,7 +181,7 @@ ToolchainConfig ToolchainConfig::parse(const std::string& text, const std::strin
   if (!root || root.IsNull()) return c;
   r.expect_map(root,
                {"name", "chip", "hw_type", "function", "tools", "compiler_options", "executor_flags", "work_dir",
-                "keep_work_dir", "import", "compile", "run"},
+                "keep_work_dir", "stand_in_latency", "import", "compile", "run"},
                "toolchain");
   auto text_of = [&](const char* key, std::string* out) {
     if (!root[key]) return;
@@ -172,6 +200,7 @@ ToolchainConfig ToolchainConfig::parse(const std::string& text, const std::strin
   c.import_step = read_step(r, root["import"], "import", c.tools);
   c.compile_step = read_step(r, root["compile"], "compile", c.tools);
   c.run_step = read_step(r, root["run"], "run", c.tools);
+  if (root["stand_in_latency"]) read_standin_latency(r, root["stand_in_latency"], &c);
   return c;
 }
 

@@ -16,6 +16,9 @@
 //   executor_flags: {nss: [...], css: [...], host: [...]}  # {executor_flags}
 //   work_dir: /tmp                 # per-job scratch folders (default $TMPDIR or /tmp)
 //   keep_work_dir: false
+//   stand_in_latency:              # the stand-in only (every step runs {torq_sim}):
+//     compile_s: 2                 # seconds each compile takes on top of its work,
+//     run_s: {nss: 0.05, css: 1}   # and each run on the board: one figure, or per executor
 //   import:  {argv: [...], timeout_s: 300}
 //   compile: {argv: [...], timeout_s: 300}
 //   run:     {argv: [...], timeout_s: 240}   # the real tool's budgets
@@ -38,7 +41,13 @@
 // Every step runs with TORQ_FARM_BF16_ROUNDING=rne|truncate in its
 // environment (the job's fp32 -> bf16 rounding): the real tools ignore it,
 // the stand-in compile computes with it, so no argv carries an option the
-// real tools do not have.
+// real tools do not have. With stand_in_latency, every step also gets
+// TORQ_FARM_STANDIN_COMPILE_MS and TORQ_FARM_STANDIN_RUN_MS (the job's
+// executor's): the stand-in compile takes that long and writes the run's
+// latency into the module, so the run takes it wherever it runs (on a board
+// over ssh too). A file whose steps are not the stand-in's cannot have it: a
+// real toolchain's steps take their own time (tests/bench/farm_bench.sh
+// simulates a board farm with it, issue 32).
 #pragma once
 
 #include <map>
@@ -66,6 +75,8 @@ struct ToolchainConfig {
   std::string work_dir;
   bool keep_work_dir = false;
   Step import_step, compile_step, run_step;
+  // stand_in_latency, per executor (an executor not named: none).
+  std::map<pipeline::Executor, double> standin_compile_s, standin_run_s;
   // Not a file key: torq-worker --debug-ir-dir DIR. Every compile then
   // dumps its IR after each pass into DIR/<job> (the real tool's
   // --mlir-print-ir-after-all --mlir-print-ir-tree-dir=...
