@@ -13,8 +13,8 @@
 //    with file:line:col). --check-backend validates and exits (0 or 2).
 //  --board [USER@]HOST[:PORT] [--ssh-key FILE] [--board-lock-timeout-s N] [--board-host-keys accept-new|ignore]
 //    (with --backend toolchain): compile here, run the module on the board
-//    over ssh (worker/toolchain/toolchain_backend.h, board mode); one job at
-//    a time per board, so a fleet worker's capacity is forced to 1.
+//    over ssh (worker/toolchain/toolchain_backend.h, board mode); --capacity
+//    lanes compile at once, the board runs one module at a time.
 #include <signal.h>
 #include <malloc.h>
 #include <sys/prctl.h>
@@ -246,7 +246,7 @@ void add_backend_options(CLI::App& app, BackendChoice& backend, bool& check_only
   app.add_flag("--check-backend", check_only, "Validate --backend/--toolchain and exit (0 ok, 2 bad)");
   app.add_option("--board", backend.board,
                  "With --backend toolchain: compile here, run on this board over ssh, [USER@]HOST[:PORT] "
-                 "(one job at a time: forces --capacity 1)");
+                 "(--capacity lanes compile here at once; the board runs one module at a time under its lock)");
   app.add_option("--ssh-key", backend.ssh_key, "With --board: the ssh private key (default: ssh's own identities)");
   app.add_option("--board-lock-timeout-s", backend.board_lock_timeout_s,
                  "With --board: how long a job waits for the board lock (/tmp/torq_board_test.lock) before it is "
@@ -311,10 +311,9 @@ void fleet_toolchain_backend(WorkerArgs& a) {
   fo.backend_args = {"--backend", backend.kind, "--toolchain", backend.toolchain_file};
   if (!backend.debug_ir_dir.empty()) fo.backend_args.insert(fo.backend_args.end(), {"--debug-ir-dir", backend.debug_ir_dir});
   if (!backend.board.empty()) {
-    // One job at a time per board (its lock serialises them anyway).
-    if (fo.capacity != 1)
-      std::fprintf(stderr, "torq-worker: note: --board runs one job at a time: capacity %d -> 1\n", fo.capacity);
-    fo.capacity = 1;
+    // --capacity N: N lanes import and compile here at once; the board runs
+    // one module at a time, under the lanes' lock and the board lock
+    // (worker/board/lane_lock.h).
     fo.timeouts_check_device = true;  // a hang may be the board's: checked before it is the op's
     std::ostringstream lock_s;
     lock_s << backend.board_lock_timeout_s;

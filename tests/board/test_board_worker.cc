@@ -327,6 +327,50 @@ TEST_F(BoardWorker, TwoBoardWorkersThroughput) {
   EXPECT_GT(rate[2], 0.0);
 }
 
+// Issue 32: a board worker with --capacity 4 compiles on 4 lanes while the
+// board runs one module at a time. With the stand-in's latencies (1.5 s a
+// compile, 0.05 s a run; the ssh path adds ~0.2 s of board time a job) the
+// night takes under half the jobs' latencies end to end, the lanes queue on
+// their local lock and never meet at the board lock, and every op still has
+// the sim backend's result.
+TEST_F(BoardWorker, LanesCompileWhileTheBoardRunsOneModuleAtATime) {
+  BoardFleet f("lanes");
+  const std::string model = demo_model(f.dir);
+  const ordered_json sim = sim_report(model, f.dir + "/sim");
+  const std::string tc = f.dir + "/standin-latency.yaml";
+  std::ofstream(tc) << torq::fleet_test::slurp(torq::test::standin_yaml())
+                    << "\nstand_in_latency: {compile_s: 1.5, run_s: 0.05}\n";
+  std::atomic<bool> done{false};
+  size_t most_dirs = 0;  // job folders on the board at once: one job there at a time
+  std::thread watch([&] {
+    while (!done) {
+      most_dirs = std::max(most_dirs, board_dirs().size());
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  Proc coord = f.coordinator(model);
+  f.add_worker(*sshd_, tc, {"--no-health-check", "--capacity", "4"});
+  auto code = coord.wait(240000);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  done = true;
+  watch.join();
+  ASSERT_TRUE(code) << coord.output();
+  EXPECT_EQ(*code, 0) << coord.output();
+  f.stop_workers();
+  const std::string wlog = f.workers[0].output();
+  const size_t jobs = count(wlog, "finished ");
+  ASSERT_GT(jobs, 20u) << wlog;
+  EXPECT_LT(wall_s, 0.5 * jobs * 1.55) << "the lanes did not compile while the board ran";
+  EXPECT_EQ(wlog.find("waiting for the board lock"), std::string::npos) << wlog;
+  EXPECT_LE(most_dirs, 1u) << "two jobs on the board at once";
+  const ordered_json board = torq::test::read_json(f.dir + "/out/torq_gen_config_demo.json");
+  torq::test::expect_same_results(sim, board);
+  std::printf("[board] 4 lanes, one board: %zu jobs in %.2f s (latencies alone, one at a time: %.2f s)\n", jobs,
+              wall_s, jobs * 1.55);
+  EXPECT_FALSE(fs::exists(kLock));
+}
+
 }  // namespace
 
 // --collect-profile over a board: the compile-time trace is written where

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -18,6 +20,7 @@
 #include "pipeline/model/mlir.h"
 #include "worker/runner/job_runner.h"
 
+#include "worker/board/lane_lock.h"
 #include "worker/board/remote_script.h"
 
 #include "worker/toolchain/raw_tensor.h"
@@ -149,6 +152,19 @@ bool ToolchainBackend::run_on_board(const Job& job, const Step& run_step, bool p
         1, std::chrono::duration_cast<std::chrono::milliseconds>(job.deadline - Clock::now()).count());
   };
   board::SshBoard& b = *board_;
+  // Held from before the board lock until after it is released, in the
+  // catch blocks too: a sibling lane never finds the board locked by a lane
+  // that failed midway.
+  std::optional<board::LaneLock> lane;
+  // After a failure: the board lock, if this lane still holds it, goes back
+  // (best effort: a lost connection cannot release it; this process's next
+  // job does, as above).
+  auto release = [&b] {
+    try {
+      if (b.locked()) b.unlock();
+    } catch (const std::exception&) {
+    }
+  };
   try {
     if (!b.is_open()) b.open();
     // A lock this process still holds from a job whose connection was cut
@@ -162,6 +178,10 @@ bool ToolchainBackend::run_on_board(const Job& job, const Step& run_step, bool p
     // folders there are interrupted jobs' (a killed worker, a timeout that
     // killed the job process), swept with their process groups unless the
     // file keeps work folders for debugging.
+    // The worker's other lanes (its job processes) wait here, not in the
+    // remote lock's 250 ms polls.
+    lane.emplace(bs.control_dir,
+                 std::min<std::chrono::milliseconds>(bs.lock_timeout, std::chrono::milliseconds(left_ms() / 2)));
     b.lock(std::min<std::chrono::milliseconds>(bs.lock_timeout, std::chrono::milliseconds(left_ms() / 2)), remote,
            cfg_.keep_work_dir ? std::string() : bs.remote_base + "/torq-board-");
     b.stage(staged, remote);
@@ -193,9 +213,11 @@ bool ToolchainBackend::run_on_board(const Job& job, const Step& run_step, bool p
   } catch (const board::InfraError& e) {
     // Never the op's error: the coordinator requeues the job and the
     // worker checks the board's health.
+    release();
     fail(*r, "infrastructure", e.what());
     return false;
   } catch (const std::exception& e) {  // a local file the steps did not write (not the board's fault)
+    release();
     fail(*r, "runtime", std::string("run step on board ") + board::to_string(bs.address) + ": " + e.what());
     return false;
   }
@@ -323,6 +345,11 @@ BackendResult ToolchainBackend::run(const BackendRequest& req) {
                {"executor", pipeline::executor_name(req.executor)}, {"torq_sim", torq_sim_path()},
                {"worker_dir", self_dir()}};
   job.env = {std::string("TORQ_FARM_BF16_ROUNDING=") + (req.bf16_rne ? "rne" : "truncate")};
+  // The stand-in's simulated latencies (toolchain_config.h: stand_in_latency).
+  for (const auto& [var, by_executor] : {std::pair{"TORQ_FARM_STANDIN_COMPILE_MS=", &cfg_.standin_compile_s},
+                                         std::pair{"TORQ_FARM_STANDIN_RUN_MS=", &cfg_.standin_run_s}})
+    if (auto it = by_executor->find(req.executor); it != by_executor->end())
+      job.env.push_back(var + std::to_string(std::llround(it->second * 1000)));
   for (const auto& [name, path] : cfg_.tools) v.scalars[name] = path;
   v.lists["executor_flags"] = cfg_.executor_flags.count(req.executor) ? cfg_.executor_flags.at(req.executor)
                                                                       : std::vector<std::string>{};
