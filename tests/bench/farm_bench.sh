@@ -40,9 +40,15 @@ for b in "$coord" "$worker" "$build/bin/torq-sim"; do [ -x "$b" ] || { echo "ben
 [ -x /usr/sbin/sshd ] || { echo "bench: needs /usr/sbin/sshd (openssh-server)"; exit 2; }
 . "$root/tests/bench/lib.sh"  # free_port, now
 # Not under /tmp: each board's sshd sees its own /tmp.
+case "$build/" in /tmp/*) echo "bench: BUILD_DIR must not be under /tmp (each board's sshd has its own /tmp)"; exit 2 ;; esac
+for kc in "${configs[@]}"; do
+  [[ $kc =~ ^[1-9][0-9]*:[1-9][0-9]*$ ]] || { echo "bench: '$kc' is not K:C (boards:lanes, both positive)"; exit 2; }
+done
 tmp=$(mktemp -d -p "$build" farm-bench.XXXXXX)
 pids=()
+cpid=""
 cleanup() {
+  [ -n "$cpid" ] && kill "$cpid" 2>/dev/null || true
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   rm -rf "$tmp"
@@ -112,6 +118,7 @@ for kc in "${configs[@]}"; do
   read -r _ u0 n0 s0 i0 w0 _ </proc/stat
   rc=0
   wait "$cpid" || rc=$?
+  cpid=""
   read -r _ u1 n1 s1 i1 w1 _ </proc/stat
   busy=$(awk -v b=$(( (u1 + n1 + s1) - (u0 + n0 + s0) )) -v t=$(( (u1 + n1 + s1 + i1 + w1) - (u0 + n0 + s0 + i0 + w0) )) \
     'BEGIN{printf "%.0f", t ? 100 * b / t : 0}')
@@ -123,6 +130,8 @@ for kc in "${configs[@]}"; do
   fi
   jobs=$(sed -n 's/^jobs *\([0-9]*\) finished.*/\1/p' "$run/coord.out")
   wall=$(sed -n 's/^phases.* job phase \([0-9.]*\) s.*/\1/p' "$run/coord.out")
+  [[ $jobs =~ ^[0-9]+$ && $wall =~ ^[0-9.]+$ ]] && [ "$wall" != 0.00 ] ||
+    { echo "bench: no jobs or job phase in the coordinator's summary:"; cat "$run/coord.out"; exit 1; }
   board_s=$(python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
