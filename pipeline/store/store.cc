@@ -19,33 +19,23 @@
 
 #include "pipeline/wire/codec.h"
 #include "pipeline/store/store_merge.h"
+#include "pipeline/store/store_io.h"
 
 namespace torq::pipeline {
 
+using namespace store_detail;  // NOLINT(google-build-using-namespace)
+
 namespace {
 
-constexpr const char* kModels = "models";
 constexpr const char* kJobs = "jobs";
 constexpr const char* kResults = "results";
 constexpr const char* kCache = "cache";
 constexpr const char* kRuns = "runs";
 
-rocksdb::WriteOptions synced() {
-  rocksdb::WriteOptions w;
-  w.sync = true;
-  return w;
-}
-
-std::string fail_prefix(const std::string& dir) { return "store '" + dir + "': "; }
-
 void check_component(const std::string& dir, const char* what, const std::string& v) {
   if (v.empty()) throw PipelineError(fail_prefix(dir) + "empty " + what);
   if (v.find('/') != std::string::npos)
     throw PipelineError(fail_prefix(dir) + what + " '" + v + "' must not contain '/'");
-}
-
-void check_nonempty(const std::string& dir, const char* what, const std::string& v) {
-  if (v.empty()) throw PipelineError(fail_prefix(dir) + "empty " + what);
 }
 
 std::string layer_prefix(const std::string& dir, const std::string& run, const std::string& hash) {
@@ -185,7 +175,15 @@ std::unique_ptr<Store> Store::open(const std::string& dir) {
   // sorted once when flushed or scanned, instead of a skip list insert each.
   rocksdb::ColumnFamilyOptions job_states = plain;
   job_states.memtable_factory = std::make_shared<rocksdb::VectorRepFactory>();
-  for (const auto& n : names) descs.emplace_back(n, n == kResults ? merged : n == kJobs ? job_states : plain);
+  // Model blobs (chunks of Store::kModelChunkBytes) go to blob files when
+  // flushed, so compactions move only their small references, and through
+  // small memtables: storing a 346 MB model holds at most two of them.
+  rocksdb::ColumnFamilyOptions blobs = plain;
+  blobs.enable_blob_files = true;
+  blobs.min_blob_size = 4096;
+  blobs.write_buffer_size = size_t{16} << 20;
+  for (const auto& n : names)
+    descs.emplace_back(n, n == kResults ? merged : n == kJobs ? job_states : n == kModels ? blobs : plain);
 
   std::unique_ptr<Store> s(new Store());
   s->dir_ = dir;
@@ -218,22 +216,6 @@ Store::~Store() {
 
 namespace {
 
-void check_write(const std::string& dir, const rocksdb::Status& st, const char* cf, const std::string& key) {
-  if (!st.ok())
-    throw StoreWriteError(fail_prefix(dir) + "cannot write " + cf + " key '" + key + "': " + st.ToString());
-}
-
-// Reads one key; nullopt when absent, PipelineError on any other failure.
-std::optional<std::string> get(const std::string& dir, rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
-                               const char* cf_name, const std::string& key) {
-  std::string v;
-  const rocksdb::Status st = db->Get(rocksdb::ReadOptions(), cf, key, &v);
-  if (st.IsNotFound()) return std::nullopt;
-  if (!st.ok())
-    throw PipelineError(fail_prefix(dir) + "cannot read " + cf_name + " key '" + key + "': " + st.ToString());
-  return v;
-}
-
 // Calls fn(key, value) for every key of `cf` starting with `prefix`, in key
 // order, on one consistent snapshot.
 template <class Fn>
@@ -252,20 +234,6 @@ void scan(const std::string& dir, rocksdb::DB* db, rocksdb::ColumnFamilyHandle* 
 }
 
 }  // namespace
-
-void Store::put_model(const std::string& hash, const std::string& bytes) {
-  check_nonempty(dir_, "model hash", hash);
-  if (auto old = get(dir_, db_, models_, kModels, hash)) {
-    if (*old == bytes) return;
-    throw PipelineError(fail_prefix(dir_) + "model hash '" + hash + "' is already stored with different bytes");
-  }
-  check_write(dir_, db_->Put(synced(), models_, hash, bytes), kModels, hash);
-}
-
-std::optional<std::string> Store::get_model(const std::string& hash) const {
-  check_nonempty(dir_, "model hash", hash);
-  return get(dir_, db_, models_, kModels, hash);
-}
 
 void Store::merge_result(const std::string& run, const std::string& model_hash, int layer, const ExecResult& r) {
   const std::string key = result_key(dir_, run, model_hash, layer);

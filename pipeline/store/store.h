@@ -15,6 +15,8 @@
 //    non-empty (a job id may contain '/'). Violations are PipelineErrors.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -23,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "pipeline/base/byte_sink.h"
 #include "pipeline/core/types.h"
 
 namespace rocksdb {
@@ -33,7 +36,9 @@ class ColumnFamilyHandle;
 namespace torq::pipeline {
 
 // Durable store of discovery runs in RocksDB. Column families:
-//   models  : model hash -> model bytes (ONNX), written once
+//   models  : model hash -> a manifest (size, chunks), and "<hash>#<index>" -> the model bytes (ONNX)
+//             in chunks of kModelChunkBytes; written once (a store written before
+//             issue 32 holds the whole bytes under the hash, still read as such)
 //   jobs    : run id + "/" + job id -> job state byte ('Q' queued, 'L' leased, 'D' done) + encoded JobSpec
 //   results : run id + "/" + model hash + "/" + zero-padded layer index -> LayerRecord (merged per executor by a MergeOperator)
 //   cache   : cache key (hex) -> encoded Result (content-addressed: an unchanged layer is not recomputed)
@@ -73,12 +78,25 @@ class Store {
   // The directory given to open().
   const std::string& dir() const { return dir_; }
 
-  // Stores a model blob under its content hash. Written once: storing a hash
-  // that is already present is a no-op when the bytes are identical and a
-  // PipelineError when they differ.
+  // Stores a model blob under its content hash, in chunks: neither the
+  // whole blob nor a memtable of it is ever held (a 346 MB model, issue
+  // 32). The manifest is written last, synced: a blob whose writer died
+  // midway is unknown, never half there. Written once: storing a hash
+  // that is already present compares the bytes chunk by chunk, a no-op
+  // when they are identical and a PipelineError when they differ.
+  static constexpr size_t kModelChunkBytes = size_t{4} << 20;
   void put_model(const std::string& hash, const std::string& bytes);
+  // The same, streamed: `write` hands the blob's bytes, in order, to the
+  // sink it is given (ImportedModel::serialize_to).
+  void put_model(const std::string& hash, const std::function<void(const base::ByteSink&)>& write);
   // The model bytes, or nullopt if the hash is unknown.
   std::optional<std::string> get_model(const std::string& hash) const;
+  // The blob's size in bytes, or nullopt if the hash is unknown.
+  std::optional<uint64_t> model_size(const std::string& hash) const;
+  // Bytes [offset, offset + max_bytes) of the blob, fewer at its end (none
+  // at or past it); nullopt if the hash is unknown. Reads only the chunks
+  // that hold them.
+  std::optional<std::string> read_model(const std::string& hash, uint64_t offset, size_t max_bytes) const;
 
   // Merges one executor's result into the layer record (replacing a previous
   // result of the same executor). Uses rocksdb Merge with the store's MergeOperator.
@@ -214,6 +232,11 @@ class Store {
   rocksdb::ColumnFamilyHandle* results_ = nullptr;
   rocksdb::ColumnFamilyHandle* cache_ = nullptr;
   rocksdb::ColumnFamilyHandle* runs_ = nullptr;
+
+  struct ModelLayout;  // store_models.cc
+  std::optional<ModelLayout> model_layout(const std::string& hash) const;
+  void verify_model(const std::string& hash, const ModelLayout& stored,
+                    const std::function<void(const base::ByteSink&)>& write) const;
 };
 
 }  // namespace torq::pipeline
