@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace torq::base {
@@ -32,18 +33,27 @@ std::optional<std::string> read_file_bytes(const std::string& path) {
   return bytes;
 }
 
-MappedFile::MappedFile(const std::string& path) {
+MappedFile::MappedFile(const std::string& path, Mode mode) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
   struct stat st {};
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-    void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    const int flags = MAP_PRIVATE | (mode == Mode::kPopulate ? MAP_POPULATE : 0);
+    void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, flags, fd, 0);
+    if (p != MAP_FAILED && mode == Mode::kStream) madvise(p, static_cast<size_t>(st.st_size), MADV_SEQUENTIAL);
     if (p != MAP_FAILED) {
       data_ = static_cast<const char*>(p);
       size_ = static_cast<size_t>(st.st_size);
     }
   }
   close(fd);
+}
+
+void MappedFile::release(size_t offset, size_t size) const {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t end = std::min(size_, offset + size) / page * page;
+  const size_t first = (offset + page - 1) / page * page;
+  if (data_ && first < end) madvise(const_cast<char*>(data_) + first, end - first, MADV_DONTNEED);
 }
 
 MappedFile::~MappedFile() {

@@ -63,6 +63,24 @@ std::string Sha256::hex() {
   return out;
 }
 
+bool Sha256::update_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  std::vector<char> buf(1 << 20);
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      return false;
+    }
+    if (n == 0) break;
+    update(buf.data(), static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return true;
+}
+
 std::string sha256_hex(const std::string& data) { return sha256_hex(data.data(), data.size()); }
 
 std::string sha256_hex(const void* data, size_t size) {
@@ -73,11 +91,11 @@ std::string sha256_hex(const void* data, size_t size) {
 
 namespace {
 
-// Protobuf writes into one cache-resident buffer; each full buffer is
-// hashed (and written to `fd` if there is one) and handed back.
-class HashingStream : public google::protobuf::io::ZeroCopyOutputStream {
+// Protobuf writes into one cache-resident buffer; each full buffer goes to
+// the sink and is handed back.
+class SinkStream : public google::protobuf::io::ZeroCopyOutputStream {
  public:
-  HashingStream(Sha256& h, int fd) : h_(h), fd_(fd), buf_(256 << 10) {}
+  explicit SinkStream(const base::ByteSink& sink) : sink_(sink), buf_(256 << 10) {}
   bool Next(void** data, int* size) override {
     flush();
     *data = buf_.data();
@@ -88,25 +106,34 @@ class HashingStream : public google::protobuf::io::ZeroCopyOutputStream {
   void BackUp(int count) override { used_ -= static_cast<size_t>(count); }
   int64_t ByteCount() const override { return static_cast<int64_t>(total_ + used_); }
   void flush() {
-    h_.update(buf_.data(), used_);
-    for (size_t at = 0; fd_ >= 0 && at < used_;) {
-      const ssize_t n = ::write(fd_, buf_.data() + at, used_ - at);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) throw PipelineError(std::string("cannot write (") + std::strerror(n < 0 ? errno : EIO) + ")");
-      at += static_cast<size_t>(n);
-    }
+    if (used_) sink_(buf_.data(), used_);
     total_ += used_;
     used_ = 0;
   }
 
  private:
-  Sha256& h_;
-  int fd_;
+  const base::ByteSink& sink_;
   std::vector<char> buf_;
   size_t used_ = 0, total_ = 0;
 };
 
+// Writes all of [data, data + size) to `fd`.
+void write_all(int fd, const char* data, size_t size) {
+  for (size_t at = 0; at < size;) {
+    const ssize_t n = ::write(fd, data + at, size - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw PipelineError(std::string("cannot write (") + std::strerror(n < 0 ? errno : EIO) + ")");
+    at += static_cast<size_t>(n);
+  }
+}
+
 }  // namespace
+
+void serialize_to_sink(const google::protobuf::MessageLite& m, const base::ByteSink& sink) {
+  SinkStream s(sink);
+  if (!m.SerializeToZeroCopyStream(&s)) throw PipelineError("cannot serialise the model");
+  s.flush();
+}
 
 std::string sha256_hex_of(const google::protobuf::MessageLite& m, const std::string& copy_to) {
   Sha256 h;
@@ -116,9 +143,10 @@ std::string sha256_hex_of(const google::protobuf::MessageLite& m, const std::str
     if (fd < 0) throw PipelineError(copy_to + ": cannot write (" + std::strerror(errno) + ")");
   }
   try {
-    HashingStream s(h, fd);
-    if (!m.SerializeToZeroCopyStream(&s)) throw PipelineError("cannot serialise the model to hash it");
-    s.flush();
+    serialize_to_sink(m, [&](const char* data, size_t size) {
+      h.update(data, size);
+      if (fd >= 0) write_all(fd, data, size);
+    });
   } catch (const PipelineError& e) {
     if (fd >= 0) ::close(fd);
     throw PipelineError(copy_to.empty() ? e.what() : copy_to + ": " + e.what());
@@ -128,10 +156,9 @@ std::string sha256_hex_of(const google::protobuf::MessageLite& m, const std::str
 }
 
 std::string file_digest(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return sha256_hex(ss.str()).substr(0, 16);
+  Sha256 h;
+  if (!h.update_file(path)) return sha256_hex("").substr(0, 16);  // of nothing, as before
+  return h.hex().substr(0, 16);
 }
 
 }  // namespace torq::pipeline

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include <google/protobuf/io/zero_copy_stream.h>
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
@@ -158,14 +159,41 @@ ImportedModel::~ImportedModel() = default;
 
 std::unique_ptr<onnx::ModelProto> ImportedModel::take_proto() { return std::move(proto_); }
 
+void ImportedModel::check_whole() const {
+  if (data_dropped_)
+    throw PipelineError("model '" + name_ + "': its tensor data was released after planning (a bug: ask for "
+                        "its bytes before drop_tensor_data)");
+}
+
 const std::string& ImportedModel::bytes() const {
+  check_whole();
   std::call_once(bytes_once_, [this] { bytes_ = proto_->SerializeAsString(); });
   return bytes_;
 }
 
-std::string ImportedModel::serialized() const { return proto_->SerializeAsString(); }
+void ImportedModel::serialize_to(const base::ByteSink& sink) const {
+  check_whole();
+  serialize_to_sink(*proto_, sink);
+}
+
+size_t ImportedModel::drop_tensor_data(size_t min_bytes) {
+  size_t freed = 0;
+  auto drop = [&](onnx::TensorProto* t) {
+    if (!t->has_raw_data() || t->raw_data().size() < min_bytes) return;
+    freed += t->raw_data().size();
+    std::string().swap(*t->mutable_raw_data());  // present (the MLIR's dense_resource), empty, its memory freed
+  };
+  auto* g = proto_->mutable_graph();
+  for (auto& t : *g->mutable_initializer()) drop(&t);
+  for (auto& n : *g->mutable_node())
+    for (auto& a : *n.mutable_attribute())
+      if (a.has_t()) drop(a.mutable_t());
+  data_dropped_ = data_dropped_ || freed > 0;
+  return freed;
+}
 
 void ImportedModel::write_file(const std::string& path) const {
+  check_whole();
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (f && !proto_->SerializeToOstream(&f)) f.setstate(std::ios::badbit);
   f.close();
@@ -180,19 +208,26 @@ std::string model_name_from_path(const std::string& path) {
 }
 
 std::unique_ptr<ImportedModel> ImportedModel::from_file(const std::string& path, const ImportOptions& opts) {
-  // Parsed straight from the mapped file: no copy of a 30 MB model (and its
-  // page faults) on the way into protobuf.
-  const base::MappedFile map(path);
-  std::optional<std::string> bytes;
-  if (!map.data()) {  // empty, not a regular file, or not mappable: read it
-    bytes = base::read_file_bytes(path);
-    if (!bytes) throw PipelineError(path + ": cannot open model");
-  }
   try {
-    if (bytes) return from_bytes(*bytes, model_name_from_path(path), opts);
-    return from_data(map.data(), map.size(), model_name_from_path(path), opts);
+    std::unique_ptr<onnx::ModelProto> proto;
+    {
+      // Parsed straight from the mapped file: no copy of a 30 MB model on
+      // the way into protobuf; the pages parsed are given back as it goes,
+      // so a 346 MB model's file is not held with its proto (issue 32).
+      const base::MappedFile map(path, base::MappedFile::Mode::kStream);
+      if (map.data()) {
+        proto = parse_mapped(map);
+      } else {  // empty, not a regular file, or not mappable: read it
+        const std::optional<std::string> bytes = base::read_file_bytes(path);
+        if (!bytes) throw PipelineError(path + ": cannot open model");
+        proto = parse(bytes->data(), bytes->size());
+      }
+    }
+    return finish(std::move(proto), model_name_from_path(path), opts);
   } catch (const PipelineError& e) {
-    throw PipelineError(path + ": " + e.what());
+    const std::string what = e.what();
+    if (what.rfind(path + ": ", 0) == 0) throw;
+    throw PipelineError(path + ": " + what);
   }
 }
 
@@ -203,15 +238,72 @@ std::unique_ptr<ImportedModel> ImportedModel::from_bytes(const std::string& byte
 
 std::unique_ptr<ImportedModel> ImportedModel::from_data(const void* data, size_t size, const std::string& name,
                                                         const ImportOptions& opts) {
+  return finish(parse(data, size), name, opts);
+}
+
+namespace {
+
+// The mapped file in blocks for protobuf's stream parser; each block two
+// behind the one handed out is parsed (protobuf keeps at most the tail of
+// the previous one) and its pages are given back.
+class ReleasingMapStream : public google::protobuf::io::ZeroCopyInputStream {
+ public:
+  explicit ReleasingMapStream(const base::MappedFile& map) : map_(map) {}
+  bool Next(const void** data, int* size) override {
+    if (pos_ >= map_.size()) return false;
+    if (pos_ >= 2 * kBlock) {
+      const size_t upto = (pos_ - kBlock) / kBlock * kBlock;
+      if (upto > released_) map_.release(released_, upto - released_);
+      released_ = std::max(released_, upto);
+    }
+    const size_t n = std::min(kBlock, map_.size() - pos_);
+    *data = map_.data() + pos_;
+    *size = static_cast<int>(n);
+    pos_ += n;
+    return true;
+  }
+  void BackUp(int count) override { pos_ -= static_cast<size_t>(count); }
+  bool Skip(int count) override {
+    pos_ = std::min(map_.size(), pos_ + static_cast<size_t>(count));
+    return pos_ < map_.size() || count == 0;
+  }
+  int64_t ByteCount() const override { return static_cast<int64_t>(pos_); }
+
+ private:
+  static constexpr size_t kBlock = size_t{4} << 20;
+  const base::MappedFile& map_;
+  size_t pos_ = 0, released_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<onnx::ModelProto> ImportedModel::parse_mapped(const base::MappedFile& map) {
+  if (map.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+    throw PipelineError("not an ONNX model (protobuf parse failed; truncated or another format?)");
+  auto model = std::make_unique<onnx::ModelProto>();
+  ReleasingMapStream in(map);
+  if (!model->ParseFromZeroCopyStream(&in) || !model->has_graph())
+    throw PipelineError("not an ONNX model (protobuf parse failed; truncated or another format?)");
+  if (model->graph().node_size() == 0) throw PipelineError("the model graph has no nodes");
+  return model;
+}
+
+std::unique_ptr<onnx::ModelProto> ImportedModel::parse(const void* data, size_t size) {
+  auto model = std::make_unique<onnx::ModelProto>();
+  if (size == 0) throw PipelineError("empty file, not an ONNX model");
+  if (size > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !model->ParseFromArray(data, static_cast<int>(size)) || !model->has_graph())
+    throw PipelineError("not an ONNX model (protobuf parse failed; truncated or another format?)");
+  if (model->graph().node_size() == 0) throw PipelineError("the model graph has no nodes");
+  return model;
+}
+
+std::unique_ptr<ImportedModel> ImportedModel::finish(std::unique_ptr<onnx::ModelProto> proto, const std::string& name,
+                                                     const ImportOptions& opts) {
   std::unique_ptr<ImportedModel> m(new ImportedModel());
   m->name_ = name;
-  m->proto_ = std::make_unique<onnx::ModelProto>();
+  m->proto_ = std::move(proto);
   onnx::ModelProto& model = *m->proto_;
-  if (size == 0) throw PipelineError("empty file, not an ONNX model");
-  if (size > static_cast<size_t>(std::numeric_limits<int>::max()) || !model.ParseFromArray(data, static_cast<int>(size)) ||
-      !model.has_graph())
-    throw PipelineError("not an ONNX model (protobuf parse failed; truncated or another format?)");
-  if (model.graph().node_size() == 0) throw PipelineError("the model graph has no nodes");
   // Before the checker and shape inference read the model (a zero stride
   // is their SIGFPE): tensors whose data fits their shape, sizes within the
   // limits, windows of at least 1. Also a preload's (opts.check false).

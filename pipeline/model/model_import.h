@@ -6,9 +6,11 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "pipeline/base/byte_sink.h"
 #include "pipeline/model/layer_nodes.h"
 #include "pipeline/core/sha256.h"
 #include "pipeline/core/types.h"
@@ -16,6 +18,9 @@
 
 namespace onnx {
 class ModelProto;
+}
+namespace torq::base {
+class MappedFile;
 }
 
 namespace torq::pipeline {
@@ -58,6 +63,11 @@ class ImportedModel {
  private:
   static std::unique_ptr<ImportedModel> from_data(const void* data, size_t size, const std::string& name,
                                                   const ImportOptions& opts);
+  static std::unique_ptr<onnx::ModelProto> parse(const void* data, size_t size);
+  static std::unique_ptr<onnx::ModelProto> parse_mapped(const base::MappedFile& map);
+  static std::unique_ptr<ImportedModel> finish(std::unique_ptr<onnx::ModelProto> proto, const std::string& name,
+                                               const ImportOptions& opts);
+  void check_whole() const;  // throws once drop_tensor_data() took data
 
  public:
 
@@ -67,12 +77,20 @@ class ImportedModel {
   // The imported (batch-fixed, possibly converted) model, serialized (on
   // the first call; thread-safe). Not after take_proto().
   const std::string& bytes() const;
-  // The same bytes, serialized anew and not kept: for a caller that stores
-  // them once and keeps the model (bytes() would hold a second copy).
-  std::string serialized() const;
+  // The same bytes handed to `sink` in pieces, never held whole (into the
+  // store: Store::put_model).
+  void serialize_to(const base::ByteSink& sink) const;
   // Writes bytes() to `path` without holding them (streamed). Throws
   // PipelineError "<path>: cannot write".
   void write_file(const std::string& path) const;
+  // Releases the data of every tensor (initializer or Constant value) held
+  // as raw_data of at least `min_bytes`: the weights, once nothing needs
+  // them (a unit after planning keeps the graph, shapes and small
+  // constants for its report's MLIR and op keys; issue 32). The tensors
+  // keep their raw_data field, empty. Returns the bytes released. After
+  // it, bytes(), serialize_to() and write_file() throw
+  // PipelineError: the model is no longer the one hash() names.
+  size_t drop_tensor_data(size_t min_bytes = 1024);
   // SHA-256 (hex) of bytes(): names the model in jobs and the store.
   const std::string& hash() const { return hash_; }
   const std::vector<LayerInfo>& layers() const { return layers_; }
@@ -98,6 +116,7 @@ class ImportedModel {
   std::vector<LayerNodes> layer_nodes_;
   std::vector<std::string> warnings_;
   std::vector<ConversionError> conversion_;
+  bool data_dropped_ = false;
 };
 
 
