@@ -1,4 +1,4 @@
-// Model blobs served in chunks, read off the broker's loop (blob_server.h).
+// Model blobs served in chunks, read off the broker's loop range by range (blob_server.h).
 #include "coordinator/fleet/blob_server.h"
 
 #include <algorithm>
@@ -10,69 +10,122 @@ namespace torq::coordinator {
 using pipeline::FleetMessage;
 using pipeline::PipelineError;
 
+namespace {
+
+template <class T>
+bool ready(const std::future<T>& f) {
+  return f.valid() && f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
+}  // namespace
+
 BlobServer::~BlobServer() {
-  for (auto& [hash, b] : blobs_)
+  for (auto& [hash, b] : blobs_) {
+    if (b.size_load.valid()) b.size_load.wait();
     if (b.load.valid()) b.load.wait();
+  }
 }
 
 void BlobServer::request(const std::string& identity, const std::string& who, const FleetMessage& m) {
   Blob& b = blobs_[m.hash];
   b.used = Clock::now();
   b.waiting.push_back(Pending{identity, who, m.blob_offset, m.blob_max});
-  if (b.ready || b.load.valid()) return;
+  if (b.sized || b.size_load.valid()) return;
   const pipeline::Store* store = &store_;
-  b.load = std::async(std::launch::async, [store, hash = m.hash] { return store->get_model(hash); });
+  b.size_load = std::async(std::launch::async, [store, hash = m.hash] { return store->model_size(hash); });
 }
 
 bool BlobServer::loading() const {
   for (const auto& [hash, b] : blobs_)
-    if (b.load.valid()) return true;
+    if (b.size_load.valid() || b.load.valid()) return true;
   return false;
 }
 
-// A finished read becomes the blob (or unknown).
+// Finished reads: the blob's size, or a range kept for its requests.
 void BlobServer::collect(const std::string& hash, Blob& b) {
-  if (b.ready || !b.load.valid() || b.load.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
-  try {
-    if (auto bytes = b.load.get()) b.bytes = std::make_shared<const std::string>(std::move(*bytes));
-  } catch (const PipelineError& e) {
-    log_("blob " + hash + ": " + e.what());
+  if (ready(b.size_load)) {
+    try {
+      b.size = b.size_load.get();
+    } catch (const PipelineError& e) {
+      log_("blob " + hash + ": " + e.what());
+    }
+    b.sized = true;
   }
-  b.ready = true;
+  if (ready(b.load)) {
+    Kept k;
+    k.used = Clock::now();
+    try {
+      if (auto bytes = b.load.get()) k.bytes = std::make_shared<const std::string>(std::move(*bytes));
+    } catch (const PipelineError& e) {
+      log_("blob " + hash + ": " + e.what());
+    }
+    if (b.kept.size() >= kKeptRanges)  // the least recently used goes
+      b.kept.erase(std::min_element(b.kept.begin(), b.kept.end(),
+                                    [](const auto& x, const auto& y) { return x.second.used < y.second.used; }));
+    b.kept[b.loading] = std::move(k);
+  }
+}
+
+size_t BlobServer::answer(const std::string& hash, Blob& b, const Send& send, const Bad& bad, Clock::time_point now) {
+  size_t served = 0;
+  for (; b.sized && !b.waiting.empty(); b.waiting.pop_front()) {
+    const Pending& p = b.waiting.front();
+    b.used = now;
+    if (!b.size) {
+      log_(p.who + " asked for unknown model " + hash);
+      send(p.identity, pipeline::encode_blob_reply(hash, nullptr));
+      continue;
+    }
+    const uint64_t size = *b.size;
+    if (p.max_bytes != 0 && p.offset > size) {
+      bad(p.identity, "BLOB_REQUEST for offset " + std::to_string(p.offset) + " of model " + hash + " (" +
+                          std::to_string(size) + " bytes)");
+      continue;
+    }
+    const Range r = p.max_bytes == 0
+                        ? Range{0, 0}
+                        : Range{p.offset, std::min<uint64_t>({p.max_bytes, pipeline::kMaxBlobChunkBytes, size - p.offset})};
+    auto k = b.kept.find(r);
+    if (k == b.kept.end()) {  // not read yet: read it (after the range being read, if any)
+      if (!b.load.valid()) {
+        const pipeline::Store* store = &store_;
+        b.loading = r;
+        b.load = std::async(std::launch::async, [store, hash, r] {
+          return r.second == 0 && r.first == 0 ? store->get_model(hash) : store->read_model(hash, r.first, r.second);
+        });
+      }
+      break;
+    }
+    k->second.used = now;
+    const std::shared_ptr<const std::string> bytes = k->second.bytes;
+    if (p.max_bytes == 0) {  // the whole blob in one message (protocol-1 workers)
+      if (!bytes) log_(p.who + " asked for model " + hash + ", which the store cannot read");
+      served += send(p.identity, pipeline::encode_blob_reply(hash, bytes.get())) && bytes;
+      b.kept.erase(k);  // a whole blob is not kept for later
+      continue;
+    }
+    if (!bytes || bytes->size() != r.second) {
+      log_(p.who + " asked for model " + hash + ", which the store cannot read");
+      send(p.identity, pipeline::encode_blob_reply(hash, nullptr));
+      continue;
+    }
+    const bool sent = send(p.identity, pipeline::encode_blob_chunk(hash, size, p.offset, bytes->data(), r.second));
+    served += sent && p.offset + r.second == size;
+  }
+  return served;
 }
 
 size_t BlobServer::serve(const Send& send, const Bad& bad) {
   size_t served = 0;
   const auto now = Clock::now();
   for (auto it = blobs_.begin(); it != blobs_.end();) {
-    const std::string& hash = it->first;
     Blob& b = it->second;
-    collect(hash, b);
-    for (; b.ready && !b.waiting.empty(); b.waiting.pop_front()) {
-      const Pending& p = b.waiting.front();
-      b.used = now;
-      if (!b.bytes) {
-        log_(p.who + " asked for unknown model " + hash);
-        send(p.identity, pipeline::encode_blob_reply(hash, nullptr));
-        continue;
-      }
-      const std::string& all = *b.bytes;
-      if (p.max_bytes == 0) {  // the whole blob in one message (protocol-1 workers)
-        served += send(p.identity, pipeline::encode_blob_reply(hash, &all));
-        continue;
-      }
-      if (p.offset > all.size()) {
-        bad(p.identity, "BLOB_REQUEST for offset " + std::to_string(p.offset) + " of model " + hash + " (" +
-                            std::to_string(all.size()) + " bytes)");
-        continue;
-      }
-      const size_t n = std::min<uint64_t>({p.max_bytes, pipeline::kMaxBlobChunkBytes, all.size() - p.offset});
-      const bool sent =
-          send(p.identity, pipeline::encode_blob_chunk(hash, all.size(), p.offset, all.data() + p.offset, n));
-      served += sent && p.offset + n == all.size();
-    }
-    if (b.ready && b.waiting.empty() && now - b.used > kIdle) it = blobs_.erase(it);
-    else ++it;
+    collect(it->first, b);
+    served += answer(it->first, b, send, bad, now);
+    for (auto k = b.kept.begin(); k != b.kept.end();)
+      k = now - k->second.used > kIdle ? b.kept.erase(k) : std::next(k);
+    const bool idle = b.waiting.empty() && !b.load.valid() && !b.size_load.valid() && now - b.used > kIdle;
+    it = idle ? blobs_.erase(it) : std::next(it);
   }
   return served;
 }

@@ -1,22 +1,29 @@
 // Model blobs served to fleet workers (BLOB_REQUEST -> BLOB_REPLY) without
-// stalling the broker's poll loop: a blob of hundreds of MB (the zoo's
-// vit_b_16: 347 MB) is read from the store by a loader thread, kept in
-// memory while workers fetch it, and sent as the chunks the workers ask
-// for (pipeline/wire/fleet_codec.h: offset, max_bytes <= kMaxBlobChunkBytes), so
-// heartbeats, jobs and results interleave with it. Reading, encoding and
-// sending it whole at once held the loop (and the worker's) for seconds:
-// workers and coordinator each took the other for dead.
+// stalling the broker's poll loop: a loader thread reads from the store
+// only the range a worker asked for (Store::read_model: the chunks that
+// hold it), and sends it as that chunk (pipeline/wire/fleet_codec.h: offset,
+// max_bytes <= kMaxBlobChunkBytes), so heartbeats, jobs and results
+// interleave with a blob of hundreds of MB (the zoo's vit_b_16: 347 MB).
+// Reading, encoding and sending it whole at once held the loop (and the
+// worker's) for seconds: workers and coordinator each took the other for
+// dead. Holding it whole while workers fetched it cost the coordinator its
+// size in memory (issue 32): now it holds a few chunks per blob.
 //
 // Contracts:
 //  - request() never blocks on the store; serve() answers every request
-//    whose blob has been read, in the order they came, and never blocks
-//    either (a blob still loading waits for a later serve()).
+//    whose range has been read, in the order they came per blob, and never
+//    blocks either (a range still loading waits for a later serve()).
 //  - A request for the whole blob (max_bytes 0, as protocol-1 workers ask)
-//    gets it in one BLOB_REPLY, as before. A chunk request at an offset
-//    past the blob's end is a protocol error, reported through `bad`.
-//  - A blob nobody asked for in kIdle is dropped from memory.
-//  - The loader thread only reads the store (RocksDB reads are thread-safe);
-//    everything else runs on the broker's thread.
+//    gets it in one BLOB_REPLY, as before (read whole for it). A chunk
+//    request at an offset past the blob's end is a protocol error, reported
+//    through `bad`.
+//  - Ranges read are kept for the other workers fetching the same blob
+//    (kKeptRanges at most per blob, each until unused for kIdle); a blob
+//    nobody asked for in kIdle is forgotten.
+//  - A blob the store cannot read (a damaged chunk) is logged and answered
+//    as unknown: the worker's fetch fails, the broker goes on.
+//  - The loader threads only read the store (RocksDB reads are
+//    thread-safe); everything else runs on the broker's thread.
 #pragma once
 
 #include <chrono>
@@ -29,6 +36,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "pipeline/wire/fleet_codec.h"
 #include "pipeline/store/store.h"
@@ -57,19 +65,31 @@ class BlobServer {
   bool loading() const;
 
  private:
+  static constexpr size_t kKeptRanges = 8;
+  using Range = std::pair<uint64_t, uint64_t>;  // offset, bytes (0, 0: the whole blob)
   struct Pending {
     std::string identity, who;
     uint64_t offset = 0;
     uint32_t max_bytes = 0;
   };
+  struct Kept {
+    std::shared_ptr<const std::string> bytes;  // null: the store could not read it
+    Clock::time_point used;
+  };
   struct Blob {
-    std::future<std::optional<std::string>> load;  // valid while reading
-    std::shared_ptr<const std::string> bytes;      // once read; null: unknown
-    bool ready = false;
+    std::future<std::optional<uint64_t>> size_load;  // valid while its size is being read
+    std::optional<uint64_t> size;                    // once read (known)
+    bool sized = false;                              // the size read has finished
+    std::future<std::optional<std::string>> load;    // the range being read
+    Range loading;
+    std::map<Range, Kept> kept;
     Clock::time_point used;
     std::deque<Pending> waiting;
   };
   void collect(const std::string& hash, Blob& b);
+  // Answers b's waiting requests in order while their ranges are there;
+  // starts the read of the first one's that is not. Returns the blobs served to their end.
+  size_t answer(const std::string& hash, Blob& b, const Send& send, const Bad& bad, Clock::time_point now);
 
   const pipeline::Store& store_;
   std::function<void(const std::string&)> log_;

@@ -103,7 +103,8 @@ void import_models(const FleetRunOptions& o, Store& store, std::vector<RunUnit>&
       throw PipelineError(path + ": another model of this run is also named '" + u.model->name() +
                           "' (its report files would collide)");
     for (const auto& w : u.model->warnings()) log(u.model->name() + ": warning: " + w);
-    store.put_model(u.model->hash(), u.model->bytes());
+    store.put_model(u.model->hash(), [&](const base::ByteSink& sink) { u.model->serialize_to(sink); });
+    u.drop_weights_after_planning = true;
     u.plan.executors = spec.executors;
     u.plan.skip_mode = spec.skip_mode;
     u.plan.dedup = spec.dedup ? DedupMode::kSignature : DedupMode::kOff;

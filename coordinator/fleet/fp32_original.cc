@@ -7,7 +7,7 @@ std::string store_fp32_original(const std::string& path, pipeline::ImportOptions
   io.copy_to.clear();
   io.hash = true;
   const auto original = pipeline::ImportedModel::from_file(path, io);
-  store.put_model(original->hash(), original->bytes());
+  store.put_model(original->hash(), [&](const base::ByteSink& sink) { original->serialize_to(sink); });
   return original->hash();
 }
 

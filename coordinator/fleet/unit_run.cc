@@ -155,6 +155,8 @@ void plan_unit(RunUnit& u, size_t index, const std::vector<RunUnit*>& units, std
     signatures = layer_signatures(u.model->proto(), u.model->layer_nodes(), u.plan.dedup);
   u.plan.job_template.model_hash = u.model->hash();
   u.planner = std::make_unique<Planner>(u.model->hash(), u.model->layers(), signatures, u.plan, u.layer_tolerances);
+  // Planned: the workers fetch the model from the store; its report needs no weights.
+  if (u.drop_weights_after_planning) u.model->drop_tensor_data();
   const LayerRange lr = u.layers();
   for (const auto& l : u.model->layers())
     if (static_cast<uint32_t>(l.index) < lr.first || static_cast<uint32_t>(l.index) > lr.last)

@@ -66,6 +66,10 @@ struct RunUnit {
   std::unique_ptr<pipeline::ImportedModel> model;
   pipeline::PlanOptions plan;                      // job_template: target, tolerance, inputs, result_key
   std::unique_ptr<pipeline::Planner> planner;      // made by serve_units
+  // The model's weights released once the planner is made (the model is in
+  // the store, and the report needs only the graph): a coordinator holds a
+  // few MB per unit in flight, not the model (issue 32).
+  bool drop_weights_after_planning = false;
   size_t jobs_done = 0;
   // Layers outside `range` get no job, and the assigned run covers the
   // range only (a subgraph: fed the reference values that enter it).

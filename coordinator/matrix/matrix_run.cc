@@ -307,6 +307,7 @@ RunUnit make_unit(const TestCase& t, const Spec& spec, const MatrixRunOptions& o
   jt.result_key = u.model->hash() + "-" + sha256_hex(t.target.name + "|" + t.variant.name).substr(0, 8);
   u.full_model = true;
   u.bisect = true;
+  u.drop_weights_after_planning = true;
   u.passes = comparators(t.config);
   if (t.subgraph) {
     u.range = resolve_range(*u.model, t.subgraph->from, t.subgraph->to);
@@ -614,7 +615,8 @@ struct MatrixRun {
         return true;
       }
       for (const auto& w : u.model->warnings()) log(t->id + ": warning: " + w);
-      store->put_model(u.model->hash(), u.model->serialized());  // not kept: the workers fetch it from the store
+      // Streamed, not kept: the workers fetch it from the store.
+      store->put_model(u.model->hash(), [&](const base::ByteSink& sink) { u.model->serialize_to(sink); });
       if ((t->variant.bf16 || t->variant.int8) && !u.range) u.original_hash = fp32_original_hash(t);
       // An fp32 unit's model is its converted variants' original: stored
       // now, not imported and stored again for them.

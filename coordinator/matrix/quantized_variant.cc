@@ -3,10 +3,9 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "coordinator/fleet/tool_process.h"
+#include "pipeline/core/sha256.h"
 #include "pipeline/model/model_import.h"
 #include "pipeline/core/types.h"
 
@@ -16,13 +15,13 @@ namespace fs = std::filesystem;
 
 std::string quantized_model(const std::string& fp32_path, bool per_channel, uint64_t seed,
                             const std::string& cache_dir) {
-  std::ifstream f(fp32_path, std::ios::binary);
-  if (!f) throw pipeline::PipelineError(fp32_path + ": cannot open model");
-  std::stringstream bytes;
-  bytes << f.rdbuf();
+  // Keyed by the fp32 model's bytes, hashed as they are read (a 346 MB
+  // model read whole and copied twice cost the coordinator 1.2 GB; issue 32).
+  pipeline::Sha256 h;
+  if (!h.update_file(fp32_path)) throw pipeline::PipelineError(fp32_path + ": cannot open model");
+  h.update("|int8|" + std::string(per_channel ? "pc" : "pt") + "|seed " + std::to_string(seed));
   const std::string name = pipeline::model_name_from_path(fp32_path);
-  const std::string key = pipeline::sha256_hex(bytes.str() + "|int8|" + (per_channel ? "pc" : "pt") + "|seed " +
-                                               std::to_string(seed)).substr(0, 16);
+  const std::string key = h.hex().substr(0, 16);
   const fs::path dir = fs::path(cache_dir) / key;
   const fs::path out = dir / (name + "_quant.onnx");
   if (fs::exists(out)) return out.string();

@@ -1,0 +1,154 @@
+// The coordinator's blob server (coordinator/fleet/blob_server.h) over a real
+// store: a blob of several store chunks served to two workers in chunks
+// whose bytes reassemble to the stored model, the whole blob to an old
+// worker, a request past the end refused, an unknown or damaged blob
+// answered as unknown, and no serve() that waits for the store.
+#include <gtest/gtest.h>
+#include <rocksdb/db.h>
+
+#include <chrono>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "coordinator/fleet/blob_server.h"
+#include "pipeline/core/sha256.h"
+#include "pipeline/store/store.h"
+#include "tests/unit/temp_dir.h"
+
+using namespace torq;
+using pipeline::FleetMessage;
+
+namespace {
+
+std::string random_bytes(size_t n) {
+  std::mt19937 rng(7);
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+FleetMessage ask(const std::string& hash, uint64_t offset, uint32_t max) {
+  const std::string wire = pipeline::encode_blob_request(hash, offset, max);
+  return pipeline::decode_fleet_message(wire.data(), wire.size());
+}
+
+struct Worker {
+  std::vector<FleetMessage> replies;
+  std::vector<std::string> bad;
+};
+
+// serve() until each of `ids` has `want` answers (or 20 s): replies as the workers decode them.
+void serve_until(coordinator::BlobServer& s, std::map<std::string, Worker>& workers, size_t want,
+                 const std::vector<std::string>& ids) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto done = [&] {
+    for (const auto& id : ids)
+      if (workers[id].replies.size() + workers[id].bad.size() < want) return false;
+    return true;
+  };
+  while (!done() && std::chrono::steady_clock::now() < until) {
+    const auto t0 = std::chrono::steady_clock::now();
+    s.serve(
+        [&](const std::string& id, const std::string& payload) {
+          workers[id].replies.push_back(pipeline::decode_fleet_message(payload.data(), payload.size()));
+          return true;
+        },
+        [&](const std::string& id, const std::string& why) { workers[id].bad.push_back(why); });
+    // Never blocked on the store: a chunk's read happens on the loader thread.
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(200));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+}  // namespace
+
+TEST(BlobServer, ServesAStoredBlobChunkByChunkToTwoWorkersAndWholeToAnOldOne) {
+  test::TempDir d{"torq-blob-server"};
+  auto store = pipeline::Store::open(d.path());
+  const std::string bytes = random_bytes(3 * pipeline::Store::kModelChunkBytes + 12345);
+  const std::string hash = pipeline::sha256_hex(bytes);
+  store->put_model(hash, bytes);
+  std::vector<std::string> logs;
+  coordinator::BlobServer server(*store, [&](const std::string& l) { logs.push_back(l); });
+  std::map<std::string, Worker> workers;
+  // Two workers fetch with 1 MB and 4 MB chunks at once (offsets that cross the store's chunks).
+  const std::map<std::string, uint32_t> chunk = {{"a", 1u << 20}, {"b", pipeline::kMaxBlobChunkBytes}};
+  std::map<std::string, std::string> got;
+  for (size_t round = 0;; ++round) {
+    std::vector<std::string> asked;
+    for (const auto& [id, n] : chunk)
+      if (got[id].size() < bytes.size()) {
+        server.request(id, "worker " + id, ask(hash, got[id].size(), n));
+        asked.push_back(id);
+      }
+    if (asked.empty()) break;
+    ASSERT_LT(round, 100u);
+    serve_until(server, workers, round + 1, asked);
+    for (const auto& [id, n] : chunk) {
+      if (workers[id].replies.size() != round + 1) continue;
+      const FleetMessage& m = workers[id].replies.back();
+      ASSERT_TRUE(m.blob_known);
+      EXPECT_EQ(m.blob_total, bytes.size());
+      EXPECT_EQ(m.blob_offset, got[id].size());
+      EXPECT_EQ(m.blob.size(), std::min<size_t>(n, bytes.size() - got[id].size()));
+      got[id] += m.blob;
+    }
+  }
+  EXPECT_EQ(got["a"], bytes);
+  EXPECT_EQ(got["b"], bytes);
+  // A protocol-1 worker asks for the whole blob: one reply with all of it.
+  server.request("c", "worker c", ask(hash, 0, 0));
+  serve_until(server, workers, 1, {"c"});
+  ASSERT_EQ(workers["c"].replies.size(), 1u);
+  EXPECT_TRUE(workers["c"].replies[0].blob_known);
+  EXPECT_EQ(workers["c"].replies[0].blob, bytes);
+  // Past the end: a protocol error; an unknown hash: unknown.
+  server.request("d", "worker d", ask(hash, bytes.size() + 1, 1024));
+  server.request("e", "worker e", ask(std::string(64, 'f'), 0, 1024));
+  serve_until(server, workers, 1, {"d", "e"});
+  ASSERT_EQ(workers["d"].bad.size(), 1u);
+  EXPECT_NE(workers["d"].bad[0].find("offset " + std::to_string(bytes.size() + 1)), std::string::npos);
+  ASSERT_EQ(workers["e"].replies.size(), 1u);
+  EXPECT_FALSE(workers["e"].replies[0].blob_known);
+  EXPECT_TRUE(logs.empty() || logs.back().find("unknown model") != std::string::npos);
+}
+
+TEST(BlobServer, ADamagedBlobIsAnsweredAsUnknownAndLogged) {
+  test::TempDir d{"torq-blob-server"};
+  const std::string bytes = random_bytes(2 * pipeline::Store::kModelChunkBytes + 1);
+  const std::string hash = pipeline::sha256_hex(bytes);
+  pipeline::Store::open(d.path())->put_model(hash, bytes);
+  {  // the blob's second chunk lost (a damaged store), through RocksDB itself
+    std::vector<std::string> names;
+    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), d.path(), &names).ok());
+    std::vector<rocksdb::ColumnFamilyDescriptor> descs;
+    for (const auto& n : names) descs.emplace_back(n, rocksdb::ColumnFamilyOptions());
+    std::vector<rocksdb::ColumnFamilyHandle*> h;
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), d.path(), descs, &h, &db).ok());
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] != "models") continue;
+      ASSERT_TRUE(db->Delete(rocksdb::WriteOptions(), h[i], hash + "#00000001").ok());
+    }
+    for (auto* x : h) db->DestroyColumnFamilyHandle(x);
+    delete db;
+  }
+  auto store = pipeline::Store::open(d.path());
+  std::vector<std::string> logs;
+  coordinator::BlobServer server(*store, [&](const std::string& l) { logs.push_back(l); });
+  std::map<std::string, Worker> workers;
+  server.request("a", "worker a", ask(hash, 0, pipeline::kMaxBlobChunkBytes));  // chunk 0: there
+  serve_until(server, workers, 1, {"a"});
+  server.request("a", "worker a", ask(hash, pipeline::kMaxBlobChunkBytes, pipeline::kMaxBlobChunkBytes));
+  serve_until(server, workers, 2, {"a"});
+  ASSERT_EQ(workers["a"].replies.size(), 2u);
+  EXPECT_TRUE(workers["a"].replies[0].blob_known);
+  EXPECT_EQ(workers["a"].replies[0].blob, bytes.substr(0, pipeline::kMaxBlobChunkBytes));
+  EXPECT_FALSE(workers["a"].replies[1].blob_known);
+  bool logged = false;
+  for (const auto& l : logs) logged = logged || l.find("chunk 1 of 3 is missing") != std::string::npos;
+  EXPECT_TRUE(logged);
+}
