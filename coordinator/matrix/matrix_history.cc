@@ -51,20 +51,11 @@ std::vector<std::string> unit_op_keys(const RunUnit& u) {
 }
 
 std::vector<history::TestRecord> matrix_records(const std::vector<TestResult>& results,
-                                                const std::map<std::string, ModelReport>& reports,
-                                                const std::map<std::string, std::vector<std::string>>& op_keys) {
+                                                std::map<std::string, std::vector<history::LayerRecord>>& layers) {
   std::vector<history::TestRecord> out;
-  const std::vector<std::string> none;
   for (const TestResult& r : results) {
-    const std::string& id = r.test->id;
-    const auto rep = reports.find(id);
-    const auto keys = op_keys.find(id);
-    std::vector<std::string> layer_keys;
-    if (rep != reports.end() && keys != op_keys.end()) {
-      layer_keys = keys->second;
-      if (layer_keys.size() > rep->second.layers.size()) layer_keys.resize(rep->second.layers.size());
-    }
-    out.push_back(matrix::test_record(r, rep == reports.end() ? nullptr : &rep->second, layer_keys));
+    const auto l = layers.find(r.test->id);
+    out.push_back(matrix::test_record(r, l == layers.end() ? std::vector<history::LayerRecord>{} : std::move(l->second)));
   }
   return out;
 }

@@ -31,12 +31,12 @@ std::vector<const pipeline::matrix::TestCase*> last_failed_tests(
 // in layer order: what a test's history record names its layers by.
 std::vector<std::string> unit_op_keys(const RunUnit& u);
 
-// The history record of each result (in order): its report, when it has
-// one (`reports` by test ID), with the op key of each of its layers
-// (`op_keys` by test ID, from unit_op_keys).
+// The history record of each result (in order), with its layers' records
+// when it has a report (`layers` by test ID: matrix::layer_records of the
+// report and unit_op_keys; moved from).
 std::vector<pipeline::history::TestRecord> matrix_records(
-    const std::vector<pipeline::matrix::TestResult>& results, const std::map<std::string, pipeline::ModelReport>& reports,
-    const std::map<std::string, std::vector<std::string>>& op_keys);
+    const std::vector<pipeline::matrix::TestResult>& results,
+    std::map<std::string, std::vector<pipeline::history::LayerRecord>>& layers);
 
 // The drift thresholds of "since the previous run": diff's defaults, with
 // those the spec's options set (pcc_drift, time_drift, time_floor_ms).

@@ -36,6 +36,7 @@
 #include "coordinator/fleet/fp32_original.h"
 #include "coordinator/fleet/local_fleet.h"
 #include "coordinator/matrix/matrix_history.h"
+#include "pipeline/matrix/matrix_history.h"
 #include "coordinator/matrix/quantized_variant.h"
 #include "coordinator/fleet/unit_feed.h"
 #include "coordinator/fleet/unit_run.h"
@@ -43,6 +44,7 @@
 #include "pipeline/core/json_limits.h"
 #include "pipeline/matrix/matrix_internal.h"
 #include "pipeline/model/subgraph.h"
+#include "pipeline/report/atomic_file.h"
 #include "pipeline/report/full_model.h"
 #include "pipeline/report/profile_merge.h"
 #include "pipeline/matrix/matrix_report.h"
@@ -435,8 +437,13 @@ struct MatrixRun {
   bool export_closed = false;
   std::condition_variable export_cv;
   std::string export_error;
-  std::map<std::string, std::vector<std::string>> op_keys;  // test ID -> its layers' op keys (exporter)
-  std::map<std::string, ModelReport> reports;    // test ID -> its report (exporter)
+  // What the end of the run needs of each test's report (the exporter's;
+  // not the reports: every layer's results of a 160-model spec stayed in
+  // memory to the end, issue 32): its history record's layers, and its
+  // report.html grid, rendered into a file under grid_dir.
+  std::map<std::string, std::vector<history::LayerRecord>> layer_records;  // test ID -> its layers' records
+  std::map<std::string, std::string> grid_files;  // test ID -> its grid's HTML file
+  const std::string grid_dir = export_dir + "/.report-grids";
   // Shared by the three threads.
   std::mutex mu;
   std::map<std::string, TestRun> runs;           // test ID -> run (ran or not)
@@ -671,7 +678,10 @@ struct MatrixRun {
   // missing tags that fail the run, or when it stopped early.
   Exit serve() {
     if (groups.empty()) return std::nullopt;
+    std::error_code ec;
+    fs::remove_all(grid_dir, ec);  // a stopped run's grids are made again
     try {
+      fs::create_directories(grid_dir);
       serve_jobs();
     } catch (const std::exception& e) {
       stop_threads();
@@ -775,10 +785,7 @@ struct MatrixRun {
         try {
           base::Progress::note("writing the reports of " + u.label);
           const std::vector<std::string> keys = unit_op_keys(u);
-          for (const auto& id : ids) {
-            collect_report(id, u);
-            op_keys[id] = keys;
-          }
+          for (const auto& id : ids) collect_report(id, u, keys);
         } catch (const std::exception& e) {
           export_error = e.what();
           halt = true;
@@ -810,8 +817,15 @@ struct MatrixRun {
       fs::copy(export_dir + "/reports/" + safe_dir_name(canonical), dir, fs::copy_options::recursive, ec);
       if (!r.report_file.empty()) r.report_file = dir + "/" + fs::path(r.report_file).filename().string();
       runs[id] = r;
-      if (auto rep = reports.find(canonical); rep != reports.end()) reports.emplace(id, rep->second);
-      if (auto k = op_keys.find(canonical); k != op_keys.end()) op_keys.emplace(id, k->second);
+      if (auto l = layer_records.find(canonical); l != layer_records.end()) layer_records.emplace(id, l->second);
+      // Its grid names it: made again from the report file it now has.
+      if (grid_files.count(canonical) && !r.report_file.empty()) {
+        try {
+          write_grid(id, read_report_file(r.report_file));
+        } catch (const std::exception& e) {
+          log(id + ": no report.html grid (" + e.what() + ")");
+        }
+      }
     }
   }
 
@@ -852,8 +866,16 @@ struct MatrixRun {
     log("started " + std::to_string(o.local_workers) + " local workers (log " + lo.log_file + ")");
   }
 
-  // Test `id`'s report files under reports/<test-id>/ and its run (from unit `u`); throws.
-  void collect_report(const std::string& id, const RunUnit& u) {
+  // Test `id`'s layer grid for report.html, rendered into a file of grid_dir; throws.
+  void write_grid(const std::string& id, const ModelReport& rep) {
+    const std::string path = grid_dir + "/" + std::to_string(grid_files.size()) + ".html";
+    write_text(path, matrix::grid_html(id, rep));
+    grid_files[id] = path;
+  }
+
+  // Test `id`'s report files under reports/<test-id>/ and its run (from unit
+  // `u`, whose layers have op keys `keys`); throws.
+  void collect_report(const std::string& id, const RunUnit& u, const std::vector<std::string>& keys) {
     const std::string dir = export_dir + "/reports/" + safe_dir_name(id);
     fs::create_directories(dir);
     ModelReport rep = unit_report(u, *store, run_id, o.tolerance, dir, log);
@@ -870,7 +892,8 @@ struct MatrixRun {
       std::lock_guard<std::mutex> lock(mu);
       runs[id] = r;
     }
-    reports.emplace(id, std::move(rep));
+    layer_records[id] = matrix::layer_records(rep, keys);
+    write_grid(id, rep);
   }
 
   // Adds unit `u`'s assigned full-model run to its JSON report (and profile) in `dir` and to run `r`; throws.
@@ -933,7 +956,7 @@ struct MatrixRun {
   // The run's history record (durable before anything reports the run done):
   // what changed since each test's previous record, the op-support matrix.
   Exit record_history() {
-    records = matrix_records(results, reports, op_keys);
+    records = matrix_records(results, layer_records);
     try {
       history::History hist(*store, spec.path);
       seq = record_run(hist, run_record(info, o.last_failed), records, since_thresholds(spec.options), &results);
@@ -942,6 +965,27 @@ struct MatrixRun {
       return 2;
     }
     return std::nullopt;
+  }
+
+  // report.html, written in pieces: each test's grid copied from its file.
+  void write_html(const std::string& path) const {
+    AtomicFile f(path);
+    std::string buf(size_t{1} << 20, '\0');
+    matrix::write_html_report(
+        [&](std::string_view piece) { f.write(piece); }, results,
+        [&](const std::string& id) { return grid_files.count(id) > 0; },
+        [&](const std::string& id, const matrix::HtmlOut& out) {
+          const std::string& file = grid_files.at(id);
+          std::ifstream in(file, std::ios::binary);
+          if (!in) throw PipelineError(file + ": cannot read " + id + "'s report.html grid");
+          while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0)
+            out(std::string_view(buf.data(), static_cast<size_t>(in.gcount())));
+          if (in.bad()) throw PipelineError(file + ": cannot read " + id + "'s report.html grid");
+        },
+        info, &ops);
+    f.commit();
+    std::error_code ec;
+    fs::remove_all(grid_dir, ec);
   }
 
   // Writes ops.csv, junit.xml, summary.json, report.html and suggested.yaml (removing a stale one) to the export.
@@ -953,7 +997,7 @@ struct MatrixRun {
       write_text(export_dir + "/junit.xml", junit_xml(results, info));
       write_json_atomic(export_dir + "/summary.json",
                         nlohmann::ordered_json::parse(summary_json(results, info).dump()));
-      write_text(export_dir + "/report.html", html_report(results, reports, info, &ops));
+      write_html(export_dir + "/report.html");
       std::error_code ec;
       if (suggestions.empty()) fs::remove(export_dir + "/suggested.yaml", ec);
       else write_text(export_dir + "/suggested.yaml", suggestions);

@@ -31,8 +31,20 @@ history::LayerRecord layer_record(const LayerReport& l, const std::string& op) {
 
 }  // namespace
 
+std::vector<history::LayerRecord> layer_records(const ModelReport& report, const std::vector<std::string>& op_keys) {
+  std::vector<history::LayerRecord> out;
+  out.reserve(report.layers.size());
+  for (size_t i = 0; i < report.layers.size(); ++i)
+    out.push_back(layer_record(report.layers[i], i < op_keys.size() ? op_keys[i] : ""));
+  return out;
+}
+
 history::TestRecord test_record(const TestResult& r, const ModelReport* report,
                                 const std::vector<std::string>& op_keys) {
+  return test_record(r, report ? layer_records(*report, op_keys) : std::vector<history::LayerRecord>{});
+}
+
+history::TestRecord test_record(const TestResult& r, std::vector<history::LayerRecord> layers) {
   const TestCase& t = detail::test_of(r);
   history::TestRecord h;
   h.id = t.id;
@@ -50,9 +62,7 @@ history::TestRecord test_record(const TestResult& r, const ModelReport* report,
   h.required_pcc = t.config.required_pcc;
   h.device_ms = known(r.run.device_ms);
   h.wall_s = r.run.wall_s;
-  if (report)
-    for (size_t i = 0; i < report->layers.size(); ++i)
-      h.layers.push_back(layer_record(report->layers[i], i < op_keys.size() ? op_keys[i] : ""));
+  h.layers = std::move(layers);
   return h;
 }
 

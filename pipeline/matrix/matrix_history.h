@@ -19,5 +19,10 @@ namespace torq::pipeline::matrix {
 // to 300 characters; non-finite figures become -1.
 history::TestRecord test_record(const TestResult& r, const ModelReport* report,
                                 const std::vector<std::string>& op_keys);
+// The same in two steps: the layers of a test's record, made from its
+// report as soon as it is written (a coordinator keeps these, not every
+// report, until the run is judged; issue 32), then the record with them.
+std::vector<history::LayerRecord> layer_records(const ModelReport& report, const std::vector<std::string>& op_keys);
+history::TestRecord test_record(const TestResult& r, std::vector<history::LayerRecord> layers);
 
 }  // namespace torq::pipeline::matrix

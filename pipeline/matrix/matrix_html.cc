@@ -116,7 +116,7 @@ std::string enum_td(const std::string& name) {
   return h + "</td>";
 }
 
-std::string matrix_html(const std::vector<TestResult>& results, const std::map<std::string, ModelReport>& reports) {
+std::string matrix_html(const std::vector<TestResult>& results, const std::function<bool(const std::string&)>& has_grid) {
   std::string h = "<h2>Tests</h2>\n<div class=\"scroll\">\n<table id=\"matrix\">\n<thead><tr>";
   for (const char* col : {"ID", "model", "variant", "target", "mode", "outcome", "since previous run", "bringup",
                           "status", "PCC", "PCC vs fp32 original / vs converted",
@@ -128,7 +128,7 @@ std::string matrix_html(const std::vector<TestResult>& results, const std::map<s
     const std::string outcome = outcome_name(r.outcome);
     h += "<tr class=\"test outcome-" + outcome + "\" data-outcome=\"" + outcome + "\" data-id=\"" + esc(t.id) +
          "\" id=\"" + esc(element_id("test-", t.id)) + "\">";
-    if (reports.count(t.id))
+    if (has_grid(t.id))
       h += "<td class=\"id\"><a href=\"#" + esc(fragment(element_id("grid-", t.id))) + "\">" + esc(t.id) + "</a></td>";
     else
       h += td("id", t.id);
@@ -203,6 +203,8 @@ std::string profiles_html(const std::vector<TestResult>& results) {
   return h.empty() ? h : "<section id=\"profiles\">\n<h2>Host Profile Overview</h2>\n" + h + "</section>\n";
 }
 
+}  // namespace
+
 std::string grid_html(const std::string& test_id, const ModelReport& r) {
   const ReportSummary s = summarize(r);
   const std::vector<Executor> executors = grid_executors(r);
@@ -249,20 +251,23 @@ std::string grid_html(const std::string& test_id, const ModelReport& r) {
   return h;
 }
 
-std::string grids_html(const std::vector<TestResult>& results, const std::map<std::string, ModelReport>& reports) {
-  std::string h;
-  for (const TestResult& r : results) {
-    const auto it = reports.find(detail::test_of(r).id);
-    if (it != reports.end()) h += grid_html(it->first, it->second);
-  }
-  if (h.empty()) return "";
-  return "<h2>Layer × executor grids</h2>\n<p class=\"legend\">"
-         "<span class=\"status-success\">success</span><span class=\"status-difference\">difference</span>"
-         "<span class=\"status-error\">error</span><span class=\"status-absent\">not tested</span>"
-         "★ recommended executor; hover a cell for its metrics, click to pin them. To hand a result to a "
-         "compiler engineer: <code>torq-gen-config repro --model M --output-dir D LAYER --executor E</code> "
-         "(with the test's variant flags) writes a folder whose <code>run.sh</code> reproduces it.</p>\n" +
-         h;
+namespace {
+
+// The grids section: its heading and legend, then each test's grid.
+void write_grids_html(const HtmlOut& out, const std::vector<TestResult>& results,
+                      const std::function<bool(const std::string&)>& has_grid,
+                      const std::function<void(const std::string&, const HtmlOut&)>& write_grid) {
+  bool any = false;
+  for (const TestResult& r : results) any = any || has_grid(detail::test_of(r).id);
+  if (!any) return;
+  out("<h2>Layer × executor grids</h2>\n<p class=\"legend\">"
+      "<span class=\"status-success\">success</span><span class=\"status-difference\">difference</span>"
+      "<span class=\"status-error\">error</span><span class=\"status-absent\">not tested</span>"
+      "★ recommended executor; hover a cell for its metrics, click to pin them. To hand a result to a "
+      "compiler engineer: <code>torq-gen-config repro --model M --output-dir D LAYER --executor E</code> "
+      "(with the test's variant flags) writes a folder whose <code>run.sh</code> reproduces it.</p>\n");
+  for (const TestResult& r : results)
+    if (const std::string& id = detail::test_of(r).id; has_grid(id)) write_grid(id, out);
 }
 
 }  // namespace
@@ -287,16 +292,30 @@ std::string html_escape(const std::string& s) {
 
 }  // namespace detail
 
-std::string html_report(const std::vector<TestResult>& results, const std::map<std::string, ModelReport>& reports,
-                        const RunInfo& info, const OpMatrix* ops) {
+void write_html_report(const HtmlOut& out, const std::vector<TestResult>& results,
+                       const std::function<bool(const std::string&)>& has_grid,
+                       const std::function<void(const std::string&, const HtmlOut&)>& write_grid,
+                       const RunInfo& info, const OpMatrix* ops) {
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   h += "<title>torq matrix " + esc(info.run_id) + "</title>\n<style>" + html_template::kStyle + "</style>\n</head>\n";
-  h += "<body>\n" + header_html(results, info) + controls_html() + matrix_html(results, reports) +
-       grids_html(results, reports) + (ops ? detail::ops_html(*ops) : "") + profiles_html(results);
+  h += "<body>\n" + header_html(results, info) + controls_html() + matrix_html(results, has_grid);
+  out(h);
+  write_grids_html(out, results, has_grid, write_grid);
+  h = (ops ? detail::ops_html(*ops) : "") + profiles_html(results);
   h += "<div id=\"detail-panel\" hidden><button type=\"button\" aria-label=\"close\">×</button>"
        "<strong class=\"where\"></strong><pre></pre></div>\n";
   h += std::string("<script>") + html_template::kScript + "</script>\n</body>\n</html>\n";
+  out(h);
+}
+
+std::string html_report(const std::vector<TestResult>& results, const std::map<std::string, ModelReport>& reports,
+                        const RunInfo& info, const OpMatrix* ops) {
+  std::string h;
+  write_html_report([&](std::string_view piece) { h += piece; }, results,
+                    [&](const std::string& id) { return reports.count(id) > 0; },
+                    [&](const std::string& id, const HtmlOut& out) { out(grid_html(id, reports.at(id))); }, info,
+                    ops);
   return h;
 }
 

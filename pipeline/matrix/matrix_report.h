@@ -5,8 +5,10 @@
 // metrics on hover/click. Pure text generation: no sockets, no tensors.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -85,5 +87,18 @@ nlohmann::json summary_json(const std::vector<TestResult>& results, const RunInf
 // occurrences, models, and the models it blocks or falls back in.
 std::string html_report(const std::vector<TestResult>& results, const std::map<std::string, ModelReport>& reports,
                         const RunInfo& info, const OpMatrix* ops = nullptr);
+
+// The same report written in pieces to `out`, its layer grids from
+// wherever they are kept: `has_grid` says which tests have one and
+// `write_grid` hands that test's grid_html() to `out` (a coordinator renders
+// each as its test finishes and keeps it in a file, not every layer's
+// results until the end; issue 32).
+using HtmlOut = std::function<void(std::string_view)>;
+void write_html_report(const HtmlOut& out, const std::vector<TestResult>& results,
+                       const std::function<bool(const std::string& test_id)>& has_grid,
+                       const std::function<void(const std::string& test_id, const HtmlOut& out)>& write_grid,
+                       const RunInfo& info, const OpMatrix* ops = nullptr);
+// One test's layer × executor grid, as report.html shows it.
+std::string grid_html(const std::string& test_id, const ModelReport& r);
 
 }  // namespace torq::pipeline::matrix
