@@ -22,12 +22,11 @@ std::vector<const TestCase*> last_failed_tests(const std::string& spec, const hi
     out << "last-failed: no previous run of " << spec << ": running every selected test (" << selected.size() << ")\n";
     return selected;
   }
-  const auto latest = h->latest();
   std::vector<const TestCase*> failed;
   std::string ids;
   for (const TestCase* t : selected) {
-    const auto it = latest.find(t->id);
-    if (it == latest.end() || it->second.outcome != "failed") continue;
+    const std::optional<history::TestRecord> latest = h->latest_of(t->id);
+    if (!latest || latest->outcome != "failed") continue;
     failed.push_back(t);
     ids += "\n  " + t->id;
   }
@@ -71,15 +70,16 @@ history::DiffThresholds since_thresholds(const matrix::SpecOptions& options) {
 int record_run(history::History& h, history::RunRecord run, const std::vector<history::TestRecord>& records,
                const history::DiffThresholds& thresholds, std::vector<TestResult>* results) {
   const bool any = !h.runs().empty();
-  const auto latest = any ? h.latest() : std::map<std::string, history::TestRecord>{};
+  // Each test's previous record read as it is compared, not all of them at once.
   for (size_t i = 0; i < results->size() && i < records.size(); ++i) {
-    const auto prev = latest.find(records[i].id);
-    (*results)[i].since_previous =
-        !any ? "no previous run"
-             : history::since_text(history::diff_test(prev == latest.end() ? nullptr : &prev->second, records[i], thresholds));
+    if (!any) {
+      (*results)[i].since_previous = "no previous run";
+      continue;
+    }
+    const std::optional<history::TestRecord> prev = h.latest_of(records[i].id);
+    (*results)[i].since_previous = history::since_text(history::diff_test(prev ? &*prev : nullptr, records[i], thresholds));
   }
-  run.tests = records;
-  return h.append(std::move(run));
+  return h.append(std::move(run), records);
 }
 
 }  // namespace torq::coordinator

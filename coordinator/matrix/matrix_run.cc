@@ -793,10 +793,14 @@ struct MatrixRun {
       }
       // Its jobs are done and its reports written: what remains of it is
       // its results (in the store) and its run's figures.
-      log("unit " + std::to_string(next.first) + " (" + u.label + ") done: reports written, model released");
       u.model.reset();
       u.planner.reset();
       u.bisector.reset();
+      // The allocator keeps what the model and its planner freed unless told.
+      base::release_free_memory();
+      log("unit " + std::to_string(next.first) + " (" + u.label + ") done: reports written, model released; RSS " +
+          fmt(base::current_rss_mb(), 0) + " MB, store " + fmt(static_cast<double>(store->memory_bytes()) / 1048576.0, 0) +
+          " MB in memory");
       {
         std::lock_guard<std::mutex> lock(mu);
         ++released;

@@ -2,6 +2,9 @@
 
 #include <malloc.h>
 #include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 // gperftools' C API, present only in programs linked with tcmalloc.
 extern "C" void MallocExtension_ReleaseFreeMemory(void) __attribute__((weak));
@@ -12,6 +15,16 @@ double peak_rss_mb() {
   struct rusage u {};
   if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
   return static_cast<double>(u.ru_maxrss) / 1024.0;  // Linux: KiB
+}
+
+double current_rss_mb() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  unsigned long size = 0, resident = 0;
+  const int n = std::fscanf(f, "%lu %lu", &size, &resident);
+  std::fclose(f);
+  if (n != 2) return 0;
+  return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
 }
 
 void release_free_memory() {

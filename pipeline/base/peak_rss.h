@@ -5,6 +5,8 @@ namespace torq::base {
 
 // Peak RSS of this process so far, in MiB (0 when getrusage fails).
 double peak_rss_mb();
+// RSS of this process now, in MiB (0 when /proc/self/statm is unreadable).
+double current_rss_mb();
 
 // Gives the allocator's free pages back to the system: tcmalloc's
 // (MallocExtension_ReleaseFreeMemory, when the program links it: the

@@ -83,35 +83,60 @@ std::optional<RunRecord> History::load(int seq) const {
 std::map<std::string, TestRecord> History::latest() const {
   std::map<std::string, TestRecord> out;
   const std::string prefix = key("latest/");
-  for (const auto& [k, v] : store_.run_records(prefix)) {
-    const std::string id = k.substr(prefix.size());
-    const nlohmann::json j = parse(k, v);
-    if (!j.is_object() || !j.contains("seq") || !j["seq"].is_number_integer())
-      throw PipelineError("run history: record '" + k + "' has no seq");
-    const std::string tk = key("tests/" + padded(j["seq"].get<int>()) + "/" + id);
-    const auto tv = store_.get_run_record(tk);
-    if (!tv) throw PipelineError("run history: '" + k + "' names a missing record '" + tk + "'");
-    out[id] = decode_test(store_.dir(), tk, *tv);
-  }
+  for (const auto& [k, v] : store_.run_records(prefix)) out[k.substr(prefix.size())] = latest_record(k, v);
   return out;
 }
 
+std::optional<TestRecord> History::latest_of(const std::string& id) const {
+  const std::string k = key("latest/" + id);
+  const auto v = store_.get_run_record(k);
+  if (!v) return std::nullopt;
+  return latest_record(k, *v);
+}
+
+// The test record that the "latest" pointer `k` (value `v`) names; throws.
+TestRecord History::latest_record(const std::string& k, const std::string& v) const {
+  const nlohmann::json j = parse(k, v);
+  if (!j.is_object() || !j.contains("seq") || !j["seq"].is_number_integer())
+    throw PipelineError("run history: record '" + k + "' has no seq");
+  const std::string id = k.substr(key("latest/").size());
+  const std::string tk = key("tests/" + padded(j["seq"].get<int>()) + "/" + id);
+  const auto tv = store_.get_run_record(tk);
+  if (!tv) throw PipelineError("run history: '" + k + "' names a missing record '" + tk + "'");
+  return decode_test(store_.dir(), tk, *tv);
+}
+
 int History::append(RunRecord run) {
+  const std::vector<TestRecord> tests = std::move(run.tests);
+  run.tests.clear();
+  return append(std::move(run), tests);
+}
+
+int History::append(RunRecord run, const std::vector<TestRecord>& tests) {
+  constexpr size_t kBatchBytes = size_t{8} << 20;
   const auto existing = store_.run_records(key("runs/"));
   run.seq = existing.empty() ? 1 : seq_of(existing.back().first, key("runs/")) + 1;
   run.spec = spec_;
   run.test_ids.clear();
   run.counts.clear();
-  std::vector<std::pair<std::string, std::string>> batch;
-  for (const TestRecord& t : run.tests) {
+  std::vector<std::pair<std::string, std::string>> batch, last;
+  size_t bytes = 0;
+  for (const TestRecord& t : tests) {
     run.test_ids.push_back(t.id);
     ++run.counts[t.outcome];
     batch.emplace_back(key("tests/" + padded(run.seq) + "/" + t.id), to_json(t).dump());
-    batch.emplace_back(key("latest/" + t.id), nlohmann::json({{"seq", run.seq}}).dump());
+    bytes += batch.back().second.size();
+    if (bytes >= kBatchBytes) {
+      store_.put_run_records(batch);
+      batch.clear();
+      bytes = 0;
+    }
+    last.emplace_back(key("latest/" + t.id), nlohmann::json({{"seq", run.seq}}).dump());
   }
-  batch.emplace_back(key("runs/" + padded(run.seq)), to_json(run).dump());
-  batch.emplace_back("history-specs/" + key_, nlohmann::json({{"spec", spec_}}).dump());
   store_.put_run_records(batch);
+  last.emplace_back(key("runs/" + padded(run.seq)), to_json(run).dump());
+  last.emplace_back("history-specs/" + key_, nlohmann::json({{"spec", spec_}}).dump());
+  store_.put_run_records(last);
   return run.seq;
 }
 

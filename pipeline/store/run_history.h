@@ -96,15 +96,24 @@ class History {
   // Each test's latest record over every run, by test id (a run that did
   // not select a test keeps its earlier record: pytest's cache).
   std::map<std::string, TestRecord> latest() const;
-  // Appends `run` with its tests as the next run (seq = last + 1) in one
-  // synced batch; returns its seq.
+  // Test `id`'s latest record; nullopt when no run has it.
+  std::optional<TestRecord> latest_of(const std::string& id) const;
+  // Appends `run` with its tests as the next run (seq = last + 1); returns
+  // its seq. The tests' records go in synced batches of a few MB each,
+  // then the run's record and the tests' "latest" pointers in a last one:
+  // until it is written no reader sees the run, and a run stopped before
+  // it leaves records that the next append of that seq writes over.
   int append(RunRecord run);
+  // The same with the tests given apart (run.tests is ignored): a
+  // coordinator's thousands of records are not copied into the run.
+  int append(RunRecord run, const std::vector<TestRecord>& tests);
 
   // Every spec with a history in `store`: absolute paths, sorted.
   static std::vector<std::string> specs(const Store& store);
 
  private:
   std::string key(const std::string& tail) const { return "history/" + key_ + "/" + tail; }
+  TestRecord latest_record(const std::string& k, const std::string& v) const;
   Store& store_;
   std::string spec_, key_;
 };

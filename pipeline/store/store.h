@@ -89,6 +89,10 @@ class Store {
   // The same, streamed: `write` hands the blob's bytes, in order, to the
   // sink it is given (ImportedModel::serialize_to).
   void put_model(const std::string& hash, const std::function<void(const base::ByteSink&)>& write);
+  // What RocksDB holds in memory now, in bytes: its memtables (every
+  // column family's, flushed or not) and its table readers' indexes and
+  // filters. For a coordinator's log lines.
+  uint64_t memory_bytes() const;
   // The model bytes, or nullopt if the hash is unknown.
   std::optional<std::string> get_model(const std::string& hash) const;
   // The blob's size in bytes, or nullopt if the hash is unknown.

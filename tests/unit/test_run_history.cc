@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "pipeline/core/sha256.h"
 #include "pipeline/store/run_diff.h"
 #include "pipeline/store/run_history.h"
 #include "pipeline/store/store.h"
@@ -82,6 +83,50 @@ TEST(RunHistory, AppendsNumberedRunsThatSurviveAReopen) {
   EXPECT_EQ(latest.at("a").outcome, "passed");
   EXPECT_EQ(latest.at("b").outcome, "passed");
   EXPECT_EQ(History::specs(*store), std::vector<std::string>{spec});
+}
+
+// A run larger than one batch (8 MB of records): every test is read back,
+// latest_of agrees with latest(), and records of a seq whose run record was
+// never written (a coordinator stopped while appending) are invisible and
+// written over by the next append.
+TEST(RunHistory, LargeRunsGoInBatchesAndAnUnfinishedAppendIsInvisible) {
+  TempDir dir;
+  const std::string spec = dir.write("spec.yaml", "models: []\n");
+  auto store = Store::open(dir.path("db"));
+  History h(*store, spec);
+  std::vector<TestRecord> tests;
+  for (int i = 0; i < 40; ++i) {
+    TestRecord t = test("t" + std::to_string(i), i % 3 ? "passed" : "failed");
+    for (int l = 0; l < 2000; ++l)
+      t.layers.push_back(layer("Relu_" + std::to_string(l) + std::string(40, 'x'), Executor::kCss,
+                               {{Executor::kNss, err("unsupported " + std::to_string(l))}, {Executor::kCss, ok(1, 0.1)}}));
+    tests.push_back(std::move(t));
+  }
+  EXPECT_EQ(h.append(run_of({}), tests), 1);
+  const auto loaded = h.load(1);
+  ASSERT_TRUE(loaded);
+  ASSERT_EQ(loaded->tests.size(), tests.size());
+  EXPECT_EQ(loaded->tests, tests);
+  EXPECT_EQ(loaded->counts.at("failed"), 14);
+  const auto latest = h.latest();
+  ASSERT_EQ(latest.size(), tests.size());
+  for (const auto& t : tests) {
+    const auto one = h.latest_of(t.id);
+    ASSERT_TRUE(one);
+    EXPECT_EQ(*one, latest.at(t.id));
+    EXPECT_EQ(*one, t);
+  }
+  EXPECT_FALSE(h.latest_of("no-such-test"));
+
+  // Run 2's test record written, its run record not: still one run.
+  TestRecord orphan = test("t0", "passed", 0.5);
+  store->put_run_records({{"history/" + sha256_hex(h.spec()).substr(0, 16) + "/tests/00000002/t0", to_json(orphan).dump()}});
+  EXPECT_EQ(h.runs().size(), 1u);
+  EXPECT_EQ(h.latest_of("t0")->pcc, tests[0].pcc);
+  TestRecord again = test("t0", "passed", 0.75);
+  EXPECT_EQ(h.append(run_of({again})), 2);
+  EXPECT_EQ(h.latest_of("t0")->pcc, 0.75);
+  EXPECT_EQ(h.load(2)->tests.size(), 1u);
 }
 
 TEST(RunHistory, SpecsKeepSeparateHistories) {
