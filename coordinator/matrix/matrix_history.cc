@@ -49,16 +49,6 @@ std::vector<std::string> unit_op_keys(const RunUnit& u) {
   return all;
 }
 
-std::vector<history::TestRecord> matrix_records(const std::vector<TestResult>& results,
-                                                std::map<std::string, std::vector<history::LayerRecord>>& layers) {
-  std::vector<history::TestRecord> out;
-  for (const TestResult& r : results) {
-    const auto l = layers.find(r.test->id);
-    out.push_back(matrix::test_record(r, l == layers.end() ? std::vector<history::LayerRecord>{} : std::move(l->second)));
-  }
-  return out;
-}
-
 history::DiffThresholds since_thresholds(const matrix::SpecOptions& options) {
   history::DiffThresholds th;
   th.pcc = options.pcc_drift.value_or(th.pcc);
@@ -67,19 +57,23 @@ history::DiffThresholds since_thresholds(const matrix::SpecOptions& options) {
   return th;
 }
 
-int record_run(history::History& h, history::RunRecord run, const std::vector<history::TestRecord>& records,
-               const history::DiffThresholds& thresholds, std::vector<TestResult>* results) {
+int record_run(history::History& h, history::RunRecord run,
+               const std::function<history::TestRecord(size_t)>& record_at, const history::DiffThresholds& thresholds,
+               std::vector<TestResult>* results) {
   const bool any = !h.runs().empty();
-  // Each test's previous record read as it is compared, not all of them at once.
-  for (size_t i = 0; i < results->size() && i < records.size(); ++i) {
+  return h.append(std::move(run), results->size(), [&](size_t i) {
+    history::TestRecord t = record_at(i);
+    TestResult& r = (*results)[i];
     if (!any) {
-      (*results)[i].since_previous = "no previous run";
-      continue;
+      r.since_previous = "no previous run";
+    } else {
+      // Its previous record read now, not all of them at once. The run's
+      // own "latest" pointers are written after its last test.
+      const std::optional<history::TestRecord> prev = h.latest_of(t.id);
+      r.since_previous = history::since_text(history::diff_test(prev ? &*prev : nullptr, t, thresholds));
     }
-    const std::optional<history::TestRecord> prev = h.latest_of(records[i].id);
-    (*results)[i].since_previous = history::since_text(history::diff_test(prev ? &*prev : nullptr, records[i], thresholds));
-  }
-  return h.append(std::move(run), records);
+    return t;
+  });
 }
 
 }  // namespace torq::coordinator

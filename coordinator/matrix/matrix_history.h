@@ -5,6 +5,7 @@
 // results and reports, never tensors or sockets.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <ostream>
 #include <string>
@@ -31,24 +32,19 @@ std::vector<const pipeline::matrix::TestCase*> last_failed_tests(
 // in layer order: what a test's history record names its layers by.
 std::vector<std::string> unit_op_keys(const RunUnit& u);
 
-// The history record of each result (in order), with its layers' records
-// when it has a report (`layers` by test ID: matrix::layer_records of the
-// report and unit_op_keys; moved from).
-std::vector<pipeline::history::TestRecord> matrix_records(
-    const std::vector<pipeline::matrix::TestResult>& results,
-    std::map<std::string, std::vector<pipeline::history::LayerRecord>>& layers);
-
 // The drift thresholds of "since the previous run": diff's defaults, with
 // those the spec's options set (pcc_drift, time_drift, time_floor_ms).
 pipeline::history::DiffThresholds since_thresholds(const pipeline::matrix::SpecOptions& options);
 
-// Sets each result's since_previous from the test's latest record in the
-// history ("no previous run" when the spec has none), judged by
-// `thresholds`, then appends `run` with `records` as its tests (one synced
-// batch: durable before this returns). Returns the run's seq. Throws
-// PipelineError on a store error.
+// Appends `run` to the history with a record per result: result i's made
+// by record_at(i), one at a time (a coordinator keeps no test's layers in
+// memory until the end of its run), and compared as it is made with the
+// test's latest record to set results[i].since_previous ("no previous run"
+// when the spec has none), judged by `thresholds`. Durable (synced batches,
+// the run's record last) before this returns its seq. Throws PipelineError
+// on a store error.
 int record_run(pipeline::history::History& history, pipeline::history::RunRecord run,
-               const std::vector<pipeline::history::TestRecord>& records,
+               const std::function<pipeline::history::TestRecord(size_t)>& record_at,
                const pipeline::history::DiffThresholds& thresholds,
                std::vector<pipeline::matrix::TestResult>* results);
 

@@ -437,12 +437,12 @@ struct MatrixRun {
   bool export_closed = false;
   std::condition_variable export_cv;
   std::string export_error;
-  // What the end of the run needs of each test's report (the exporter's;
-  // not the reports: every layer's results of a 160-model spec stayed in
-  // memory to the end, issue 32): its history record's layers, and its
-  // report.html grid, rendered into a file under grid_dir.
-  std::map<std::string, std::vector<history::LayerRecord>> layer_records;  // test ID -> its layers' records
-  std::map<std::string, std::string> grid_files;  // test ID -> its grid's HTML file
+  // What the end of the run needs of each test's report (the exporter's),
+  // in files under grid_dir, not in memory (every layer's results of a
+  // 160-model spec stayed in memory to the end, issue 32): its history
+  // record's layers (JSON), and its report.html grid (HTML).
+  std::map<std::string, std::string> layer_files;  // test ID -> its layers' records
+  std::map<std::string, std::string> grid_files;   // test ID -> its grid
   const std::string grid_dir = export_dir + "/.report-grids";
   // Shared by the three threads.
   std::mutex mu;
@@ -456,7 +456,6 @@ struct MatrixRun {
   RunInfo info;
   int code = 0;
   std::string suggestions;
-  std::vector<history::TestRecord> records;
   int seq = 0;
   OpMatrix ops;
 
@@ -821,7 +820,7 @@ struct MatrixRun {
       fs::copy(export_dir + "/reports/" + safe_dir_name(canonical), dir, fs::copy_options::recursive, ec);
       if (!r.report_file.empty()) r.report_file = dir + "/" + fs::path(r.report_file).filename().string();
       runs[id] = r;
-      if (auto l = layer_records.find(canonical); l != layer_records.end()) layer_records.emplace(id, l->second);
+      if (auto l = layer_files.find(canonical); l != layer_files.end()) layer_files.emplace(id, l->second);
       // Its grid names it: made again from the report file it now has.
       if (grid_files.count(canonical) && !r.report_file.empty()) {
         try {
@@ -877,6 +876,26 @@ struct MatrixRun {
     grid_files[id] = path;
   }
 
+  // Test `id`'s layers' history records, written into a file of grid_dir; throws.
+  void write_layers(const std::string& id, std::vector<history::LayerRecord> layers) {
+    history::TestRecord t;
+    t.id = id;
+    t.layers = std::move(layers);
+    const std::string path = grid_dir + "/" + std::to_string(layer_files.size()) + ".layers.json";
+    write_text(path, history::to_json(t).dump());
+    layer_files[id] = path;
+  }
+  // What write_layers wrote for test `id` (none when it has no report); throws.
+  std::vector<history::LayerRecord> read_layers(const std::string& id) const {
+    const auto f = layer_files.find(id);
+    if (f == layer_files.end()) return {};
+    std::ifstream in(f->second, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in) throw PipelineError(f->second + ": cannot read " + id + "'s layer records");
+    return history::test_from_json(nlohmann::json::parse(text.str())).layers;
+  }
+
   // Test `id`'s report files under reports/<test-id>/ and its run (from unit
   // `u`, whose layers have op keys `keys`); throws.
   void collect_report(const std::string& id, const RunUnit& u, const std::vector<std::string>& keys) {
@@ -896,7 +915,7 @@ struct MatrixRun {
       std::lock_guard<std::mutex> lock(mu);
       runs[id] = r;
     }
-    layer_records[id] = matrix::layer_records(rep, keys);
+    write_layers(id, matrix::layer_records(rep, keys));
     write_grid(id, rep);
   }
 
@@ -960,10 +979,16 @@ struct MatrixRun {
   // The run's history record (durable before anything reports the run done):
   // what changed since each test's previous record, the op-support matrix.
   Exit record_history() {
-    records = matrix_records(results, layer_records);
+    OpMatrixBuilder op_rows;
     try {
       history::History hist(*store, spec.path);
-      seq = record_run(hist, run_record(info, o.last_failed), records, since_thresholds(spec.options), &results);
+      const auto record_at = [&](size_t i) {
+        history::TestRecord t = matrix::test_record(results[i], read_layers(results[i].test->id));
+        op_rows.add(t);
+        return t;
+      };
+      seq = record_run(hist, run_record(info, o.last_failed), record_at, since_thresholds(spec.options), &results);
+      ops = op_rows.finish();
     } catch (const std::exception& e) {
       err << "torq-coordinator: error: recording the run history: " << e.what() << "\n";
       return 2;
@@ -995,7 +1020,6 @@ struct MatrixRun {
   // Writes ops.csv, junit.xml, summary.json, report.html and suggested.yaml (removing a stale one) to the export.
   Exit export_files() {
     base::Progress::note("exporting junit.xml, summary.json, report.html to " + export_dir);
-    ops = op_matrix(records);
     try {
       write_text(export_dir + "/ops.csv", ops_csv(ops));
       write_text(export_dir + "/junit.xml", junit_xml(results, info));

@@ -62,26 +62,34 @@ std::string joined(const std::set<std::string>& items) {
 
 }  // namespace
 
-OpMatrix op_matrix(const std::vector<history::TestRecord>& tests) {
-  std::map<std::pair<std::string, std::string>, OpRow> rows;
-  std::set<std::string> seen;  // model|variant|target|layer
-  std::set<Executor> executors;
-  for (const auto& t : tests)
-    for (const auto& l : t.layers) {
-      if (l.op.empty() || !seen.insert(t.model + "|" + t.variant + "|" + t.target + "|" + l.id).second) continue;
-      OpRow& row = rows[{t.target, l.op}];
-      row.target = t.target;
-      row.op = l.op;
-      row.op_type = op_type_of(l.op);
-      add_occurrence(row, t.model, l);
-      for (const auto& [e, r] : l.executors) executors.insert(e);
-    }
+void OpMatrixBuilder::add(const history::TestRecord& t) {
+  for (const auto& l : t.layers) {
+    if (l.op.empty() || !seen_.insert(t.model + "|" + t.variant + "|" + t.target + "|" + l.id).second) continue;
+    OpRow& row = rows_[{t.target, l.op}];
+    row.target = t.target;
+    row.op = l.op;
+    row.op_type = op_type_of(l.op);
+    add_occurrence(row, t.model, l);
+    for (const auto& [e, r] : l.executors) executors_.insert(e);
+  }
+}
+
+OpMatrix OpMatrixBuilder::finish() {
   OpMatrix m;
   for (const Executor e : kExecutorPriority)
-    if (executors.count(e)) m.executors.push_back(e);
-  for (auto& [key, row] : rows) m.rows.push_back(std::move(row));
+    if (executors_.count(e)) m.executors.push_back(e);
+  for (auto& [key, row] : rows_) m.rows.push_back(std::move(row));
   std::sort(m.rows.begin(), m.rows.end(), before);
+  rows_.clear();
+  seen_.clear();
+  executors_.clear();
   return m;
+}
+
+OpMatrix op_matrix(const std::vector<history::TestRecord>& tests) {
+  OpMatrixBuilder b;
+  for (const auto& t : tests) b.add(t);
+  return b.finish();
 }
 
 std::string cell_text(const OpCell& c) {

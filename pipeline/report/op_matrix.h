@@ -42,6 +42,19 @@ struct OpMatrix {
 
 OpMatrix op_matrix(const std::vector<history::TestRecord>& tests);
 
+// The same, a test at a time (a coordinator does not keep every test's
+// layers until the end of its run): add each record, then finish once.
+class OpMatrixBuilder {
+ public:
+  void add(const history::TestRecord& t);
+  OpMatrix finish();
+
+ private:
+  std::map<std::pair<std::string, std::string>, OpRow> rows_;  // (target, op)
+  std::set<std::string> seen_;                                  // model|variant|target|layer
+  std::set<Executor> executors_;
+};
+
 // "success", "error", or for a mix "success 3, error 1" (status order);
 // "-" when the executor never ran the op.
 std::string cell_text(const OpCell& c);

@@ -113,15 +113,21 @@ int History::append(RunRecord run) {
 }
 
 int History::append(RunRecord run, const std::vector<TestRecord>& tests) {
+  return append(std::move(run), tests.size(), [&](size_t i) { return tests[i]; });
+}
+
+int History::append(RunRecord run, size_t count, const std::function<TestRecord(size_t)>& test_at) {
   constexpr size_t kBatchBytes = size_t{8} << 20;
   const auto existing = store_.run_records(key("runs/"));
   run.seq = existing.empty() ? 1 : seq_of(existing.back().first, key("runs/")) + 1;
   run.spec = spec_;
+  run.tests.clear();
   run.test_ids.clear();
   run.counts.clear();
   std::vector<std::pair<std::string, std::string>> batch, last;
   size_t bytes = 0;
-  for (const TestRecord& t : tests) {
+  for (size_t i = 0; i < count; ++i) {
+    const TestRecord t = test_at(i);
     run.test_ids.push_back(t.id);
     ++run.counts[t.outcome];
     batch.emplace_back(key("tests/" + padded(run.seq) + "/" + t.id), to_json(t).dump());

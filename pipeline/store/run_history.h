@@ -22,6 +22,7 @@
 //  - Not thread-safe: one History per thread (the Store itself is).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -107,6 +108,9 @@ class History {
   // The same with the tests given apart (run.tests is ignored): a
   // coordinator's thousands of records are not copied into the run.
   int append(RunRecord run, const std::vector<TestRecord>& tests);
+  // The same with `count` tests made one at a time by test_at(0 ..
+  // count - 1), in order, each written and dropped before the next is made.
+  int append(RunRecord run, size_t count, const std::function<TestRecord(size_t)>& test_at);
 
   // Every spec with a history in `store`: absolute paths, sorted.
   static std::vector<std::string> specs(const Store& store);

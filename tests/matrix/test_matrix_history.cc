@@ -147,6 +147,8 @@ TEST_F(MatrixHistory, DiffListsWhatAProfileEditChanged) {
   EXPECT_EQ(tags["demo-bf16-edge-discover"]["tags"]["since_previous"], "new failure; 2 layers changed");
   EXPECT_NE(slurp(dir_ + "/out/report.html").find("<td class=\"since\">new failure; 2 layers changed</td>"),
             std::string::npos);
+  // The layer records and grids the run kept in files until then are gone.
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/out/.report-grids"));
 
   // The profiles restored, --last-failed reruns the edge test alone: fixed.
   profile_copy("nss");
