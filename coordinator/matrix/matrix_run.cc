@@ -889,11 +889,7 @@ struct MatrixRun {
   std::vector<history::LayerRecord> read_layers(const std::string& id) const {
     const auto f = layer_files.find(id);
     if (f == layer_files.end()) return {};
-    std::ifstream in(f->second, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (!in) throw PipelineError(f->second + ": cannot read " + id + "'s layer records");
-    return history::test_from_json(nlohmann::json::parse(text.str())).layers;
+    return history::test_from_json(nlohmann::json::parse(detail::read_text(f->second))).layers;
   }
 
   // Test `id`'s report files under reports/<test-id>/ and its run (from unit
