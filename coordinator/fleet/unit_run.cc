@@ -290,9 +290,16 @@ class UnitServer {
   // read 522,000 records three times before its first job went out). A
   // result committed since is missed here and found by the broker, which
   // looks a job up in the store when it was done this run.
+  // The records are read through a cursor: in layer order, as the planner
+  // asks for them, each block of the store is read once (the same walk by
+  // point lookups took 4.5 s of a resumed million-job run's 8.8 s).
   const std::vector<ExecResult>& stored_results(const std::string& key, int layer) {
     if (layer != stored_layer_ || key != stored_key_) {
-      stored_ = store_.layer_results(run_, key, layer);
+      if (!cursor_ || key != cursor_key_) {
+        cursor_ = store_.layer_cursor(run_, key);
+        cursor_key_ = key;
+      }
+      stored_ = cursor_->at(layer);
       stored_key_ = key;
       stored_layer_ = layer;
     }
@@ -389,6 +396,8 @@ class UnitServer {
   std::string stored_key_;        // stored_results(): the layer read last
   int stored_layer_ = -1;
   std::vector<ExecResult> stored_;
+  std::unique_ptr<Store::LayerCursor> cursor_;  // stored_results(): over the records of cursor_key_
+  std::string cursor_key_;
   CacheWriter cache_writer_;              // this run's cache entries, written off the dispatching thread
   const Clock::time_point started_ = Clock::now();
   std::map<std::string, std::string> digests_;             // of the executors' profiles

@@ -31,6 +31,7 @@
 namespace rocksdb {
 class DB;
 class ColumnFamilyHandle;
+class Iterator;
 }  // namespace rocksdb
 
 namespace torq::pipeline {
@@ -108,6 +109,33 @@ class Store {
   // The merged results of a layer (empty if none), in executor priority order (nss, css, host).
   // A stored record that cannot be decoded is a PipelineError naming its key.
   std::vector<ExecResult> layer_results(const std::string& run, const std::string& model_hash, int layer) const;
+  // The layer records of one (run, model) read through one iterator, for a
+  // caller that asks for many layers in increasing order: a resumed run's
+  // walk over a third of a million layers then reads each block once, not a
+  // point lookup (and a block read) per layer (issue 32).
+  class LayerCursor {
+   public:
+    ~LayerCursor();
+    LayerCursor(const LayerCursor&) = delete;
+    LayerCursor& operator=(const LayerCursor&) = delete;
+    // What layer_results(run, model_hash, layer) gives, as the store was
+    // when the cursor last renewed itself: at most kRenewAfterMs ago, so a
+    // cursor kept between reads pins no memtable or file for long. Any order
+    // of layers is right; increasing order is the fast one.
+    std::vector<ExecResult> at(int layer);
+    static constexpr int kRenewAfterMs = 1000;
+
+   private:
+    friend class Store;
+    LayerCursor(const Store& store, std::string run, std::string model_hash);
+    void renew();
+    const Store& store_;
+    const std::string run_, hash_;
+    std::unique_ptr<rocksdb::Iterator> it_;
+    int64_t renewed_at_ms_ = 0;
+    bool positioned_ = false;
+  };
+  std::unique_ptr<LayerCursor> layer_cursor(const std::string& run, const std::string& model_hash) const;
   // All layers with results for (run, model): layer index -> results.
   // Layers whose record holds no result (every executor erased) are omitted.
   // Any undecodable record is a PipelineError naming its key. The map is a

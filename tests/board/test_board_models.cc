@@ -1,8 +1,15 @@
-// Discovery over ssh on the four shared models (issue 10): a torq-coordinator
-// and two torq-worker --backend toolchain --board processes, the stand-in
-// toolchain compiling here and its torq-run-module running on the "board"
-// (a real sshd on 127.0.0.1), give exactly the statuses, recommendations and
-// metrics of `torq-gen-config discover` on the sim backend, bf16.
+// Discovery over ssh on shared models (issue 10): a torq-coordinator and two
+// torq-worker --backend toolchain --board processes, the stand-in toolchain
+// compiling here and its torq-run-module running on the "board" (a real sshd
+// on 127.0.0.1), give exactly the statuses, recommendations and metrics of
+// `torq-gen-config discover` on the sim backend, bf16.
+//
+// Two of the four models: squeezenet1.0 (Concat, MaxPool ceil_mode, the
+// smallest) and resnet18 (Add, Gemm, the largest convolutions). The ssh path
+// (stage, lock, run, pull) is the same for every layer, and all four models
+// go through the same stand-in locally (ToolchainSharedModels); over ssh
+// mobilenetv2 and efficientnet_b1 took 10 minutes of CI's 2 cores, and
+// tests/bench/farm_bench.sh runs efficientnet_b1 over ssh on 1 to 8 boards.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -57,7 +64,7 @@ TEST_P(BoardSharedModels, Bf16DiscoverOverSshMatchesTheSimBackend) {
               name.c_str(), b["ops"].size(), jobs, wall_s, jobs / wall_s);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, BoardSharedModels, torq::test::shared_model_names(),
+INSTANTIATE_TEST_SUITE_P(Models, BoardSharedModels, ::testing::Values("squeezenet1.0", "resnet18"),
                          torq::test::SharedModelTestName());
 
 }  // namespace

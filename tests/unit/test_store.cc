@@ -117,6 +117,46 @@ TEST(Store, MergeKeepsOneResultPerExecutorInPriorityOrder) {
   EXPECT_TRUE(s->layer_results("run2", "h", 3).empty());
 }
 
+TEST(Store, ALayerCursorReadsWhatPointLookupsRead) {
+  TempDir d{"torq-store"};
+  auto s = Store::open(d.path());
+  // Layers of run r, model h, with gaps, between neighbours the cursor must
+  // not read: a model sorting before (g) and after (hx), another run (r2).
+  for (int l = 0; l < 200; ++l) {
+    if (l % 3 == 1) continue;
+    s->merge_result("r", "h", l, result(Executor::kNss, Status::kSuccess, "n" + std::to_string(l)));
+    if (l % 5 == 0) s->merge_result("r", "h", l, result(Executor::kHost, Status::kError, "x" + std::to_string(l)));
+  }
+  for (const char* other : {"g", "hx"}) s->merge_result("r", other, 1, result(Executor::kCss, Status::kSuccess, other));
+  s->merge_result("r2", "h", 1, result(Executor::kCss, Status::kSuccess, "r2"));
+  const auto same = [&](Store::LayerCursor& c, int l) {
+    const auto a = c.at(l);
+    const auto b = s->layer_results("r", "h", l);
+    ASSERT_EQ(a.size(), b.size()) << "layer " << l;
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].job_id, b[i].job_id) << "layer " << l;
+      EXPECT_EQ(a[i].executor, b[i].executor) << "layer " << l;
+      EXPECT_EQ(a[i].status, b[i].status) << "layer " << l;
+    }
+  };
+  auto c = s->layer_cursor("r", "h");
+  for (int l = 0; l < 230; ++l) same(*c, l);        // in order, past the last layer
+  for (int l = 229; l >= 0; l -= 7) same(*c, l);    // backwards
+  for (int l : {3, 150, 151, 4, 199, 0, 2, 1}) same(*c, l);  // jumps
+  EXPECT_EQ(c->at(1).size(), 0u);
+  EXPECT_EQ(c->at(0).size(), 2u);
+  EXPECT_EQ(c->at(5).size(), 2u);
+  EXPECT_EQ(c->at(5)[1].job_id, "x5");
+
+  // It reads the store as it was when it last renewed itself, at most
+  // kRenewAfterMs ago: a result merged since is there after that.
+  s->merge_result("r", "h", 1, result(Executor::kCss, Status::kSuccess, "late"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(Store::LayerCursor::kRenewAfterMs + 100));
+  ASSERT_EQ(c->at(1).size(), 1u);
+  EXPECT_EQ(c->at(1)[0].job_id, "late");
+  EXPECT_THROW(s->layer_cursor("r", "a/b"), PipelineError);
+}
+
 TEST(Store, EraseResultsInOneWriteRemovesTheGivenExecutorsOfTheGivenLayers) {
   TempDir d{"torq-store"};
   auto s = Store::open(d.path());
