@@ -48,7 +48,7 @@ void print_serve_totals(const ServeTotals& t, double wall_s, std::ostream& out) 
         << " results from workers not holding the job's lease dropped (see the log for who sent them)\n";
   if (f.infra_requeued) out << "infra     " << f.infra_requeued << " jobs lost to infrastructure errors, requeued (not attempts)\n";
   if (f.declined)
-    out << "declined  " << f.declined << " leases given back unrun by boards not Good, requeued (not attempts)\n";
+    out << "declined  " << f.declined << " leases given back unrun (a board not Good, or its lanes kept busy), requeued (not attempts)\n";
   for (const auto& [id, b] : f.boards) {
     std::string tags;
     for (const auto& t : b.tags) tags += (tags.empty() ? "" : ",") + t;

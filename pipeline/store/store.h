@@ -91,8 +91,10 @@ class Store {
   // sink it is given (ImportedModel::serialize_to).
   void put_model(const std::string& hash, const std::function<void(const base::ByteSink&)>& write);
   // What RocksDB holds in memory now, in bytes: its memtables (every
-  // column family's, flushed or not) and its table readers' indexes and
-  // filters. For a coordinator's log lines.
+  // column family's, flushed or not), its table readers' indexes and
+  // filters, and its block cache (kBlockCacheBytes at most, shared by the
+  // column families). For a coordinator's log lines.
+  static constexpr size_t kBlockCacheBytes = size_t{8} << 20;
   uint64_t memory_bytes() const;
   // The model bytes, or nullopt if the hash is unknown.
   std::optional<std::string> get_model(const std::string& hash) const;

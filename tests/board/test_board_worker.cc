@@ -5,6 +5,8 @@
 // the board is this machine and its /tmp is looked at directly.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +28,8 @@
 #include "tests/fleet/fleet_harness.h"
 #include "tests/integration/models.h"
 #include "tests/toolchain/toolchain_helpers.h"
+#include "worker/board/address.h"
+#include "worker/toolchain/toolchain_backend.h"
 
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
@@ -368,6 +372,42 @@ TEST_F(BoardWorker, LanesCompileWhileTheBoardRunsOneModuleAtATime) {
   torq::test::expect_same_results(sim, board);
   std::printf("[board] 4 lanes, one board: %zu jobs in %.2f s (latencies alone, one at a time: %.2f s)\n", jobs,
               wall_s, jobs * 1.55);
+  EXPECT_FALSE(fs::exists(kLock));
+}
+
+// A lane that waits too long for its sibling lanes (the worker's lanes'
+// lock held, here by the test as a stuck sibling would) gives its job back
+// declined: requeued, not an attempt, and the board's health untouched, for
+// neither the board nor the op is at fault. It once made the board Unknown
+// and started a health check.
+TEST_F(BoardWorker, ALaneThatWaitsTooLongForItsSiblingsDeclinesTheJob) {
+  BoardFleet f("lane_wait");
+  const std::string model = demo_model(f.dir);
+  const ordered_json sim = sim_report(model, f.dir + "/sim");
+  const auto a = sshd_->address();
+  const std::string control = torq::toolchain::board_control_dir(
+      f.dir + "/cache-b1", torq::board::parse_board("127.0.0.1:" + std::to_string(a.port)));
+  Proc coord = f.coordinator(model);
+  f.add_worker(*sshd_, torq::test::standin_yaml(), {"--board-lock-timeout-s", "0.5"});
+  Proc& w = f.workers[0];
+  ASSERT_TRUE(w.wait_for("health Good", 60000)) << w.output();
+  fs::create_directories(control);
+  const int fd = ::open((control + "/board.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0) << control;
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);  // after the lane's job in hand, if any
+  const bool declined = coord.wait_for("declined by worker b1", 30000);
+  ::close(fd);  // the stuck sibling lets go
+  ASSERT_TRUE(declined) << coord.output() << w.output();
+  auto code = coord.wait(240000);
+  ASSERT_TRUE(code) << coord.output();
+  EXPECT_EQ(*code, 0) << coord.output() << w.output();
+  f.stop_workers();
+  const std::string out = coord.output(), wlog = w.output();
+  EXPECT_NE(out.find("another lane of this worker kept the board"), std::string::npos) << out;
+  EXPECT_GE(summary_number(out, "declined  (\\d+) leases given back unrun"), 1) << out;
+  EXPECT_EQ(out.find("lost to an infrastructure error"), std::string::npos) << out;
+  EXPECT_EQ(wlog.find("health Unknown"), std::string::npos) << wlog;
+  torq::test::expect_same_results(sim, torq::test::read_json(f.dir + "/out/torq_gen_config_demo.json"));
   EXPECT_FALSE(fs::exists(kLock));
 }
 

@@ -20,6 +20,7 @@
 #include "pipeline/model/mlir.h"
 #include "worker/runner/job_runner.h"
 
+#include "pipeline/wire/fleet_codec.h"
 #include "worker/board/lane_lock.h"
 #include "worker/board/remote_script.h"
 
@@ -180,8 +181,19 @@ bool ToolchainBackend::run_on_board(const Job& job, const Step& run_step, bool p
     // file keeps work folders for debugging.
     // The worker's other lanes (its job processes) wait here, not in the
     // remote lock's 250 ms polls.
-    lane.emplace(bs.control_dir,
-                 std::min<std::chrono::milliseconds>(bs.lock_timeout, std::chrono::milliseconds(left_ms() / 2)));
+    try {
+      lane.emplace(bs.control_dir,
+                   std::min<std::chrono::milliseconds>(bs.lock_timeout, std::chrono::milliseconds(left_ms() / 2)));
+    } catch (const board::InfraError& e) {
+      if (e.kind() != board::InfraKind::lock_timeout) throw;
+      // This worker's other lanes kept the board: neither the board's fault
+      // nor the op's, and the job never reached the board. Given back
+      // declined: requeued, not an attempt, the board's health untouched
+      // (as an infrastructure error it made the board Unknown, issue 32).
+      release();
+      fail(*r, pipeline::kDeclinedClass, e.what());
+      return false;
+    }
     b.lock(std::min<std::chrono::milliseconds>(bs.lock_timeout, std::chrono::milliseconds(left_ms() / 2)), remote,
            cfg_.keep_work_dir ? std::string() : bs.remote_base + "/torq-board-");
     b.stage(staged, remote);
