@@ -798,7 +798,7 @@ struct MatrixRun {
       // The allocator keeps what the model and its planner freed unless told.
       base::release_free_memory();
       log("unit " + std::to_string(next.first) + " (" + u.label + ") done: reports written, model released; RSS " +
-          fmt(base::current_rss_mb(), 0) + " MB, store " + fmt(static_cast<double>(store->memory_bytes()) / 1048576.0, 0) +
+          fmt(base::current_rss_mb(), 0) + " MB (heap " + fmt(base::heap_in_use_mb(), 0) + " MB in use), store " + fmt(static_cast<double>(store->memory_bytes()) / 1048576.0, 0) +
           " MB in memory");
       {
         std::lock_guard<std::mutex> lock(mu);

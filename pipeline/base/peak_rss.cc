@@ -8,6 +8,7 @@
 
 // gperftools' C API, present only in programs linked with tcmalloc.
 extern "C" void MallocExtension_ReleaseFreeMemory(void) __attribute__((weak));
+extern "C" int MallocExtension_GetNumericProperty(const char* property, size_t* value) __attribute__((weak));
 
 namespace torq::base {
 
@@ -25,6 +26,16 @@ double current_rss_mb() {
   std::fclose(f);
   if (n != 2) return 0;
   return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
+double heap_in_use_mb() {
+  size_t bytes = 0;
+  if (MallocExtension_GetNumericProperty) {
+    if (!MallocExtension_GetNumericProperty("generic.current_allocated_bytes", &bytes)) return 0;
+  } else {
+    bytes = ::mallinfo2().uordblks;
+  }
+  return static_cast<double>(bytes) / (1024.0 * 1024.0);
 }
 
 void release_free_memory() {

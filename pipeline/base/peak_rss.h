@@ -8,6 +8,11 @@ double peak_rss_mb();
 // RSS of this process now, in MiB (0 when /proc/self/statm is unreadable).
 double current_rss_mb();
 
+// What the program's allocations hold now, in MiB: the allocator's
+// allocated bytes (tcmalloc's generic.current_allocated_bytes, or glibc's
+// mallinfo2), without its free pages or their fragmentation.
+double heap_in_use_mb();
+
 // Gives the allocator's free pages back to the system: tcmalloc's
 // (MallocExtension_ReleaseFreeMemory, when the program links it: the
 // coordinators) or glibc's (malloc_trim). Before a phase that allocates

@@ -608,11 +608,16 @@ TEST(MatrixConfigs, NightlyOverTheSharedModelsThroughCiNightlySh) {
   size_t released = 0;
   for (size_t at = 0; (at = log.find("model released", at)) != std::string::npos; ++at) ++released;
   EXPECT_EQ(released, 12u) << log;  // every unit, once
-  // Each release line gives the coordinator's RSS and the store's memory then.
+  // Each release line gives the coordinator's RSS, its heap in use (at most
+  // the RSS) and the store's memory then.
   std::smatch rel;
-  ASSERT_TRUE(std::regex_search(log, rel, std::regex(R"(model released; RSS (\d+) MB, store (\d+) MB in memory)"))) << log;
+  ASSERT_TRUE(std::regex_search(
+      log, rel, std::regex(R"(model released; RSS (\d+) MB \(heap (\d+) MB in use\), store (\d+) MB in memory)")))
+      << log;
   EXPECT_GT(std::stoi(rel[1]), 0);
   EXPECT_LT(std::stoi(rel[1]), 4096);
+  EXPECT_GT(std::stoi(rel[2]), 0);
+  EXPECT_LE(std::stoi(rel[2]), std::stoi(rel[1]));
   // The summary says when each phase ended and the coordinator's peak RSS.
   const std::string out_text = slurp(dir + "/out/coordinator.log") + p.output();
   std::smatch m;
