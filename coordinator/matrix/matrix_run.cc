@@ -208,12 +208,6 @@ TestRun run_from_report(const ModelReport& rep, const std::optional<ExecResult>&
   return run;
 }
 
-std::string safe_dir_name(const std::string& id) {
-  std::string s;
-  for (char c : id) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
-  return s;
-}
-
 void print_results(const std::vector<TestResult>& results, std::ostream& out) {
   std::map<Outcome, int> counts;
   for (const TestResult& r : results) {
@@ -378,6 +372,9 @@ struct LocalFleet {
 // coordinator's memory stays that of a few models however long the spec
 // (issue 32).
 constexpr size_t kPrepareAhead = 3;
+
+// The runs report.html's trend shows at most (the latest ones).
+constexpr size_t kTrendRuns = 60;
 // ... unless no result has come in for this long (after one had): the held
 // units then wait for something else than the workers that are there.
 constexpr std::chrono::milliseconds kIdleFleet{2000};
@@ -440,7 +437,7 @@ struct MatrixRun {
   // What the end of the run needs of each test's report (the exporter's),
   // in files under grid_dir, not in memory (every layer's results of a
   // 160-model spec stayed in memory to the end, issue 32): its history
-  // record's layers (JSON), and its report.html grid (HTML).
+  // record's layers (JSON), and its layer grid (HTML, for its grid page).
   std::map<std::string, std::string> layer_files;  // test ID -> its layers' records
   std::map<std::string, std::string> grid_files;   // test ID -> its grid
   const std::string grid_dir = export_dir + "/.report-grids";
@@ -814,10 +811,10 @@ struct MatrixRun {
     for (const auto& [id, canonical] : alias_of) {
       if (!runs.count(canonical)) continue;
       TestRun r = runs[canonical];
-      const std::string dir = export_dir + "/reports/" + safe_dir_name(id);
+      const std::string dir = export_dir + "/reports/" + test_dir_name(id);
       std::error_code ec;
       fs::remove_all(dir, ec);
-      fs::copy(export_dir + "/reports/" + safe_dir_name(canonical), dir, fs::copy_options::recursive, ec);
+      fs::copy(export_dir + "/reports/" + test_dir_name(canonical), dir, fs::copy_options::recursive, ec);
       if (!r.report_file.empty()) r.report_file = dir + "/" + fs::path(r.report_file).filename().string();
       runs[id] = r;
       if (auto l = layer_files.find(canonical); l != layer_files.end()) layer_files.emplace(id, l->second);
@@ -826,7 +823,7 @@ struct MatrixRun {
         try {
           write_grid(id, read_report_file(r.report_file));
         } catch (const std::exception& e) {
-          log(id + ": no report.html grid (" + e.what() + ")");
+          log(id + ": no grid page (" + e.what() + ")");
         }
       }
     }
@@ -869,7 +866,7 @@ struct MatrixRun {
     log("started " + std::to_string(o.local_workers) + " local workers (log " + lo.log_file + ")");
   }
 
-  // Test `id`'s layer grid for report.html, rendered into a file of grid_dir; throws.
+  // Test `id`'s layer grid for its grid page, rendered into a file of grid_dir; throws.
   void write_grid(const std::string& id, const ModelReport& rep) {
     const std::string path = grid_dir + "/" + std::to_string(grid_files.size()) + ".html";
     write_text(path, matrix::grid_html(id, rep));
@@ -895,7 +892,7 @@ struct MatrixRun {
   // Test `id`'s report files under reports/<test-id>/ and its run (from unit
   // `u`, whose layers have op keys `keys`); throws.
   void collect_report(const std::string& id, const RunUnit& u, const std::vector<std::string>& keys) {
-    const std::string dir = export_dir + "/reports/" + safe_dir_name(id);
+    const std::string dir = export_dir + "/reports/" + test_dir_name(id);
     fs::create_directories(dir);
     ModelReport rep = unit_report(u, *store, run_id, o.tolerance, dir, log);
     write_report_files(rep, dir);
@@ -985,6 +982,7 @@ struct MatrixRun {
       };
       seq = record_run(hist, run_record(info, o.last_failed), record_at, since_thresholds(spec.options), &results);
       ops = op_rows.finish();
+      info.trend = matrix::trend_points(hist.runs(), kTrendRuns);
     } catch (const std::exception& e) {
       err << "torq-coordinator: error: recording the run history: " << e.what() << "\n";
       return 2;
@@ -992,23 +990,32 @@ struct MatrixRun {
     return std::nullopt;
   }
 
-  // report.html, written in pieces: each test's grid copied from its file.
-  void write_html(const std::string& path) const {
-    AtomicFile f(path);
+  // Test `r`'s grid page beside report.html, its grid copied from its file; throws.
+  void write_grid_page(const TestResult& r) const {
+    const std::string& id = r.test->id;
+    const std::string& file = grid_files.at(id);
+    AtomicFile f(export_dir + "/" + matrix::grid_page_path(id));
     std::string buf(size_t{1} << 20, '\0');
-    matrix::write_html_report(
-        [&](std::string_view piece) { f.write(piece); }, results,
-        [&](const std::string& id) { return grid_files.count(id) > 0; },
-        [&](const std::string& id, const matrix::HtmlOut& out) {
-          const std::string& file = grid_files.at(id);
-          std::ifstream in(file, std::ios::binary);
-          if (!in) throw PipelineError(file + ": cannot read " + id + "'s report.html grid");
-          while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0)
-            out(std::string_view(buf.data(), static_cast<size_t>(in.gcount())));
-          if (in.bad()) throw PipelineError(file + ": cannot read " + id + "'s report.html grid");
-        },
-        info, &ops);
+    matrix::write_grid_page([&](std::string_view piece) { f.write(piece); }, r, [&](const matrix::HtmlOut& out) {
+      std::ifstream in(file, std::ios::binary);
+      if (!in) throw PipelineError(file + ": cannot read " + id + "'s layer grid");
+      while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0)
+        out(std::string_view(buf.data(), static_cast<size_t>(in.gcount())));
+      if (in.bad()) throw PipelineError(file + ": cannot read " + id + "'s layer grid");
+    });
     f.commit();
+  }
+
+  // report.html, and each test's grid page it links (the grids stay out of
+  // it: a spec's layers would make it tens of MB; issue 33).
+  void write_html(const std::string& path) const {
+    std::set<std::string> pages;
+    for (const TestResult& r : results)
+      if (grid_files.count(r.test->id)) {
+        write_grid_page(r);
+        pages.insert(r.test->id);
+      }
+    write_text(path, matrix::html_report(results, pages, info, &ops));
     std::error_code ec;
     fs::remove_all(grid_dir, ec);
   }

@@ -66,4 +66,20 @@ history::TestRecord test_record(const TestResult& r, std::vector<history::LayerR
   return h;
 }
 
+std::vector<RunInfo::TrendPoint> trend_points(const std::vector<history::RunRecord>& runs, size_t last_n) {
+  std::vector<RunInfo::TrendPoint> out;
+  for (size_t i = runs.size() > last_n ? runs.size() - last_n : 0; i < runs.size(); ++i) {
+    const history::RunRecord& r = runs[i];
+    RunInfo::TrendPoint p;
+    p.seq = r.seq;
+    p.started_utc = r.started_utc;
+    for (const auto& [outcome, n] : r.counts) p.total += n;
+    if (const auto it = r.counts.find(outcome_name(Outcome::kPassed)); it != r.counts.end()) p.passed = it->second;
+    if (const auto it = r.counts.find(outcome_name(Outcome::kFailed)); it != r.counts.end()) p.failed = it->second;
+    p.nss_coverage = r.nss_coverage;
+    out.push_back(p);
+  }
+  return out;
+}
+
 }  // namespace torq::pipeline::matrix

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "pipeline/matrix/matrix.h"
+#include "pipeline/matrix/matrix_report.h"
 #include "pipeline/store/run_history.h"
 #include "pipeline/core/types.h"
 
@@ -24,5 +25,9 @@ history::TestRecord test_record(const TestResult& r, const ModelReport* report,
 // report, until the run is judged; issue 32), then the record with them.
 std::vector<history::LayerRecord> layer_records(const ModelReport& report, const std::vector<std::string>& op_keys);
 history::TestRecord test_record(const TestResult& r, std::vector<history::LayerRecord> layers);
+
+// The report's trend (RunInfo::trend) from a spec's runs as
+// History::runs() lists them (oldest first): the last `last_n` of them.
+std::vector<RunInfo::TrendPoint> trend_points(const std::vector<history::RunRecord>& runs, size_t last_n);
 
 }  // namespace torq::pipeline::matrix

@@ -1,5 +1,9 @@
-// The "Op support" section of the matrix HTML report (matrix_report.h): the
-// op-support matrix (op_matrix.h), one row per op in the matrix's order.
+// The "Op support" section of report.html (matrix_report.h): the
+// op-support matrix (op_matrix.h) as a compact grid, one row per op in the
+// matrix's order, a cell per executor coloured by status with a one-glyph
+// mark; the full status and first error are on hover, the model lists on
+// the counts' hover (the table stays narrow however many models). The ops
+// that block or fall back show open, the others behind a click.
 #include <set>
 #include <string>
 
@@ -15,10 +19,32 @@ std::string names(const std::set<std::string>& items) {
   return s.empty() ? "-" : s;
 }
 
-// "status-success" for a uniform cell, "status-mixed" for a mix, "status-absent" when untested.
-std::string status_class(const OpCell* c) {
-  if (!c || c->counts.empty()) return "status-absent";
-  return c->counts.size() == 1 ? std::string("status-") + status_name(c->counts.begin()->first) : "status-mixed";
+// "success" for a uniform cell, "mixed" for a mix, "absent" when untested.
+std::string status_of(const OpCell* c) {
+  if (!c || c->counts.empty()) return "absent";
+  return c->counts.size() == 1 ? status_name(c->counts.begin()->first) : "mixed";
+}
+
+const char* glyph(const std::string& status) {
+  if (status == "success") return "✓";
+  if (status == "difference") return "≈";
+  if (status == "error") return "✗";
+  if (status == "mixed") return "±";
+  return "·";
+}
+
+std::string op_cell(const OpCell* c, Executor e) {
+  const std::string status = status_of(c);
+  std::string tip = std::string(executor_name(e)) + ": " + (c ? cell_text(*c) : "not tested");
+  const std::string label = tip;
+  if (c && !c->error.empty()) tip += "\nfirst error: " + c->error;
+  return "<td class=\"opcell status-" + status + "\" data-executor=\"" + executor_name(e) + "\" title=\"" +
+         html_escape(tip) + "\" aria-label=\"" + html_escape(label) + "\">" + glyph(status) + "</td>";
+}
+
+// A count whose title lists what it counts.
+std::string count_td(const std::set<std::string>& items) {
+  return "<td class=\"num\" title=\"" + html_escape(names(items)) + "\">" + std::to_string(items.size()) + "</td>";
 }
 
 std::string row_html(const OpRow& r, const std::vector<Executor>& executors) {
@@ -26,30 +52,62 @@ std::string row_html(const OpRow& r, const std::vector<Executor>& executors) {
                   "</td><td class=\"op\">" + html_escape(r.op) + "</td>";
   for (const Executor e : executors) {
     const auto it = r.executors.find(e);
-    const OpCell* c = it == r.executors.end() ? nullptr : &it->second;
-    h += "<td class=\"opcell " + status_class(c) + "\" data-executor=\"" + executor_name(e) + "\"" +
-         (c && !c->error.empty() ? " title=\"" + html_escape(c->error) + "\"" : "") + ">" +
-         html_escape(c ? cell_text(*c) : "-") + "</td>";
+    h += op_cell(it == r.executors.end() ? nullptr : &it->second, e);
   }
-  h += "<td class=\"num\">" + std::to_string(r.occurrences) + "</td><td>" + html_escape(names(r.models)) + "</td>";
-  h += "<td class=\"num\">" + std::to_string(r.blocked.size()) + "</td><td class=\"num\">" +
-       std::to_string(r.falls_back.size()) + "</td></tr>\n";
+  h += "<td class=\"num\">" + std::to_string(r.occurrences) + "</td>" + count_td(r.models) + count_td(r.blocked) +
+       count_td(r.falls_back) + "</tr>\n";
   return h;
+}
+
+// Column widths: the op's text takes what the fixed columns leave.
+std::string colgroup(size_t executors) {
+  std::string h = "<colgroup><col style=\"width:6em\"><col>";
+  for (size_t i = 0; i < executors; ++i) h += "<col style=\"width:4em\">";
+  return h + "<col style=\"width:8.5em\"><col style=\"width:5em\"><col style=\"width:4.5em\">"
+             "<col style=\"width:6em\"></colgroup>\n";
+}
+
+// A table of rows [from, to) of the matrix, its columns as wide in every table.
+std::string table_html(const OpMatrix& m, size_t from, size_t to) {
+  std::string h =
+      "<table class=\"ops fit\">\n" + colgroup(m.executors.size()) + "<thead><tr><th>target</th><th>op</th>";
+  for (const Executor e : m.executors) h += std::string("<th>") + executor_name(e) + "</th>";
+  h += "<th>occurrences</th><th>models</th><th>blocks</th><th>falls back</th></tr></thead>\n<tbody>\n";
+  for (size_t i = from; i < to; ++i) h += row_html(m.rows[i], m.executors);
+  return h + "</tbody>\n</table>\n";
+}
+
+// The rows shown open: those that block or fall back somewhere (they sort
+// first), at most kOpenRows. The rest stay in a closed <details>: a spec's
+// thousands of ops would otherwise take seconds to lay out when the report
+// opens (issue 33).
+size_t open_rows(const OpMatrix& m) {
+  constexpr size_t kOpenRows = 100;
+  size_t n = 0;
+  while (n < m.rows.size() && n < kOpenRows && (!m.rows[n].blocked.empty() || !m.rows[n].falls_back.empty())) ++n;
+  return n;
 }
 
 }  // namespace
 
 std::string ops_html(const OpMatrix& m) {
   if (m.rows.empty()) return "";
+  const size_t open = open_rows(m);
   std::string h =
-      "<h2>Op support</h2>\n<p class=\"legend\">One row per unique op (type, attributes, input dtypes "
-      "and shapes) and target; <b>blocks</b>: models where no executor runs it, <b>falls back</b>: "
-      "models where the first executor does not. Hover a cell for the first error. Also in ops.csv.</p>\n"
-      "<div class=\"scroll\">\n<table id=\"ops\">\n<thead><tr><th>target</th><th>op</th>";
-  for (const Executor e : m.executors) h += std::string("<th>") + executor_name(e) + "</th>";
-  h += "<th>occurrences</th><th>models</th><th>blocks</th><th>falls back</th></tr></thead>\n<tbody>\n";
-  for (const OpRow& r : m.rows) h += row_html(r, m.executors);
-  return h + "</tbody>\n</table>\n</div>\n";
+      "<section id=\"ops\">\n<h2>Op support</h2>\n<p class=\"legend\">One row per unique op (type, attributes, "
+      "input dtypes and shapes) and target, a cell per executor: <span class=\"status-success\">✓ success</span>"
+      "<span class=\"status-difference\">≈ difference</span><span class=\"status-error\">✗ error</span>"
+      "<span class=\"status-mixed\">± mixed</span><span class=\"status-absent\">· not tested</span>"
+      "(hover for the counts and the first error). <b>models</b>: models using it; <b>blocks</b>: models where "
+      "no executor runs it; <b>falls back</b>: models where the first executor does not (hover a count for the "
+      "models). Also in ops.csv.</p>\n";
+  if (open > 0) h += table_html(m, 0, open);
+  if (open < m.rows.size())
+    h += "<details class=\"more-ops\"><summary>" +
+         (open > 0 ? std::to_string(m.rows.size() - open) + " more ops (" + std::to_string(m.rows.size()) + " in all)"
+                   : "The " + std::to_string(m.rows.size()) + " ops (none blocks a model or falls back)") +
+         "</summary>\n" + table_html(m, open, m.rows.size()) + "</details>\n";
+  return h + "</section>\n";
 }
 
 }  // namespace torq::pipeline::matrix::detail

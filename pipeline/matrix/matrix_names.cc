@@ -116,18 +116,19 @@ std::string read_text(const std::string& path) {
   return text.str();
 }
 
+std::vector<std::pair<std::string, int>> ordered_distribution(const std::map<std::string, int>& dist) {
+  std::vector<std::pair<std::string, int>> out;
+  for (const Executor e : kExecutorPriority)
+    if (const auto it = dist.find(executor_name(e)); it != dist.end()) out.emplace_back(*it);
+  for (const auto& [name, n] : dist)
+    if (!executor_from_name(name)) out.emplace_back(name, n);
+  return out;
+}
+
 std::string distribution_text(const std::map<std::string, int>& dist, const std::string& sep) {
   std::string out;
-  auto add = [&](const std::string& name, int n) {
-    if (!out.empty()) out += sep;
-    out += name + ':' + std::to_string(n);
-  };
-  for (const Executor e : kExecutorPriority) {
-    const auto it = dist.find(executor_name(e));
-    if (it != dist.end()) add(it->first, it->second);
-  }
-  for (const auto& [name, n] : dist)
-    if (!executor_from_name(name)) add(name, n);
+  for (const auto& [name, n] : ordered_distribution(dist))
+    out += (out.empty() ? "" : sep) + name + ':' + std::to_string(n);
   return out;
 }
 

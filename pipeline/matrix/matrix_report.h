@@ -1,12 +1,16 @@
 // Reports of a matrix run (issue #5): JUnit XML for CI, a machine-readable
-// JSON summary, and one self-contained HTML file (no network: inline CSS and
-// JS) with the filterable matrix of outcomes and, per model test, the
-// layer × executor grid coloured by status with the recommended executor and
-// metrics on hover/click. Pure text generation: no sockets, no tensors.
+// JSON summary, and self-contained HTML (no network: inline CSS, JS and
+// SVG): report.html, read at a glance (issue 33) — charts of nss coverage,
+// executors and the trend over the run history, what changed since the
+// previous run, the filterable matrix of outcomes, the op-support grid —
+// and beside it one page per model test with its layer × executor grid
+// coloured by status, the recommended executor and metrics on hover/click.
+// Pure text generation: no sockets, no tensors.
 #pragma once
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +40,14 @@ struct RunInfo {
     std::string worker, target, tags, health, reason, since;
   };
   std::vector<Board> boards;
+  // One run of the spec in the store's history: the report's trend.
+  struct TrendPoint {
+    int seq = 0;
+    std::string started_utc;
+    int passed = 0, failed = 0, total = 0;  // tests by outcome
+    double nss_coverage = -1;  // mean over tests with layers of their share on nss; -1: unknown
+  };
+  std::vector<TrendPoint> trend;  // oldest first, this run last; empty: no history kept
 };
 
 // "w1 Good (sl2610,astra-machina): health check passed" — one line per board.
@@ -79,26 +91,44 @@ std::vector<std::string> guidance_tags(const TestResult& r);
 //             unknown), "since_previous", "report"}]}
 nlohmann::json summary_json(const std::vector<TestResult>& results, const RunInfo& info);
 
-// The HTML report. `reports` maps test ID → that test's model report (the
-// layer grid); tests without one show no grid. Each test's row says what
-// changed since the previous run (TestResult::since_previous). With `ops`,
-// a section "Op support" shows the op-support matrix (op_matrix.h): a row
-// per op with its status on each executor (the first error on hover),
-// occurrences, models, and the models it blocks or falls back in.
-std::string html_report(const std::vector<TestResult>& results, const std::map<std::string, ModelReport>& reports,
+// The directory of test `id`'s files in an export, under reports/: the ID
+// with every character but a letter, digit, '-', '_' or '.' replaced by '_'.
+std::string test_dir_name(const std::string& id);
+// Test `id`'s layer grid page, relative to report.html:
+// "reports/<test_dir_name(id)>/grid.html".
+std::string grid_page_path(const std::string& id);
+
+// report.html: the run's figures and outcome counts; "Changes since the
+// previous run" (TestResult::since_previous: new failures, fixes, other
+// outcome changes, drift, new tests, each linking its row) when there are
+// any; inline SVG charts, each with a title, a description and a hidden
+// table of its numbers — a heatmap of nss coverage per model × variant
+// (the mean over the tests of that pair with layers), the layers of each
+// model by recommended executor as a 100% stacked bar (summed over its
+// tests), and with two or more runs in `info.trend` the share of tests
+// passed and the nss coverage per run; the filterable matrix of outcomes,
+// a row per test (a changed one highlighted) fitting a 1,400-pixel window,
+// its ID linking grid_page_path() when `grid_pages` holds it; with `ops`,
+// the op-support matrix (op_matrix.h) as a grid of ops × executors coloured
+// by status (the text and first error on hover). Its size grows with tests,
+// models × variants and ops, never with layers. PipelineError for a result
+// without its test.
+std::string html_report(const std::vector<TestResult>& results, const std::set<std::string>& grid_pages,
                         const RunInfo& info, const OpMatrix* ops = nullptr);
 
-// The same report written in pieces to `out`, its layer grids from
-// wherever they are kept: `has_grid` says which tests have one and
-// `write_grid` hands that test's grid_html() to `out` (a coordinator renders
-// each as its test finishes and keeps it in a file, not every layer's
-// results until the end; issue 32).
+// Test `r`'s page, grid_page_path() beside report.html: self-contained (its
+// own inline CSS and script), a link back to ../../report.html, the test's
+// figures (outcome, since the previous run, bring-up, PCCs, layers,
+// executors, message, its report file) and its layer grid, which
+// `write_grid` hands to `out` (grid_html() of its report: a coordinator
+// renders each as its test finishes and keeps it in a file until the run
+// is judged; issue 32).
 using HtmlOut = std::function<void(std::string_view)>;
-void write_html_report(const HtmlOut& out, const std::vector<TestResult>& results,
-                       const std::function<bool(const std::string& test_id)>& has_grid,
-                       const std::function<void(const std::string& test_id, const HtmlOut& out)>& write_grid,
-                       const RunInfo& info, const OpMatrix* ops = nullptr);
-// One test's layer × executor grid, as report.html shows it.
+void write_grid_page(const HtmlOut& out, const TestResult& r, const std::function<void(const HtmlOut&)>& write_grid);
+// The same page in memory, from the test's report.
+std::string grid_page(const TestResult& r, const ModelReport& report);
+// One test's layer × executor grid (the body of its page): a row per layer,
+// a cell per executor tested in any layer.
 std::string grid_html(const std::string& test_id, const ModelReport& r);
 
 }  // namespace torq::pipeline::matrix

@@ -53,6 +53,14 @@ int seq_of(const std::string& key, const std::string& prefix) {
   return std::stoi(digits);
 }
 
+// Test `t`'s share of layers recommended on nss; -1 without layers.
+double nss_share(const TestRecord& t) {
+  if (t.layers.empty()) return -1;
+  size_t nss = 0;
+  for (const LayerRecord& l : t.layers) nss += l.recommended == Executor::kNss;
+  return static_cast<double>(nss) / static_cast<double>(t.layers.size());
+}
+
 }  // namespace
 
 History::History(Store& store, const std::string& spec_path)
@@ -125,11 +133,13 @@ int History::append(RunRecord run, size_t count, const std::function<TestRecord(
   run.test_ids.clear();
   run.counts.clear();
   std::vector<std::pair<std::string, std::string>> batch, last;
-  size_t bytes = 0;
+  size_t bytes = 0, with_layers = 0;
+  double shares = 0;
   for (size_t i = 0; i < count; ++i) {
     const TestRecord t = test_at(i);
     run.test_ids.push_back(t.id);
     ++run.counts[t.outcome];
+    if (const double share = nss_share(t); share >= 0) shares += share, ++with_layers;
     batch.emplace_back(key("tests/" + padded(run.seq) + "/" + t.id), to_json(t).dump());
     bytes += batch.back().second.size();
     if (bytes >= kBatchBytes) {
@@ -140,6 +150,7 @@ int History::append(RunRecord run, size_t count, const std::function<TestRecord(
     last.emplace_back(key("latest/" + t.id), nlohmann::json({{"seq", run.seq}}).dump());
   }
   store_.put_run_records(batch);
+  run.nss_coverage = with_layers ? shares / static_cast<double>(with_layers) : -1;
   last.emplace_back(key("runs/" + padded(run.seq)), to_json(run).dump());
   last.emplace_back("history-specs/" + key_, nlohmann::json({{"spec", spec_}}).dump());
   store_.put_run_records(last);

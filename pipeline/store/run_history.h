@@ -74,6 +74,10 @@ struct RunRecord {
   std::string k, m, preset;           // the selection
   bool last_failed = false;           // a --last-failed rerun
   std::map<std::string, int> counts;  // outcome -> tests
+  // The mean over the run's tests with layers of the share of layers
+  // recommended on nss (the report's trend); -1: no test had layers, or a
+  // run recorded before this was kept. Set by append, like counts.
+  double nss_coverage = -1;
   std::vector<std::string> test_ids;  // in run order
   std::vector<TestRecord> tests;      // filled by History::load
 };

@@ -130,7 +130,8 @@ TestRecord test_from_json(const json& j) {
 }
 
 json to_json(const RunRecord& r) {
-  json j = {{"seq", r.seq}, {"last_failed", r.last_failed}, {"counts", r.counts}, {"tests", r.test_ids}};
+  json j = {{"seq", r.seq},       {"last_failed", r.last_failed},      {"counts", r.counts},
+            {"tests", r.test_ids}, {"nss_coverage", num(r.nss_coverage)}};
   write_strings(r, run_strings(), &j);
   return j;
 }
@@ -142,6 +143,7 @@ RunRecord run_from_json(const json& j) {
   r.seq = j["seq"].get<int>();
   read_strings(j, run_strings(), &r);
   r.last_failed = j.value("last_failed", false);
+  r.nss_coverage = num_of(j, "nss_coverage");
   if (j.contains("counts") && j["counts"].is_object())
     for (const auto& [o, n] : j["counts"].items()) r.counts[o] = n.get<int>();
   if (j.contains("tests") && j["tests"].is_array())

@@ -145,8 +145,26 @@ TEST_F(MatrixHistory, DiffListsWhatAProfileEditChanged) {
   EXPECT_EQ(tags["demo-bf16-edge-discover"]["since_previous"], "new failure; 2 layers changed");
   EXPECT_EQ(tags["demo-bf16-sim-discover"]["since_previous"], "unchanged");
   EXPECT_EQ(tags["demo-bf16-edge-discover"]["tags"]["since_previous"], "new failure; 2 layers changed");
-  EXPECT_NE(slurp(dir_ + "/out/report.html").find("<td class=\"since\">new failure; 2 layers changed</td>"),
+  // In the HTML: the row highlighted, listed among the changes, a trend of
+  // the two runs, and each test's grid on a page of its own.
+  const std::string html = slurp(dir_ + "/out/report.html");
+  EXPECT_NE(html.find("<td class=\"since\"><span class=\"change-badge\">regression</span> new failure; 2 layers "
+                      "changed</td>"),
             std::string::npos);
+  EXPECT_NE(html.find("data-id=\"demo-bf16-edge-discover\" id=\"test-demo-bf16-edge-discover\" "
+                      "data-change=\"new-failure\">"),
+            std::string::npos);
+  EXPECT_NE(html.find("<li class=\"change-new-failure\" data-change=\"new-failure\" data-count=\"1\">"),
+            std::string::npos);
+  size_t points = 0;
+  for (size_t at = html.find("class=\"point point-passed\""); at != std::string::npos;
+       at = html.find("class=\"point point-passed\"", at + 1))
+    ++points;
+  EXPECT_EQ(points, 2u);
+  EXPECT_EQ(html.find("class=\"cell"), std::string::npos);  // no layer in report.html
+  const std::string grid = slurp(dir_ + "/out/reports/demo-bf16-edge-discover/grid.html");
+  EXPECT_NE(grid.find("data-layer=\"MaxPool_pool1\""), std::string::npos);
+  EXPECT_NE(html.find("<a href=\"reports/demo-bf16-edge-discover/grid.html\">"), std::string::npos);
   // The layer records and grids the run kept in files until then are gone.
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/out/.report-grids"));
 

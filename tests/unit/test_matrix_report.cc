@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/matrix/matrix_history.h"
 #include "pipeline/matrix/matrix_report.h"
 
 using namespace torq::pipeline;
@@ -220,8 +221,9 @@ TEST(MatrixReport, SummaryTestFields) {
                         "<property name=\"converted_pcc\" value=\"1\"/>"})
     EXPECT_NE(xml.find(p), std::string::npos) << p << "\n" << xml;
   const std::string html = html_report(s.results, {}, info);
-  EXPECT_NE(html.find("<th>PCC vs fp32 original / vs converted</th>"), std::string::npos);
-  EXPECT_NE(html.find("<td class=\"num below\">0.976</td><td class=\"num\">0.976 / 1 (judged: the fp32 original)</td>"),
+  // Both comparisons on the PCC's hover (the table fits a 1,400-pixel window).
+  EXPECT_NE(html.find("<td class=\"num below\" title=\"vs the fp32 original 0.976, vs the converted model 1 "
+                      "(judged: the fp32 original)\">0.976</td>"),
             std::string::npos)
       << html;
   EXPECT_EQ(j["tests"][1]["message"], "<not> supported & \"skipped\"");
@@ -266,7 +268,7 @@ TEST(MatrixReport, HtmlEscapesEveryTextAndHasOneScript) {
   EXPECT_NE(html.find("-k &#39;x&#39; or &quot;y&quot;&#39;"), std::string::npos);
   EXPECT_NE(html.find("<li class=\"outcome-failed\" data-outcome=\"failed\">failed <span class=\"count\">1</span></li>"),
             std::string::npos);
-  EXPECT_EQ(count(html, "<details"), 0u);  // no model report: no grid
+  EXPECT_EQ(count(html, "grid.html"), 0u);  // no grid page: no link
 }
 
 TEST(MatrixReport, HtmlGridMarksStatusRecommendationAndMetrics) {
@@ -293,10 +295,12 @@ TEST(MatrixReport, HtmlGridMarksStatusRecommendationAndMetrics) {
   l.results = {{Executor::kNss, nss}, {Executor::kHost, host}};
   l.recommended = Executor::kNss;
   m.layers.push_back(l);
-  const std::string html = html_report(s.results, {{"resnet18-v0-sim-discover", m}}, RunInfo{});
-  EXPECT_NE(html.find("<details class=\"grid\" id=\"grid-resnet18-v0-sim-discover\" data-id=\"resnet18-v0-sim-discover\">"
-                      "\n<summary>resnet18-v0-sim-discover — resnet18: 1 layers; recommended nss 1; 0 critical "
-                      "failures</summary>"),
+  // The grid is on the test's own page, which links back to its row.
+  const std::string html = grid_page(s.results[0], m);
+  EXPECT_EQ(count(html, "<script>"), 1u);
+  EXPECT_NE(html.find("<a id=\"back\" href=\"../../report.html#test-resnet18-v0-sim-discover\">"), std::string::npos);
+  EXPECT_NE(html.find("<section class=\"grid\" id=\"grid-resnet18-v0-sim-discover\" "
+                      "data-id=\"resnet18-v0-sim-discover\">\n<p class=\"grid-summary\">resnet18: 1 layers; recommended nss 1; 0 critical failures</p>"),
             std::string::npos)
       << html;
   // Only the executors present get a column.
@@ -313,5 +317,64 @@ TEST(MatrixReport, HtmlGridMarksStatusRecommendationAndMetrics) {
                       "error: bad &quot;thing&quot;\nruntime_ms: unknown\nhost_ms: 0\nworker: -\">error</td>"),
             std::string::npos)
       << html;
-  EXPECT_NE(html.find("<td class=\"id\"><a href=\"#grid-resnet18-v0-sim-discover\">"), std::string::npos);
+  // report.html links the page and holds no layer.
+  const std::string report = html_report(s.results, {"resnet18-v0-sim-discover"}, RunInfo{});
+  EXPECT_NE(report.find("<td class=\"id\"><a href=\"reports/resnet18-v0-sim-discover/grid.html\">"), std::string::npos);
+  EXPECT_EQ(count(report, "Conv_&lt;c1&gt;"), 0u);
+  EXPECT_EQ(grid_page_path("a<b>/c d"), "reports/a_b__c_d/grid.html");
+}
+
+// A row is highlighted by what its since_previous text (run_diff.h
+// since_text) says changed; "still failing" or "unchanged" alone is no change.
+TEST(MatrixReport, HtmlHighlightsWhatChangedSinceThePreviousRun) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"new failure; 2 layers changed", "new-failure"}, {"fixed", "fixed"},
+      {"passed -> skipped", "outcome"},                 {"still failing", ""},
+      {"still failing; pcc drift -0.01", "drift"},      {"time drift +40%", "drift"},
+      {"unchanged", ""},                                {"no previous run", ""},
+      {"new test", "new-test"},                         {"", ""}};
+  Sample s(std::vector<Outcome>(cases.size(), Outcome::kPassed));
+  for (size_t i = 0; i < cases.size(); ++i) s.results[i].since_previous = cases[i].first;
+  const std::string html = html_report(s.results, {}, RunInfo{});
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const size_t row = html.find("data-id=\"" + s.cases[i].id + "\"");
+    ASSERT_NE(row, std::string::npos);
+    const std::string tag = html.substr(row, html.find('>', row) - row);
+    const std::string& kind = cases[i].second;
+    EXPECT_EQ(tag.find("data-change=\"" + kind + "\"") != std::string::npos, !kind.empty()) << cases[i].first << tag;
+    EXPECT_EQ(tag.find("data-change") != std::string::npos, !kind.empty()) << cases[i].first << tag;
+  }
+  EXPECT_EQ(count(html, "<li class=\"change-drift\" data-change=\"drift\" data-count=\"2\">"), 1u) << html;
+  EXPECT_EQ(count(html, "<span class=\"change-badge\">"), 6u + 5u);  // the rows' and the summary's
+  Sample quiet({Outcome::kPassed});
+  quiet.results[0].since_previous = "unchanged";
+  EXPECT_EQ(html_report(quiet.results, {}, RunInfo{}).find("id=\"changes\""), std::string::npos);
+}
+
+// The trend: the spec's last runs from its history, drawn from two runs on.
+TEST(MatrixReport, HtmlTrendFromTheRunHistoryNeedsTwoRuns) {
+  std::vector<history::RunRecord> runs(3);
+  for (int i = 0; i < 3; ++i) {
+    runs[i].seq = i + 1;
+    runs[i].counts = {{"passed", i + 1}, {"failed", 1}, {"skipped", 2}};
+    runs[i].nss_coverage = i == 0 ? -1 : 0.5;
+  }
+  RunInfo info;
+  info.trend = trend_points(runs, 2);
+  ASSERT_EQ(info.trend.size(), 2u);
+  EXPECT_EQ(info.trend[0].seq, 2);
+  EXPECT_EQ(info.trend[1].passed, 3);
+  EXPECT_EQ(info.trend[1].failed, 1);
+  EXPECT_EQ(info.trend[1].total, 6);
+  EXPECT_EQ(info.trend[1].nss_coverage, 0.5);
+  Sample s({Outcome::kPassed});
+  std::string html = html_report(s.results, {}, info);
+  EXPECT_NE(html.find("<svg id=\"trend\" class=\"chart\" role=\"img\""), std::string::npos);
+  EXPECT_EQ(count(html, "class=\"point point-passed\""), 2u);
+  EXPECT_EQ(count(html, "class=\"point point-coverage\""), 2u);
+  EXPECT_NE(html.find("<title>run 3 (): 3 of 6 tests passed, 1 failed</title>"), std::string::npos) << html;
+  info.trend = trend_points(runs, 1);
+  html = html_report(s.results, {}, info);
+  EXPECT_EQ(html.find("<svg id=\"trend\""), std::string::npos);
+  EXPECT_NE(html.find("No history yet (first run of this spec)"), std::string::npos);
 }

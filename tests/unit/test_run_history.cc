@@ -129,6 +129,30 @@ TEST(RunHistory, LargeRunsGoInBatchesAndAnUnfinishedAppendIsInvisible) {
   EXPECT_EQ(h.load(2)->tests.size(), 1u);
 }
 
+// Each run keeps the mean over its tests with layers of their share on nss
+// (the report's trend); a run record from before it was kept reads -1.
+TEST(RunHistory, ARunKeepsItsNssCoverage) {
+  TempDir dir;
+  const std::string spec = dir.write("spec.yaml", "models: []\n");
+  auto store = Store::open(dir.path("db"));
+  History h(*store, spec);
+  TestRecord half = test("a", "passed");  // Conv_c1 on nss, plus one on css: 0.5
+  half.layers.push_back(layer("Relu_r1", Executor::kCss, {{Executor::kCss, ok(1, 1)}}));
+  TestRecord none = test("b", "failed");  // no layer on nss: 0
+  none.layers[0].recommended = std::nullopt;
+  TestRecord skipped = test("c", "skipped");  // without layers: not counted
+  skipped.layers.clear();
+  h.append(run_of({half, none, skipped}));
+  h.append(run_of({skipped}));
+  const auto runs = h.runs();
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_DOUBLE_EQ(runs[0].nss_coverage, 0.25);
+  EXPECT_EQ(runs[1].nss_coverage, -1);
+  nlohmann::json old = to_json(runs[0]);
+  old.erase("nss_coverage");
+  EXPECT_EQ(run_from_json(old).nss_coverage, -1);
+}
+
 TEST(RunHistory, SpecsKeepSeparateHistories) {
   TempDir dir;
   auto store = Store::open(dir.path("db"));
