@@ -19,6 +19,7 @@ PKGS=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   librocksdb-dev libyaml-cpp-dev libdnnl-dev
   nlohmann-json3-dev libcli11-dev libssl-dev
+  libcpp-httplib-dev        # torq-coordinator --http: /metrics, /api/status, the live page
   libgoogle-perftools-dev   # tcmalloc, the coordinators' allocator (coordinator/CMakeLists.txt)
   ocl-icd-opencl-dev
   openssh-client            # worker/board: ssh/scp to boards
@@ -30,6 +31,7 @@ if [ "${1:-}" != "--tools" ]; then
     libonnx-testdata
     python3-torch python3-torchvision python3-onnx
     chromium
+    python3-prometheus-client   # tests/observe: /metrics read by Prometheus's own Python parser
     openssh-server          # tests/board start an sshd playing the board
   )
 fi

@@ -6,11 +6,14 @@
 # OUT_DIR: junit.xml, summary.json, report.html,
 # suggested.yaml (when the config could be tightened), reports/<test-id>/
 # (report JSON, compiler JSON, torch-mlir import) and the process logs. The
-# coordinator's "[progress]" lines (what it is doing, at least every 5 s)
-# are shown here as they come.
+# coordinator's phases, a line per test as it finishes and its "[progress]"
+# lines (tests and jobs done, jobs/s, ETA; at least every 5 s) are shown here
+# as they come. With HTTP=HOST:PORT the coordinator serves its status there
+# (/metrics, /api/status, a live page; `torq-coordinator status --http URL`).
 #
 # Usage: ci/nightly.sh [OUT_DIR] [SPEC] [-- extra torq-coordinator args, e.g. -k resnet]
-#   env: WORKERS (default 2), BUILD_DIR (default build), PRESET (default nightly)
+#   env: WORKERS (default 2), BUILD_DIR (default build), PRESET (default nightly),
+#        HTTP (e.g. 127.0.0.1:8080: the coordinator's --http; default none)
 #   SPEC default configs/nightly.yaml (the zoo, build/zoo)
 # Exit: the coordinator's (0 all outcomes expected, 1 unexpected outcomes, 2 bad input,
 # also a zoo that cannot be built: no python3-torch),
@@ -45,17 +48,21 @@ cleanup() {
 trap cleanup EXIT
 
 echo "nightly: $SPEC (preset $PRESET) on $EP with $WORKERS workers -> $OUT"
-"$BIN/torq-coordinator" --spec "$SPEC" --preset "$PRESET" --bind "$EP" --db "$OUT/.torq-store" --export "$OUT" "$@" \
-  2> "$OUT/coordinator.log" &
+HTTP_ARGS=()
+[ -n "${HTTP:-}" ] && HTTP_ARGS=(--http "$HTTP")
+"$BIN/torq-coordinator" --spec "$SPEC" --preset "$PRESET" --bind "$EP" --db "$OUT/.torq-store" --export "$OUT" \
+  "${HTTP_ARGS[@]}" "$@" 2> "$OUT/coordinator.log" &
 coord=$!
 for ((i = 0; i < WORKERS; i++)); do
   "$BIN/torq-worker" --connect "$EP" --target sim --id "nightly-w$i" --cache "$OUT/.worker-cache" \
     2> "$OUT/worker$i.log" &
   pids+=($!)
 done
-# Where the run is: the coordinator's "[progress]" lines (at least every 5 s)
-# on this terminal too; its whole log stays in coordinator.log.
-tail -n +1 -F --pid="$coord" "$OUT/coordinator.log" 2>/dev/null | grep --line-buffered '^\[progress\]' >&2 &
+# Where the run is: the coordinator's phases, finished tests and "[progress]"
+# lines (at least every 5 s) on this terminal too; its whole log stays in
+# coordinator.log.
+tail -n +1 -F --pid="$coord" "$OUT/coordinator.log" 2>/dev/null |
+  grep --line-buffered -E '^\[progress\]|^\[coordinator\] (phase: |test [0-9]+/[0-9]+: |status on )' >&2 &
 shower=$!
 rc=0
 wait "$coord" || rc=$?

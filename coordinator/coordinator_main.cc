@@ -12,6 +12,8 @@
 //   torq-coordinator diff [--spec FILE] [--db DIR | --export DIR] [--json]
 //       [--pcc-drift X] [--time-drift F] [--time-floor-ms MS] [RUN_A] [RUN_B]
 //   torq-coordinator keygen OUT_PREFIX      -> OUT_PREFIX.key, OUT_PREFIX.pub
+//   torq-coordinator status --http URL [--http-token FILE] [--json]
+//   a run's status while it runs: --http HOST:PORT [--http-token FILE]
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -32,6 +34,7 @@
 #include "coordinator/matrix/diff_command.h"
 #include "coordinator/fleet/fleet_run.h"
 #include "coordinator/matrix/matrix_run.h"
+#include "coordinator/observe/status_server.h"
 
 using namespace torq;
 
@@ -98,7 +101,9 @@ struct SubcommandArgs {
   std::vector<std::string> validate_args;    // validate
   std::string sg_spec, sg_summary, sg_out;   // suggest
   coordinator::DiffCommand dc;               // diff
-  CLI::App *kg = nullptr, *va = nullptr, *sg = nullptr, *df = nullptr;
+  std::string st_url, st_token;              // status
+  bool st_json = false;
+  CLI::App *kg = nullptr, *va = nullptr, *sg = nullptr, *df = nullptr, *st = nullptr;
 };
 
 // Adds `diff` and its options (bound to `dc`) to `app`.
@@ -135,6 +140,13 @@ void add_subcommands(CLI::App& app, SubcommandArgs& s) {
   s.sg->add_option("--summary", s.sg_summary, "summary.json of the run (in its --export directory)")->required();
   s.sg->add_option("-o,--output", s.sg_out, "Write the patch here (default: stdout)");
   s.df = add_diff(app, s.dc);
+  s.st = app.add_subcommand("status", "Print a running coordinator's status (started with --http): phase, "
+                                      "progress, workers and boards, tests, last failures. Exit 0, 2 when "
+                                      "it cannot be read");
+  s.st->add_option("--http", s.st_url, "The coordinator's --http address, e.g. http://127.0.0.1:8080")->required();
+  s.st->add_option("--http-token", s.st_token, "A file holding the coordinator's bearer token")
+      ->check(CLI::ExistingFile);
+  s.st->add_flag("--json", s.st_json, "Print /api/status's JSON instead of text");
 }
 
 // A run's options (--model or --spec) and the strings turned into them after the parse.
@@ -143,6 +155,7 @@ struct RunArgs {
   coordinator::MatrixRunOptions mo;
   std::vector<std::string> models;
   std::string spec_file, key_prefix, allow_file;
+  std::string http, http_token;  // --http HOST:PORT, --http-token FILE
   int grace_s = 30;
   std::string executors = "nss,css,host";
   CLI::Option* bind = nullptr;  // --bind, to tell whether it was given
@@ -179,6 +192,13 @@ void add_run_options(CLI::App& app, RunArgs& r) {
                  "with a --target other than sim the real tools' step budgets added up (import 300 s + compile "
                  "300 s + run 240 s per timing run + 1 s)")
       ->capture_default_str();
+  app.add_option("--http", r.http,
+                 "Serve the run's status over HTTP on HOST:PORT while it runs: GET /metrics (Prometheus), "
+                 "/api/status (JSON), / (a live page). Loopback only unless --http-token is given");
+  app.add_option("--http-token", r.http_token,
+                 "A file whose first line (16+ characters) is the bearer token every --http request must carry "
+                 "(required for a non-loopback --http address)")
+      ->check(CLI::ExistingFile);
   app.add_option("--key", r.key_prefix, "CURVE: this coordinator's key pair PREFIX.key / PREFIX.pub");
   app.add_option("--allow", r.allow_file, "CURVE: allow-list of worker public keys, one per line");
 }
@@ -274,6 +294,36 @@ int run_spec(RunArgs& r) {
   return coordinator::run_matrix(mo, std::cout, std::cerr);
 }
 
+// `status --http URL`: a running coordinator's status in this terminal.
+int remote_status(const SubcommandArgs& s) {
+  try {
+    const std::string token = s.st_token.empty() ? "" : coordinator::observe::read_token(s.st_token);
+    return coordinator::observe::print_remote_status(s.st_url, token, s.st_json, std::cout, std::cerr);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "torq-coordinator: status: %s\n", e.what());
+    return 2;
+  }
+}
+
+// --http: the status server, started before the run (0), or 2 with the error on stderr.
+int start_status_server(const RunArgs& r, const coordinator::observe::StatusBoard& board,
+                        std::unique_ptr<coordinator::observe::StatusServer>* server) {
+  try {
+    if (r.http.empty()) {
+      if (!r.http_token.empty()) throw pipeline::PipelineError("--http-token needs --http HOST:PORT");
+      return 0;
+    }
+    const std::string token = r.http_token.empty() ? "" : coordinator::observe::read_token(r.http_token);
+    *server = std::make_unique<coordinator::observe::StatusServer>(board, r.http, token);
+    std::fprintf(stderr, "[coordinator] status on %s/ (/metrics, /api/status)%s\n", (*server)->url().c_str(),
+                 token.empty() ? "" : ", bearer token required");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "torq-coordinator: error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -293,13 +343,28 @@ int main(int argc, char** argv) {
   if (s.va->parsed()) return coordinator::validate_files(s.validate_args, std::cout, std::cerr);
   if (s.sg->parsed()) return coordinator::suggest_from_summary(s.sg_spec, s.sg_summary, s.sg_out, std::cout, std::cerr);
   if (s.df->parsed()) return coordinator::diff_command(s.dc, std::cout, std::cerr);
+  if (s.st->parsed()) return remote_status(s);
 
   if (const int rc = check_run_options(app, r)) return rc;
   r.o.broker.grace_ms = std::max(0, r.grace_s) * 1000;
   r.o.broker.stop_flag = &g_stop;
   base::install_stop_signals(on_stop_signal);
-  // Where a long run is, on stderr every few seconds (issue 31).
-  const base::Progress progress("torq-coordinator");
-  if (r.spec_file.empty()) return coordinator::run_fleet(r.o, std::cout, std::cerr);
-  return run_spec(r);
+  // Where a long run is: on stderr every few seconds, or a live line on a
+  // terminal (issues 31, 33), and over HTTP with --http.
+  coordinator::observe::StatusBoard board;  // before the progress line, whose thread reads it to the end
+  base::Progress progress("torq-coordinator");
+  r.o.broker.observer = &board;
+  r.mo.status = &board;
+  std::unique_ptr<coordinator::observe::StatusServer> server;
+  if (const int rc = start_status_server(r, board, &server)) return rc;
+  progress.set_status([&board] {
+    const coordinator::observe::RunStatus s = board.snapshot();
+    if (s.phase == "starting") return std::string("starting (reading the spec, opening the store)");
+    return s.phase + " | " + coordinator::observe::progress_figures(s);
+  });
+  if (!r.spec_file.empty()) return run_spec(r);
+  board.set_phase("running");
+  const int rc = coordinator::run_fleet(r.o, std::cout, std::cerr);
+  board.set_phase("done");
+  return rc;
 }

@@ -278,6 +278,11 @@ struct FleetBroker::Impl {
 
   // ZAP (RFC 27): allow CURVE clients whose public key is on the list.
   void serve_zap();
+
+  // ---- the observer (BrokerOptions::observer) ----
+  // Tells it of the fleet every RunObserver::kFleetEvery, and always when `force`.
+  Clock::time_point next_observe;
+  void observe(bool force);
 };
 
 }  // namespace torq::coordinator

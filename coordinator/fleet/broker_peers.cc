@@ -174,14 +174,19 @@ void FleetBroker::Impl::on_result(Worker& w, ExecResult r) {
     return;
   }
   if (j.state == Job::State::kLeased) {
-    if (j.worker == w.identity) stats.dispatch_latency_us.push_back(static_cast<uint32_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - j.sent).count()));
+    if (j.worker == w.identity) {
+      const auto us = static_cast<uint32_t>(
+          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - j.sent).count());
+      stats.dispatch_latency_us.push_back(us);
+      if (opt.observer) opt.observer->latency(us);
+    }
     auto holder = workers.find(j.worker);
     if (holder != workers.end()) holder->second.leased.erase(j.spec.id);
     --leased;
   } else if (j.state == Job::State::kQueued) {
     unqueue(j);
   }
+  ++stats.done_by_worker[w.info.worker_id];
   r.attempts = std::max<uint32_t>(1, j.leases);
   const std::string id = j.spec.id;
   complete(j, std::move(r));
@@ -294,6 +299,51 @@ void FleetBroker::Impl::serve_zap() {
   zap->send(zmq::buffer(text), zmq::send_flags::sndmore);
   zap->send(zmq::buffer(user), zmq::send_flags::sndmore);
   zap->send(zmq::str_buffer(""), zmq::send_flags::none);
+}
+
+void FleetBroker::Impl::observe(bool force) {
+  const auto now = Clock::now();
+  if (!opt.observer || (!force && now < next_observe)) return;
+  next_observe = now + RunObserver::kFleetEvery;
+  FleetView v;
+  v.queued = queued;
+  v.leased = leased;
+  v.held = held.size();
+  std::set<std::string> connected;
+  for (const auto& [identity, w] : workers) {
+    FleetView::Worker x;
+    x.id = w.info.worker_id;
+    x.target = w.info.target;
+    x.health = w.info.health;
+    x.reason = w.info.health_reason;
+    x.toolchain = w.info.toolchain;
+    x.tags = w.info.tags;
+    x.capacity = w.info.capacity;
+    x.leased = w.leased.size();
+    x.quarantined = w.quarantined;
+    if (!w.leased.empty()) {
+      const JobSpec& j = jobs.at(*w.leased.begin()).spec;
+      x.current_key = result_key_of(j);
+      x.current_layer = j.first_node;
+      x.current_executor = executor_name(j.executor);
+    }
+    connected.insert(x.id);
+    v.workers.push_back(std::move(x));
+  }
+  for (const auto& [id, b] : stats.boards)  // seen this run, gone now
+    if (!connected.count(id)) {
+      FleetView::Worker x;
+      x.id = id;
+      x.target = b.target;
+      x.health = b.health;
+      x.reason = b.reason;
+      x.tags = b.tags;
+      x.connected = false;
+      v.workers.push_back(std::move(x));
+    }
+  const std::vector<std::pair<std::string, size_t>> done(stats.done_by_worker.begin(), stats.done_by_worker.end());
+  v.done_by_worker = &done;
+  opt.observer->fleet(v);
 }
 
 }  // namespace torq::coordinator

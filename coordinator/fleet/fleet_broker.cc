@@ -199,6 +199,7 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
     }
     if (stop_by && (m.leased == 0 || now >= *stop_by)) {
       m.flush();
+      m.observe(true);
       return false;
     }
     if (!stop_by && m.missing_tags(now)) {
@@ -224,6 +225,7 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
       if (source_empty && m.queued == 0 && m.leased == 0 && m.wanted_open == 0 && m.held.empty() &&
           !(m.opt.source_open && m.opt.source_open())) {
         m.flush();
+        m.observe(true);
         return true;
       }
       std::vector<Job*> round;
@@ -245,6 +247,8 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
       }
       m.send_leases(round);
     }
+
+    m.observe(false);  // after the dispatch round: the leases just given are seen
 
     // Wait for traffic until the next heartbeat or expiry is due.
     auto wake = now + hb;

@@ -56,6 +56,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/fleet/run_observer.h"
 #include "pipeline/wire/codec.h"
 #include "pipeline/store/store.h"
 #include "pipeline/core/types.h"
@@ -112,6 +113,9 @@ struct BrokerOptions {
   // `source_fd` (if >= 0) becomes readable when the source may have more.
   std::function<bool()> source_open;
   int source_fd = -1;
+  // Told of the fleet and of every job's result (issue 33: progress and the
+  // --http status); must outlive run(). May be null.
+  RunObserver* observer = nullptr;
 };
 
 struct BrokerStats {
@@ -153,6 +157,8 @@ struct BrokerStats {
     size_t transitions = 0;
   };
   std::map<std::string, Board> boards;
+  // Results taken from each worker (by registered id) this run.
+  std::map<std::string, size_t> done_by_worker;
   // Jobs whose required tags no registered worker offered in time.
   std::string missing_tags;
 };

@@ -6,7 +6,6 @@
 
 #include "coordinator/fleet/cache_writer.h"
 #include "coordinator/fleet/unit_feed.h"
-#include "pipeline/base/progress.h"
 
 #include <algorithm>
 #include <cctype>
@@ -182,8 +181,9 @@ struct UnitSource {
 // takes the units that arrived at each next() and tells when one is done.
 class UnitServer {
  public:
-  UnitServer(UnitSource src, Store& store, const std::string& run, const LogFn& log, ServeTotals& t)
-      : src_(src), store_(store), run_(run), log_(log), t_(t), cache_writer_(store) {
+  UnitServer(UnitSource src, Store& store, const std::string& run, const LogFn& log, ServeTotals& t,
+             RunObserver* observer)
+      : src_(src), store_(store), run_(run), log_(log), t_(t), obs_(observer), cache_writer_(store) {
     if (src_.given)
       for (auto& u : *src_.given) adopt(u);
     if (src_.streamed) take_arrived();
@@ -267,10 +267,7 @@ class UnitServer {
     ++t_.done_jobs;
     ++t_.by_status[r.status];
     if (r.status == Status::kError) ++t_.by_class[r.error_class.empty() ? "unknown" : r.error_class];
-    if (base::Progress::active())
-      base::Progress::note("jobs " + std::to_string(t_.done_jobs) + "/" +
-                           std::to_string(std::max(t_.estimate, t_.done_jobs)) + " done (" +
-                           std::to_string(t_.resumed + t_.cache_hits) + " resumed or cached)");
+    if (obs_) obs_->job_done(j, r, t_.done_jobs, std::max(t_.estimate, t_.done_jobs));
     // Every 25 jobs, or every thousandth of the run when that is more (a
     // million-job run logged 40,000 lines).
     const size_t every = std::max<size_t>(25, t_.estimate / 1000 / 25 * 25);
@@ -366,15 +363,13 @@ class UnitServer {
     const size_t index = units_.size();
     units_.push_back(&u);
     plan_unit(u, index, units_, by_key_, t_);
+    if (obs_) obs_->unit_started(u.key(), u.label, t_.estimate);
   }
   void take_arrived() {
     std::deque<RunUnit>& all = *src_.streamed->units;
     const size_t before = all.size();
     if (!src_.streamed->feed->take(&all)) return;
     for (size_t i = before; i < all.size(); ++i) adopt(all[i]);
-    if (base::Progress::active())
-      base::Progress::note("jobs " + std::to_string(t_.done_jobs) + "/" + std::to_string(t_.estimate) + " done, " +
-                           std::to_string(units_.size()) + " units prepared");
   }
   // Unit `i` has nothing left to issue or in flight: the run leaves it to the caller.
   void finish(size_t i) {
@@ -392,6 +387,7 @@ class UnitServer {
   const std::string& run_;
   const LogFn& log_;
   ServeTotals& t_;
+  RunObserver* const obs_;                // may be null
   std::map<std::string, size_t> by_key_;  // the unit of each result key
   std::string stored_key_;        // stored_results(): the layer read last
   int stored_layer_ = -1;
@@ -432,7 +428,7 @@ std::string run_header(const std::string& run, const UnitSource& src, const Serv
 ServeTotals serve(UnitSource src, Store& store, const std::string& run, BrokerOptions bo, const Dispatch* local,
                   const LogFn& log, const std::function<void()>& after_run) {
   ServeTotals t;
-  UnitServer us(src, store, run, log, t);
+  UnitServer us(src, store, run, log, t, bo.observer);
   const FleetBroker::Source next = [&] { return us.next(); };
   const FleetBroker::Done done = [&](const JobSpec& j, const ExecResult& r) { us.done(j, r); };
   const std::function<void()> group_done = [&] { us.group_done(); };
@@ -444,7 +440,6 @@ ServeTotals serve(UnitSource src, Store& store, const std::string& run, BrokerOp
   }
   std::optional<FleetBroker> broker;
   const std::string header = run_header(run, src, t);
-  base::Progress::note("jobs 0/" + std::to_string(t.estimate) + " done (run " + run + ")");
   if (local) {
     log(header + " on local job processes");
     t.complete = (*local)(next, done, group_done);

@@ -38,6 +38,7 @@
 #include "coordinator/matrix/matrix_history.h"
 #include "pipeline/matrix/matrix_history.h"
 #include "coordinator/matrix/quantized_variant.h"
+#include "coordinator/matrix/run_progress.h"
 #include "coordinator/fleet/unit_feed.h"
 #include "coordinator/fleet/unit_run.h"
 #include "pipeline/matrix/matrix.h"
@@ -212,19 +213,7 @@ void print_results(const std::vector<TestResult>& results, std::ostream& out) {
   std::map<Outcome, int> counts;
   for (const TestResult& r : results) {
     ++counts[r.outcome];
-    std::string line = std::string(outcome_name(r.outcome));
-    line.resize(8, ' ');
-    out << line << " " << r.test->id << "  [" << bringup_name(r.bringup) << "]";
-    if (r.run.ran && r.run.pcc >= 0) out << " pcc " << fmt(r.run.pcc, 6);
-    if (r.run.ran && r.run.e2e) {
-      const bool original = r.run.judged_against == kAgainstOriginal;
-      const double other = original ? r.run.converted_pcc : r.run.e2e_pcc;
-      out << " (against " << r.run.judged_against << "; against "
-          << (original ? kAgainstConverted : kAgainstOriginal) << " "
-          << (other >= 0 ? fmt(other, 6) : std::string("unknown")) << ")";
-    }
-    if (r.run.ran) out << ", " << r.run.layers << " layers";
-    if (!r.message.empty()) out << ": " << r.message;
+    out << result_line(r);
     if (!r.since_previous.empty() && r.since_previous != "unchanged")
       out << "  (since previous run: " << r.since_previous << ")";
     out << "\n";
@@ -387,9 +376,13 @@ struct MatrixRun {
         err(err_stream),
         log([this](const std::string& s) {
           std::lock_guard<std::mutex> lock(log_mu);
+          const base::Progress::LogLine over_the_live_line;
           err << "[coordinator] " << s << "\n" << std::flush;
         }) {}
-  ~MatrixRun() { stop_threads(); }
+  ~MatrixRun() {
+    stop_threads();
+    if (o.status) o.status->set_store(nullptr);  // the board outlives the run's store
+  }
   MatrixRun(const MatrixRun&) = delete;
   MatrixRun& operator=(const MatrixRun&) = delete;
 
@@ -398,6 +391,7 @@ struct MatrixRun {
   std::ostream& err;
   std::mutex log_mu;  // log lines come from the preparing, serving and exporting threads
   const LogFn log;
+  RunProgress progress{o.status, log, o.strict_xfail};  // phase and test lines, the status board
   const Clock::time_point t_start = Clock::now();
   const std::string started = base::utc_now();
   Spec spec;
@@ -504,6 +498,7 @@ struct MatrixRun {
         fs::remove(export_dir + "/" + f, rm);
       }
       if (!store) store = open_store(db);
+      if (o.status) o.status->set_store(store.get());
     } catch (const std::exception& e) {
       err << "torq-coordinator: error: " << e.what() << "\n";
       return 2;
@@ -554,6 +549,8 @@ struct MatrixRun {
       err << "torq-coordinator: error: " << e.what() << "\n";
       return 2;
     }
+    progress.start(spec.path, run_id, started, selected, groups.size());
+    for (const auto& [id, r] : runs) progress.finished(id, r);  // not run: skipped
     return std::nullopt;
   }
 
@@ -569,11 +566,10 @@ struct MatrixRun {
   // The preparing thread: each group's unit in spec order, pushed to the
   // feed as soon as it is ready; closes the feed at the end (or at a stop).
   void prepare_all() {
-    size_t n = 0;
+    progress.phase("preparing", std::to_string(groups.size()) + " models to prepare, " +
+                                    std::to_string(kPrepareAhead) + " at a time ahead of the workers");
     for (const auto& g : groups) {
       if (!wait_for_room()) break;
-      base::Progress::note("preparing " + std::to_string(++n) + "/" + std::to_string(groups.size()) + ": " +
-                           g.front()->id);
       if (!prepare_group(g)) break;
     }
     prepared_at = Clock::now();
@@ -631,7 +627,9 @@ struct MatrixRun {
         for (const TestCase* m : g) tests_of_unit[index].push_back(m->id);
       }
       unit_of_key[u.key()] = index;
+      progress.unit_tests(u.label, tests_of_unit_copy(index));
       feed->push(std::move(u));
+      if (index == 0) progress.phase("running", "the first model's jobs go out while the next are prepared");
       log("prepared unit " + std::to_string(index) + " (" + t->id + ") in " +
           fmt(std::chrono::duration<double>(Clock::now() - t0).count(), 2) + " s");
     } catch (const StoreWriteError& e) {  // the store's, not the test's: the run stops (issue 30)
@@ -645,11 +643,19 @@ struct MatrixRun {
       r.failed_step = "import";
       r.message = e.what();
       r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
-      std::lock_guard<std::mutex> lock(mu);
-      for (const TestCase* m : g) runs[m->id] = r;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        for (const TestCase* m : g) runs[m->id] = r;
+      }
       log(t->id + ": import failed: " + e.what());
+      for (const TestCase* m : g) progress.finished(m->id, r);
     }
     return true;
+  }
+
+  std::vector<std::string> tests_of_unit_copy(size_t index) {
+    std::lock_guard<std::mutex> lock(mu);
+    return tests_of_unit[index];
   }
 
   // The hash of the fp32 original of converted test `t`'s model, stored on first use.
@@ -696,6 +702,7 @@ struct MatrixRun {
       return 2;
     }
     if (!totals.complete) {
+      progress.phase("stopped", std::to_string(totals.pending) + " jobs unfinished");
       log("stopped early with " + std::to_string(totals.pending) +
           " jobs unfinished; run the same spec with the same --db to resume");
       out << "== torq-coordinator matrix " << spec.path << ": STOPPED EARLY (resumable), no outcomes ==\n";
@@ -779,7 +786,6 @@ struct MatrixRun {
       RunUnit& u = *next.second;
       if (export_error.empty()) {
         try {
-          base::Progress::note("writing the reports of " + u.label);
           const std::vector<std::string> keys = unit_op_keys(u);
           for (const auto& id : ids) collect_report(id, u, keys);
         } catch (const std::exception& e) {
@@ -817,6 +823,7 @@ struct MatrixRun {
       fs::copy(export_dir + "/reports/" + test_dir_name(canonical), dir, fs::copy_options::recursive, ec);
       if (!r.report_file.empty()) r.report_file = dir + "/" + fs::path(r.report_file).filename().string();
       runs[id] = r;
+      progress.finished(id, r);
       if (auto l = layer_files.find(canonical); l != layer_files.end()) layer_files.emplace(id, l->second);
       // Its grid names it: made again from the report file it now has.
       if (grid_files.count(canonical) && !r.report_file.empty()) {
@@ -908,6 +915,7 @@ struct MatrixRun {
       std::lock_guard<std::mutex> lock(mu);
       runs[id] = r;
     }
+    progress.finished(id, r);
     write_layers(id, matrix::layer_records(rep, keys));
     write_grid(id, rep);
   }
@@ -1022,7 +1030,7 @@ struct MatrixRun {
 
   // Writes ops.csv, junit.xml, summary.json, report.html and suggested.yaml (removing a stale one) to the export.
   Exit export_files() {
-    base::Progress::note("exporting junit.xml, summary.json, report.html to " + export_dir);
+    progress.phase("exporting", "junit.xml, summary.json, report.html to " + export_dir);
     try {
       write_text(export_dir + "/ops.csv", ops_csv(ops));
       write_text(export_dir + "/junit.xml", junit_xml(results, info));
@@ -1053,6 +1061,7 @@ struct MatrixRun {
   }
 
   int print_summary() const {
+    const base::Progress::LogLine over_the_live_line;  // a terminal's progress line is not drawn midway
     out << "== torq-coordinator matrix " << spec.path << " (run " << (run_id.empty() ? "-" : run_id) << ") ==\n";
     print_results(results, out);
     if (!groups.empty()) print_serve_totals(totals, wall_s, out);
@@ -1089,6 +1098,7 @@ int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) 
   run.describe_run();
   if (const Exit code = run.record_history()) return *code;
   if (const Exit code = run.export_files()) return *code;
+  run.progress.phase("done");
   return run.print_summary();
 }
 

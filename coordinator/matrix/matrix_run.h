@@ -10,6 +10,7 @@
 //   ops.csv                                  the op-support matrix (pipeline/report/op_matrix.h)
 //   suggested.yaml                           config edits (matrix::suggest), when any
 //   reports/<test-id>/torq_gen_config_<model>.json, ..._compiler.json, <model>.torch.mlir
+//   reports/<test-id>/grid.html              the test's layer grid page, linked from report.html
 //
 // Every completed run is recorded in the store's run history (one synced
 // batch, before the exports are written: pipeline/store/run_history.h), which
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include "coordinator/fleet/fleet_broker.h"
+#include "coordinator/observe/status_board.h"
 #include "pipeline/core/types.h"
 
 namespace torq::coordinator {
@@ -53,6 +55,10 @@ struct MatrixRunOptions {
   int local_workers = 0;        // >0: start this many torq-worker processes here
   const std::atomic<bool>* stop = nullptr;  // set by SIGTERM / SIGINT
   pipeline::Tolerance tolerance;
+  // Told of the run's phases, tests and outcomes as they come (and, as the
+  // broker's observer, of its jobs and fleet): the progress line and the
+  // --http status (issue 33). May be null.
+  observe::StatusBoard* status = nullptr;
 };
 
 int run_matrix(const MatrixRunOptions& opts, std::ostream& out, std::ostream& err);

@@ -1,7 +1,10 @@
 #include "pipeline/base/progress.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 
 namespace torq::base {
 
@@ -19,10 +22,22 @@ std::chrono::milliseconds interval() {
   return std::chrono::seconds(5);
 }
 
+// A terminal that understands "\r\033[K" (carriage return, erase to the end of the line).
+bool is_live_terminal(std::FILE* out) {
+  const char* term = std::getenv("TERM");
+  return isatty(fileno(out)) == 1 && term && *term && std::strcmp(term, "dumb") != 0;
+}
+
+constexpr std::chrono::milliseconds kLiveEvery{500};
+
 }  // namespace
 
 Progress::Progress(std::string tool, std::FILE* out)
-    : tool_(std::move(tool)), out_(out), every_(interval()), started_(std::chrono::steady_clock::now()),
+    : tool_(std::move(tool)),
+      out_(out),
+      live_(is_live_terminal(out)),
+      every_(interval()),
+      started_(std::chrono::steady_clock::now()),
       last_said_(started_) {
   {
     std::lock_guard<std::mutex> g(g_active_mu);
@@ -42,6 +57,33 @@ Progress::~Progress() {
   }
   cv_.notify_all();
   thread_.join();
+  flockfile(out_);
+  if (drawn_) std::fputs("\r\033[K", out_);
+  funlockfile(out_);
+}
+
+void Progress::set_status(std::function<std::string()> status) {
+  std::lock_guard<std::mutex> l(mu_);
+  status_ = std::move(status);
+}
+
+Progress::LogLine::LogLine() {
+  std::lock_guard<std::mutex> g(g_active_mu);
+  Progress* p = g_active;
+  if (!p) return;
+  locked_ = p->out_;
+  flockfile(locked_);
+  if (p->drawn_) {
+    std::fputs("\r\033[K", locked_);
+    p->drawn_ = false;  // drawn again at the next tick
+  }
+}
+
+Progress::LogLine::~LogLine() {
+  if (locked_) {
+    std::fflush(locked_);
+    funlockfile(locked_);
+  }
 }
 
 bool Progress::active() { return g_active.load(std::memory_order_relaxed) != nullptr; }
@@ -54,21 +96,34 @@ void Progress::note(const std::string& step) {
   p->step_ = step;
 }
 
-void Progress::say_locked(std::chrono::steady_clock::time_point now) {
+std::string Progress::text_locked(std::chrono::steady_clock::time_point now) {
   const long secs = static_cast<long>(std::chrono::duration_cast<std::chrono::seconds>(now - started_).count());
-  std::fprintf(out_, "[progress] %s: %s (%ld s)\n", tool_.c_str(), step_.c_str(), secs);
+  return "[progress] " + tool_ + ": " + (status_ ? status_() : step_) + " (" + std::to_string(secs) + " s)";
+}
+
+void Progress::say_locked(std::chrono::steady_clock::time_point now) {
+  const std::string text = text_locked(now);
+  flockfile(out_);
+  if (live_ && status_) {
+    std::fprintf(out_, "\r\033[K%s", text.c_str());
+    drawn_ = true;
+  } else {
+    std::fprintf(out_, "%s\n", text.c_str());
+  }
   std::fflush(out_);
+  funlockfile(out_);
   last_said_ = now;
 }
 
 void Progress::loop() {
   std::unique_lock<std::mutex> l(mu_);
   while (!stop_) {
-    cv_.wait_until(l, last_said_ + every_, [this] { return stop_; });
+    const auto every = live_ && status_ ? kLiveEvery : every_;
+    cv_.wait_until(l, last_said_ + every, [this] { return stop_; });
     if (stop_) break;
     const auto now = std::chrono::steady_clock::now();
-    if (now - last_said_ >= every_ && !step_.empty()) say_locked(now);
-    else if (step_.empty()) last_said_ = now;  // nothing to say yet
+    if (now - last_said_ >= every && (status_ || !step_.empty())) say_locked(now);
+    else if (step_.empty() && !status_) last_said_ = now;  // nothing to say yet
   }
 }
 

@@ -9,11 +9,19 @@
 // One Progress is active per process (the command's main makes it); note()
 // without one does nothing, so libraries may call it freely. The interval is
 // 5 s, or $TORQ_PROGRESS_MS (tests use a short one).
+//
+// A command with figures to show (torq-coordinator --spec: tests and jobs
+// done, rate, ETA; issue 33) gives a status function: its text is the line
+// then, not the latest step. On a terminal (and TERM not "dumb") that line
+// is live: redrawn in place every 0.5 s, and a log line written under
+// LogLine clears it first; elsewhere (a CI log) it is a plain line each
+// interval.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -31,18 +39,38 @@ class Progress {
   static void note(const std::string& step);
   // True when a Progress is active (skip building a step's text otherwise).
   static bool active();
+  // The line's text from now on (called on the progress thread).
+  void set_status(std::function<std::string()> status);
+  // True when the line is drawn in place on a terminal.
+  bool live() const { return live_; }
+
+  // Held while writing a line to the Progress's stream: clears the live
+  // line (if any) first, and keeps the progress thread from drawing midway.
+  class LogLine {
+   public:
+    LogLine();
+    ~LogLine();
+    LogLine(const LogLine&) = delete;
+    LogLine& operator=(const LogLine&) = delete;
+   private:
+    std::FILE* locked_ = nullptr;
+  };
 
  private:
   void loop();
   void say_locked(std::chrono::steady_clock::time_point now);
+  std::string text_locked(std::chrono::steady_clock::time_point now);
 
   const std::string tool_;
   std::FILE* const out_;
+  const bool live_;
   const std::chrono::milliseconds every_;
   const std::chrono::steady_clock::time_point started_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::string step_;
+  std::function<std::string()> status_;
+  bool drawn_ = false;  // a live line is on the terminal
   bool stop_ = false;
   std::chrono::steady_clock::time_point last_said_;
   std::thread thread_;

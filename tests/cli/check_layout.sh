@@ -38,6 +38,14 @@ done
 if grep -rnE '#include "coordinator/(gen_config|matrix)/' coordinator/fleet/; then
   echo "layout: coordinator/fleet/ includes a room above it"; bad=1
 fi
+# observe/ (the run's status, progress and --http server) stands on fleet/'s
+# RunObserver; fleet/ knows nothing of it, and it nothing of gen_config/ or matrix/.
+if grep -rn '#include "coordinator/observe/' coordinator/fleet/; then
+  echo "layout: coordinator/fleet/ includes coordinator/observe/"; bad=1
+fi
+if grep -rnE '#include "coordinator/(gen_config|matrix)/' coordinator/observe/; then
+  echo "layout: coordinator/observe/ includes a room above it"; bad=1
+fi
 if grep -rn '#include "coordinator/matrix/' coordinator/gen_config/; then
   echo "layout: coordinator/gen_config/ includes coordinator/matrix/"; bad=1
 fi
@@ -58,5 +66,5 @@ fi
 if ls worker/*.cc | grep -v '/worker_main\.cc$'; then
   echo "layout: sources at worker/'s top level other than torq-worker's main"; bad=1
 fi
-[ "$bad" = 0 ] && echo "layout: ok (pipeline/ -> pipeline/base/ only; targets/ on base/; pipeline's rooms in order ${rooms[*]}; coordinator's fleet/ below gen_config/ and matrix/, and no engine in coordinator/'s rooms; worker/runner/ without backends)"
+[ "$bad" = 0 ] && echo "layout: ok (pipeline/ -> pipeline/base/ only; targets/ on base/; pipeline's rooms in order ${rooms[*]}; coordinator's fleet/ below observe/, gen_config/ and matrix/, and no engine in coordinator/'s rooms; worker/runner/ without backends)"
 exit "$bad"

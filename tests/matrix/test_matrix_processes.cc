@@ -287,15 +287,17 @@ TEST(MatrixConfigs, ASpecRunSaysWhereItIsAtTheProgressInterval) {
                          dir + "/run.log");
   unsetenv("TORQ_PROGRESS_MS");
   ASSERT_EQ(code, 0) << out;
-  const std::regex line(R"(\[progress\] torq-coordinator: (preparing [12]/2: \S+|jobs \d+/\d+ done( \(.*\)|, \d units prepared)|)"
-                        R"(writing the reports of \S+|exporting .*) \(\d+ s\))");
+  // The phase, then the figures (issue 33): tests and jobs done, the rate, the ETA.
+  const std::regex line(R"(\[progress\] torq-coordinator: (starting \(reading the spec, opening the store\)|)"
+                        R"((preparing|running|exporting|done) \| tests [0-2]/2 \| jobs \d+/~?\d+( \(\d+%\))? \| )"
+                        R"([0-9.]+ jobs/s \| ETA \S+) \(\d+ s\))");
   std::istringstream lines(out);
   int progress = 0, jobs = 0;
   for (std::string l; std::getline(lines, l);) {
     if (l.rfind("[progress]", 0) != 0) continue;
     ++progress;
     EXPECT_TRUE(std::regex_match(l, line)) << l;
-    if (l.find(": jobs ") != std::string::npos) ++jobs;
+    if (l.find(": running | ") != std::string::npos) ++jobs;
   }
   // Starting two worker processes alone takes well over 5 ms.
   EXPECT_GE(jobs, 1) << out;
