@@ -493,7 +493,7 @@ struct MatrixRun {
       fs::create_directories(export_dir);
       if (!fs::is_directory(export_dir)) throw PipelineError(export_dir + ": cannot create the export directory");
       // Outputs of an earlier run must not pass for this one's if it stops early.
-      for (const char* f : {"junit.xml", "summary.json", "report.html", "suggested.yaml", "ops.csv"}) {
+      for (const char* f : {"junit.xml", "summary.json", "report.html", "suggested.yaml", "ops.csv", "ops.html"}) {
         std::error_code rm;
         fs::remove(export_dir + "/" + f, rm);
       }
@@ -1028,11 +1028,13 @@ struct MatrixRun {
     fs::remove_all(grid_dir, ec);
   }
 
-  // Writes ops.csv, junit.xml, summary.json, report.html and suggested.yaml (removing a stale one) to the export.
+  // Writes ops.csv, ops.html, junit.xml, summary.json, report.html and suggested.yaml (removing a stale one) to
+  // the export.
   Exit export_files() {
     progress.phase("exporting", "junit.xml, summary.json, report.html to " + export_dir);
     try {
       write_text(export_dir + "/ops.csv", ops_csv(ops));
+      write_text(export_dir + "/" + matrix::kOpsPage, matrix::ops_page(ops, info));
       write_text(export_dir + "/junit.xml", junit_xml(results, info));
       write_json_atomic(export_dir + "/summary.json",
                         nlohmann::ordered_json::parse(summary_json(results, info).dump()));
@@ -1066,7 +1068,7 @@ struct MatrixRun {
     print_results(results, out);
     if (!groups.empty()) print_serve_totals(totals, wall_s, out);
     print_phases();
-    out << "export    " << export_dir << "/{junit.xml,summary.json,report.html,ops.csv"
+    out << "export    " << export_dir << "/{junit.xml,summary.json,report.html,ops.html,ops.csv"
         << (suggestions.empty() ? "" : ",suggested.yaml") << "}, reports/<test-id>/\n";
     out << "history   run " << seq << " of this spec (" << ops.rows.size()
         << " unique ops); changes: torq-coordinator diff " << (o.db.empty() ? "--export " + export_dir : "--db " + db)

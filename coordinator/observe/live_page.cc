@@ -57,7 +57,7 @@ std::string failures_html(const RunStatus& s) {
 }  // namespace
 
 std::string live_page(const RunStatus& s, int refresh_s) {
-  const size_t total = std::max(s.jobs_estimate, s.jobs_done);
+  const size_t total = std::max(s.jobs_expected, s.jobs_done);
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   if (s.phase != "done" && s.phase != "stopped")
     h += "<meta http-equiv=\"refresh\" content=\"" + std::to_string(refresh_s) + "\">\n";

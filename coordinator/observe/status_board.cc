@@ -163,10 +163,11 @@ void StatusBoard::estimate_eta(RunStatus* s, Clock::time_point now) const {
     if (dt > 0.5) s->jobs_per_s = static_cast<double>(s->jobs_done - std::min(n0, s->jobs_done)) / dt;
   }
   // Units not planned yet are expected to bring as many jobs as the average planned one.
-  double total = static_cast<double>(s->jobs_estimate);
+  double total = static_cast<double>(std::max(s->jobs_estimate, s->jobs_done));
   if (s->units_started > 0 && s->units_total > s->units_started)
     total += total / s->units_started * static_cast<double>(s->units_total - s->units_started);
-  if (s->phase == "running" && s->jobs_per_s > 0 && total >= s->jobs_done)
+  s->jobs_expected = static_cast<size_t>(total + 0.5);
+  if (s->phase == "running" && s->jobs_per_s > 0)
     s->eta_s = (total - static_cast<double>(s->jobs_done)) / s->jobs_per_s;
 }
 

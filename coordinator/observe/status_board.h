@@ -51,7 +51,9 @@ struct RunStatus {
   std::string phase = "starting";  // starting, preparing, running, exporting, done, stopped
   double elapsed_s = 0;
   size_t tests_total = 0, tests_done = 0, units_total = 0, units_started = 0;
-  size_t jobs_done = 0, jobs_estimate = 0, jobs_queued = 0, jobs_leased = 0;
+  // jobs_estimate: the jobs of the units planned so far; jobs_expected: the
+  // whole run's, the units not planned yet counted as the average planned one.
+  size_t jobs_done = 0, jobs_estimate = 0, jobs_expected = 0, jobs_queued = 0, jobs_leased = 0;
   double jobs_per_s = 0;  // over the last kRateWindow
   double eta_s = -1;      // -1: unknown yet
   std::map<std::string, std::map<std::string, size_t>> results;  // status -> executor -> results

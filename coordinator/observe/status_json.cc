@@ -70,6 +70,7 @@ nlohmann::json to_json(const RunStatus& s) {
           {"progress",
            {{"tests_done", s.tests_done}, {"tests_total", s.tests_total}, {"units_started", s.units_started},
             {"units_total", s.units_total}, {"jobs_done", s.jobs_done}, {"jobs_estimate", s.jobs_estimate},
+            {"jobs_expected", s.jobs_expected},
             {"jobs_queued", s.jobs_queued}, {"jobs_leased", s.jobs_leased}, {"jobs_per_s", s.jobs_per_s},
             {"eta_s", s.eta_s < 0 ? nlohmann::json() : nlohmann::json(s.eta_s)}}},
           {"results", s.results},
@@ -99,6 +100,7 @@ RunStatus status_from_json(const nlohmann::json& j) {
   p.at("units_total").get_to(s.units_total);
   p.at("jobs_done").get_to(s.jobs_done);
   p.at("jobs_estimate").get_to(s.jobs_estimate);
+  p.at("jobs_expected").get_to(s.jobs_expected);
   p.at("jobs_queued").get_to(s.jobs_queued);
   p.at("jobs_leased").get_to(s.jobs_leased);
   p.at("jobs_per_s").get_to(s.jobs_per_s);

@@ -43,11 +43,13 @@ void family(std::string* out, const std::string& name, const std::string& type, 
 }
 
 void jobs_metrics(const RunStatus& s, std::string* out) {
-  family(out, "torq_jobs", "gauge", "Jobs of the run by state (estimated: the planned total so far).");
+  family(out, "torq_jobs", "gauge",
+         "Jobs of the run by state (planned: of the units planned so far; expected: the whole run's, estimated).");
   *out += "torq_jobs{state=\"done\"} " + std::to_string(s.jobs_done) + "\n";
   *out += "torq_jobs{state=\"queued\"} " + std::to_string(s.jobs_queued) + "\n";
   *out += "torq_jobs{state=\"leased\"} " + std::to_string(s.jobs_leased) + "\n";
-  *out += "torq_jobs{state=\"estimated\"} " + std::to_string(s.jobs_estimate) + "\n";
+  *out += "torq_jobs{state=\"planned\"} " + std::to_string(s.jobs_estimate) + "\n";
+  *out += "torq_jobs{state=\"expected\"} " + std::to_string(s.jobs_expected) + "\n";
   family(out, "torq_jobs_per_second", "gauge", "Jobs finished per second over the last 20 s.");
   *out += "torq_jobs_per_second " + prom(s.jobs_per_s) + "\n";
   if (s.eta_s >= 0) {
@@ -120,7 +122,7 @@ std::string duration_text(double secs) {
 }
 
 std::string progress_figures(const RunStatus& s) {
-  const size_t total = std::max(s.jobs_estimate, s.jobs_done);
+  const size_t total = std::max(s.jobs_expected, s.jobs_done);
   std::string line = "tests " + std::to_string(s.tests_done) + "/" + std::to_string(s.tests_total) + " | jobs " +
                      std::to_string(s.jobs_done) + "/" + (s.units_started < s.units_total ? "~" : "") +
                      std::to_string(total);

@@ -185,4 +185,13 @@ std::string html_report(const std::vector<TestResult>& results, const std::set<s
   return h;
 }
 
+std::string ops_page(const OpMatrix& ops, const RunInfo& info) {
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  h += "<title>torq op support " + esc(info.run_id) + "</title>\n<style>" + std::string(html_template::kStyle) +
+       html_template::kReportStyle + "</style>\n</head>\n<body>\n";
+  h += "<p><a href=\"report.html\">← report.html</a> · " + esc(info.spec) + " (run " + esc(info.run_id) + ")</p>\n";
+  h += detail::ops_grid_html(ops);
+  return h + "<script>" + html_template::kMarkReady + "</script>\n</body>\n</html>\n";
+}
+
 }  // namespace torq::pipeline::matrix

@@ -103,7 +103,7 @@ svg.chart .grid-line { stroke: #e0e0e0; }
 .swatch.line-passed { background: var(--pass); } .swatch.line-coverage { background: var(--nss); }
 table.ops td.op { font-family: monospace; font-size: 11px; }
 table.ops td.opcell { text-align: center; font-weight: 700; cursor: help; }
-details.more-ops { margin-top: .6em; } details.more-ops summary { cursor: pointer; }
+p.more-ops { margin-top: .6em; }
 details.profile pre { overflow-x: auto; }
 )CSS";
 

@@ -71,8 +71,11 @@ std::string metric(double v, bool negative_unknown, const char* unknown = "-");
 // A share (0..1) in whole percent, halves rounded up: "38%".
 std::string percent(double share);
 
-// The op-support section (matrix_html_ops.cc).
+// The op-support section of report.html: the ops that block a model or fall
+// back, and a link to ops.html; and the whole grid, ops.html's body
+// (matrix_html_ops.cc).
 std::string ops_html(const OpMatrix& m);
+std::string ops_grid_html(const OpMatrix& m);
 
 // The charts (matrix_html_charts.cc): inline SVG with a title, a
 // description and a visually hidden table of the same numbers. Models and

@@ -110,11 +110,17 @@ std::string grid_page_path(const std::string& id);
 // a row per test (a changed one highlighted) fitting a 1,400-pixel window,
 // its ID linking grid_page_path() when `grid_pages` holds it; with `ops`,
 // the op-support matrix (op_matrix.h) as a grid of ops × executors coloured
-// by status (the text and first error on hover). Its size grows with tests,
-// models × variants and ops, never with layers. PipelineError for a result
-// without its test.
+// by status (the text and first error on hover): the ops that block a model
+// or fall back (at most 100), and a link to the whole grid, kOpsPage. Its
+// size grows with tests and models × variants, never with layers or the
+// run's thousands of ops. PipelineError for a result without its test.
 std::string html_report(const std::vector<TestResult>& results, const std::set<std::string>& grid_pages,
                         const RunInfo& info, const OpMatrix* ops = nullptr);
+
+// The whole op-support grid, a page beside report.html (self-contained,
+// linking back to it): a row per op of `ops`, a cell per executor.
+inline constexpr const char* kOpsPage = "ops.html";
+std::string ops_page(const OpMatrix& ops, const RunInfo& info);
 
 // Test `r`'s page, grid_page_path() beside report.html: self-contained (its
 // own inline CSS and script), a link back to ../../report.html, the test's

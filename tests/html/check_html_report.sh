@@ -36,7 +36,7 @@ chrome() {
 
 status=0
 # No external URL anywhere in the pages (self-contained, they open offline).
-for page in "$REPORT" "$OUT"/reports/*/grid.html "$OUT/first-run/report.html"; do
+for page in "$REPORT" "$OUT/ops.html" "$OUT"/reports/*/grid.html "$OUT/first-run/report.html"; do
   if grep -Eq 'https?://|//cdn|@import' "$page"; then
     echo "FAIL: $page references an external URL:"; grep -Eno 'https?://[^"'"'"' )]*' "$page" | head; status=1
   fi
@@ -58,6 +58,8 @@ for id in resnet18-fp32-sim-discover resnet18-bf16-sim-discover; do
   chrome --dump-dom "file://$OUT/reports/$id/grid.html" > "$OUT/dom-grid-$id.html"
   $CHECK grid "$OUT/dom-grid-$id.html" "$EXPECTED" "$id" || status=1
 done
+chrome --dump-dom "file://$OUT/ops.html" > "$OUT/dom-ops.html"
+$CHECK ops "$OUT/dom-ops.html" "$EXPECTED" || status=1
 chrome --dump-dom "file://$OUT/first-run/report.html" > "$OUT/dom-first-run.html"
 $CHECK first "$OUT/dom-first-run.html" || status=1
 

@@ -295,14 +295,26 @@ def check_dom(path, expected_path, visible_spec):
 
 
 def check_ops(dom, exp):
-    # The op-support grid: blocked first (Resize), then falling back
-    # (MaxPool), then by occurrences (Conv in both reports), then by op.
+    # report.html: the ops that block (Resize) or fall back (MaxPool), and a
+    # link to the whole grid on ops.html.
     ops = [a.get("data-op-type") for a, _ in dom.find("tr", "op")]
-    check(ops == ["Resize", "MaxPool", "Conv", "Add", "Gemm", "Relu"], "op rows %s" % ops)
-    # Those that block or fall back show open, the rest behind a click.
-    more = dom.select("details", "more-ops")
-    closed = [dom.attrs(i).get("data-op-type") for i in dom.select("tr", "op", within=more[0])] if more else []
-    check(len(more) == 1 and "open" not in dom.attrs(more[0]) and closed == ops[2:], "closed op rows %s" % closed)
+    check(ops == ["Resize", "MaxPool"], "report.html op rows %s" % ops)
+    check(len(dom.find("td", "opcell")) == 2 * exp["op_executors"], "report.html op cells")
+    more = dom.select("p", "more-ops")
+    links = [dom.attrs(a).get("href") for a in dom.select("a", within=more[0])] if more else []
+    check(links == ["ops.html"] and "all %d ops" % exp["op_rows"] in dom.text(more[0]),
+          "report.html links the whole op grid: %s" % links)
+
+
+def check_ops_page(path, expected_path):
+    # ops.html: every op, blocked first (Resize), then falling back
+    # (MaxPool), then by occurrences (Conv in both reports), then by op.
+    dom = Dom(path)
+    with open(expected_path, encoding="utf-8") as f:
+        exp = json.load(f)
+    ops = [a.get("data-op-type") for a, _ in dom.find("tr", "op")]
+    check(ops == ["Resize", "MaxPool", "Conv", "Add", "Gemm", "Relu"], "ops.html rows %s" % ops)
+    check([dom.attrs(a).get("href") for a in dom.select("a")][:1] == ["report.html"], "ops.html links back")
     opcells = dom.find("td", "opcell")
     check(len(ops) == exp["op_rows"] and len(opcells) == exp["op_rows"] * exp["op_executors"],
           "op grid: %d cells for %d ops x %d executors" % (len(opcells), exp["op_rows"], exp["op_executors"]))
@@ -495,6 +507,8 @@ def main():
         check_grid(path, sys.argv[3], sys.argv[4])
     elif kind == "first":
         check_first(path)
+    elif kind == "ops":
+        check_ops_page(path, sys.argv[3])
     elif kind == "junit":
         check_junit(path)
     elif kind == "summary":

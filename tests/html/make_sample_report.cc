@@ -409,6 +409,7 @@ int main(int argc, char** argv) {
     const tp::OpMatrix ops = tp::op_matrix(records);
     write(dir / "report.html", tm_::html_report(results, pages, info, &ops));
     write(dir / "ops.csv", tp::ops_csv(ops));
+    write(dir / tm_::kOpsPage, tm_::ops_page(ops, info));
     write(dir / "junit.xml", tm_::junit_xml(results, info));
     write(dir / "summary.json", tm_::summary_json(results, info).dump(2) + "\n");
     write(dir / "expected.json", expected(results, info, reports, ops).dump(2) + "\n");

@@ -54,6 +54,7 @@ TEST(StatusBoard, CountsResultsByStatusAndExecutorAndJobsPerTest) {
   const RunStatus s = b.snapshot();
   EXPECT_EQ(s.jobs_done, 4u);
   EXPECT_EQ(s.jobs_estimate, 31u);
+  EXPECT_EQ(s.jobs_expected, 62u);  // one of two units planned: the other counted as it
   EXPECT_EQ(s.units_started, 1u);
   EXPECT_EQ(s.results.at("success").at("nss"), 1u);
   EXPECT_EQ(s.results.at("success").at("css"), 1u);
@@ -174,7 +175,8 @@ TEST(StatusBoard, ProgressFiguresSayWhatIsEstimated) {
   s.units_total = 48;
   s.units_started = 10;
   s.jobs_done = 12000;
-  s.jobs_estimate = 20000;
+  s.jobs_estimate = 8000;
+  s.jobs_expected = 20000;
   s.jobs_per_s = 290.04;
   s.eta_s = 200;
   EXPECT_EQ(progress_figures(s), "tests 12/128 | jobs 12000/~20000 (60%) | 290.0 jobs/s | ETA 3m20s");
