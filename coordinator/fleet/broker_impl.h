@@ -138,6 +138,7 @@ struct FleetBroker::Impl {
   uint64_t next_seq = 0;
   size_t queued = 0, leased = 0, wanted_open = 0;
   std::vector<std::string> held;     // recovered jobs (State::kHeld until released)
+  size_t held_count() const;         // those still held (not claimed, done or retired since)
   // Group commit: jobs done in memory whose results are not yet in the
   // store, and acknowledgements that must wait for that commit (pump()).
   std::vector<std::pair<std::string, ExecResult>> committing;  // job id, result

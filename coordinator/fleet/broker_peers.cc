@@ -175,8 +175,8 @@ void FleetBroker::Impl::on_result(Worker& w, ExecResult r) {
   }
   if (j.state == Job::State::kLeased) {
     if (j.worker == w.identity) {
-      const auto us = static_cast<uint32_t>(
-          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - j.sent).count());
+      const auto us = static_cast<uint32_t>(std::min<int64_t>(
+          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - j.sent).count(), UINT32_MAX));
       stats.dispatch_latency_us.push_back(us);
       if (opt.observer) opt.observer->latency(us);
     }
@@ -308,7 +308,7 @@ void FleetBroker::Impl::observe(bool force) {
   FleetView v;
   v.queued = queued;
   v.leased = leased;
-  v.held = held.size();
+  v.held = held_count();
   std::set<std::string> connected;
   for (const auto& [identity, w] : workers) {
     FleetView::Worker x;

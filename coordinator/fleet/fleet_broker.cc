@@ -161,14 +161,16 @@ FleetBroker::~FleetBroker() {
   for (auto& id : ids) impl_->send(id, encode_disconnect("coordinator shutting down"));
 }
 
-size_t FleetBroker::pending() const {
-  size_t held = 0;
-  for (const auto& id : impl_->held) {
-    auto it = impl_->jobs.find(id);  // claimed, done and retired meanwhile: gone
-    held += it != impl_->jobs.end() && it->second.state == Job::State::kHeld;
+size_t FleetBroker::Impl::held_count() const {
+  size_t n = 0;
+  for (const auto& id : held) {
+    auto it = jobs.find(id);  // claimed, done and retired meanwhile: gone
+    n += it != jobs.end() && it->second.state == Job::State::kHeld;
   }
-  return impl_->queued + impl_->leased + held;
+  return n;
 }
+
+size_t FleetBroker::pending() const { return impl_->queued + impl_->leased + impl_->held_count(); }
 
 bool FleetBroker::run(const Source& next, const Done& done, const std::function<void()>& batch_done) {
   Impl& m = *impl_;

@@ -1,6 +1,7 @@
 // GET / of `torq-coordinator --http`: the run's status for a person, a
 // server-rendered page that reloads itself (no script needed, works in any
 // browser and offline).
+#include <algorithm>
 #include <cstdio>
 
 #include "coordinator/observe/status_board.h"

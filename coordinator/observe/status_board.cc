@@ -172,19 +172,25 @@ void StatusBoard::estimate_eta(RunStatus* s, Clock::time_point now) const {
 }
 
 void StatusBoard::set_store(const pipeline::Store* store) {
-  std::lock_guard<std::mutex> l(mu_);
+  std::lock_guard<std::mutex> l(store_mu_);
   store_ = store;
 }
 
 RunStatus StatusBoard::snapshot() const {
   RunStatus s;
   const auto now = Clock::now();
-  std::lock_guard<std::mutex> l(mu_);
-  s = s_;
-  estimate_eta(&s, now);
-  if (store_) {
-    s.store_disk_bytes = dir_bytes(store_->dir());
-    s.store_memory_bytes = store_->memory_bytes();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    s = s_;
+    estimate_eta(&s, now);
+  }
+  {
+    // Measured under a lock of its own: the serving thread's calls wait on mu_ only for the copy.
+    std::lock_guard<std::mutex> l(store_mu_);
+    if (store_) {
+      s.store_disk_bytes = dir_bytes(store_->dir());
+      s.store_memory_bytes = store_->memory_bytes();
+    }
   }
   s.elapsed_s = seconds(now - started_);
   s.rss_bytes = static_cast<uint64_t>(base::current_rss_mb() * 1048576.0);

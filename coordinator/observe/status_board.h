@@ -104,6 +104,7 @@ class StatusBoard final : public RunObserver {
 
   mutable std::mutex mu_;
   RunStatus s_;
+  mutable std::mutex store_mu_;  // set_store against a snapshot measuring it
   const pipeline::Store* store_ = nullptr;
   const std::chrono::steady_clock::time_point started_;
   std::unordered_map<std::string, std::string> label_of_key_;  // result key -> unit label

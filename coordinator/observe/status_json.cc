@@ -1,4 +1,5 @@
 // RunStatus <-> JSON (GET /api/status, `status --http`).
+#include <algorithm>
 #include "coordinator/observe/status_board.h"
 
 namespace torq::coordinator::observe {

@@ -1,5 +1,6 @@
 // RunStatus for people and for Prometheus: the progress line's figures, the
 // terminal text of `status --http`, the metrics and the live page.
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>

@@ -1,6 +1,8 @@
 #include "coordinator/observe/status_server.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
 
 #include <fstream>
 
@@ -33,10 +35,28 @@ bool same_secret(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
+// The host part of a Host header: "127.0.0.1:8080" -> 127.0.0.1, "[::1]:80" -> ::1.
+std::string split_host_header(const std::string& host) {
+  if (!host.empty() && host.front() == '[') {
+    const size_t close = host.find(']');
+    return close == std::string::npos ? host : host.substr(1, close - 1);
+  }
+  return host.substr(0, host.find(':'));
+}
+
 }  // namespace
 
 bool is_loopback_host(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  // Address literals only (and "localhost"): a name such as 127.0.0.1.example.net
+  // may resolve anywhere.
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
+    if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;  // ::ffff:127.x.y.z
+  }
+  return host == "localhost";
 }
 
 std::string read_token(const std::string& path) {
@@ -59,13 +79,20 @@ StatusServer::StatusServer(const StatusBoard& board, const std::string& host_por
   svr_->set_read_timeout(5, 0);
   svr_->set_write_timeout(5, 0);
   svr_->set_payload_max_length(4096);  // GETs only
+  svr_->set_keep_alive_timeout(1);       // a reloading page's connection does not hold the exit up
   routes();
   int bound = port;
   if (port == 0) bound = svr_->bind_to_any_port(host);
   else if (!svr_->bind_to_port(host, port)) bound = -1;
   if (bound <= 0) throw PipelineError("--http " + host_port + ": cannot listen there (in use, or not this host's)");
   url_ = "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(bound);
-  thread_ = std::thread([this] { svr_->listen_after_bind(); });
+  thread_ = std::thread([this] {
+    svr_->listen_after_bind();
+    listen_returned_ = true;
+  });
+  // stop() does nothing to a server not yet listening: a run that ends at
+  // once (a bad spec) would leave the thread in accept() and the join hung.
+  while (!svr_->is_running() && !listen_returned_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 StatusServer::~StatusServer() {
@@ -75,6 +102,13 @@ StatusServer::~StatusServer() {
 
 void StatusServer::routes() {
   svr_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // Without a token only a loopback Host is served: a web page whose name
+    // rebinds to 127.0.0.1 cannot read the status through the browser.
+    if (token_.empty() && !is_loopback_host(split_host_header(req.get_header_value("Host")))) {
+      res.status = 403;
+      res.set_content("403: Host is not a loopback address (give the coordinator --http-token)\n", "text/plain");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (token_.empty() || same_secret(req.get_header_value("Authorization"), "Bearer " + token_))
       return httplib::Server::HandlerResponse::Unhandled;
     res.status = 401;
@@ -86,7 +120,9 @@ void StatusServer::routes() {
     res.set_content(metrics_text(board_.snapshot()), "text/plain; version=0.0.4; charset=utf-8");
   });
   svr_->Get("/api/status", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(to_json(board_.snapshot()).dump(1), "application/json");
+    // Error messages are a tool's bytes: invalid UTF-8 is replaced, not a 500.
+    res.set_content(to_json(board_.snapshot()).dump(1, ' ', false, nlohmann::json::error_handler_t::replace),
+                    "application/json");
   });
   svr_->Get("/", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(live_page(board_.snapshot(), 2), "text/html; charset=utf-8");
@@ -117,7 +153,7 @@ int print_remote_status(const std::string& url, const std::string& token, bool j
   try {
     const nlohmann::json j = nlohmann::json::parse(res->body);
     const RunStatus s = status_from_json(j);
-    if (json) out << j.dump(1) << "\n";
+    if (json) out << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else out << status_text(s);
   } catch (const nlohmann::json::exception& e) {
     err << "torq-coordinator: status: " << url << "/api/status is not a coordinator's status: " << e.what() << "\n";

@@ -9,6 +9,7 @@
 // address). And `status --http URL`, the client that prints the status.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -46,10 +47,12 @@ class StatusServer {
   const std::string token_;
   std::unique_ptr<httplib::Server> svr_;
   std::string url_;
+  std::atomic<bool> listen_returned_{false};
   std::thread thread_;
 };
 
-// True for 127.0.0.0/8, ::1 and "localhost".
+// True for an address literal in 127.0.0.0/8, ::1, ::ffff:127.0.0.0/104,
+// and "localhost"; false for any other name (it may resolve anywhere).
 bool is_loopback_host(const std::string& host);
 
 // `torq-coordinator status --http URL`: GETs URL/api/status (with the bearer

@@ -1,5 +1,6 @@
 #include "pipeline/base/progress.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -29,6 +30,21 @@ bool is_live_terminal(std::FILE* out) {
 }
 
 constexpr std::chrono::milliseconds kLiveEvery{500};
+
+// `text` cut to the terminal's width less one column: "\r\033[K" clears one
+// row, and a line that wrapped would leave its first rows behind.
+std::string fit_terminal(std::FILE* out, const std::string& text) {
+  winsize ws{};
+  if (ioctl(fileno(out), TIOCGWINSZ, &ws) != 0 || ws.ws_col < 2) return text;
+  std::string cut;
+  size_t columns = 0;
+  for (const char c : text) {
+    const bool starts_character = (static_cast<unsigned char>(c) & 0xC0) != 0x80;  // UTF-8 lead or ASCII
+    if (starts_character && ++columns >= ws.ws_col) break;
+    cut += c;
+  }
+  return cut;
+}
 
 }  // namespace
 
@@ -105,7 +121,7 @@ void Progress::say_locked(std::chrono::steady_clock::time_point now) {
   const std::string text = text_locked(now);
   flockfile(out_);
   if (live_ && status_) {
-    std::fprintf(out_, "\r\033[K%s", text.c_str());
+    std::fprintf(out_, "\r\033[K%s", fit_terminal(out_, text).c_str());
     drawn_ = true;
   } else {
     std::fprintf(out_, "%s\n", text.c_str());

@@ -340,13 +340,22 @@ TEST_F(MatrixHistory, OpMatrixOfTwoModelsSharingOps) {
                    "bf16[16,3,3,3], bf16[16]"));
   EXPECT_TRUE(shared.count("MaxPool(kernel_shape=[2,2], strides=[2,2]) bf16[1,16,64,64]"));
   EXPECT_NE(rows[0]["nss_error"].get<std::string>().find("LpNormalization"), std::string::npos) << rows[0].dump();
-  // The same table in the HTML report.
+  // The same table on ops.html; report.html shows the ops that block a model (LpNormalization) or fall
+  // back (Softmax, off nss) and links it.
+  const auto op_rows = [](const std::string& html) {
+    size_t n = 0;
+    for (size_t at = html.find("<tr class=\"op\""); at != std::string::npos; at = html.find("<tr class=\"op\"", at + 1))
+      ++n;
+    return n;
+  };
+  const std::string page = slurp(dir_ + "/out/ops.html");
+  EXPECT_EQ(op_rows(page), 15u);
+  EXPECT_NE(page.find("<td class=\"op\">LpNormalization(axis=1) bf16[1,10]</td>"), std::string::npos);
   const std::string html = slurp(dir_ + "/out/report.html");
-  size_t n = 0;
-  for (size_t at = html.find("<tr class=\"op\""); at != std::string::npos; at = html.find("<tr class=\"op\"", at + 1))
-    ++n;
-  EXPECT_EQ(n, 15u);
+  EXPECT_EQ(op_rows(html), 2u);
   EXPECT_NE(html.find("<td class=\"op\">LpNormalization(axis=1) bf16[1,10]</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"op\">Softmax(axis=1) bf16[1,10]</td>"), std::string::npos);
+  EXPECT_NE(html.find("all 15 ops: <a href=\"ops.html\">"), std::string::npos);
   // JUnit: the tags of the failure and of the pass, as tt-xla writes them.
   const json tags = junit_tags_via_python(dir_ + "/out/junit.xml");
   const json& lp = tags["demo_lp-bf16-sim-discover"];

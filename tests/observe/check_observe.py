@@ -78,8 +78,11 @@ def wait_for_url(p, err_file, timeout=30):
     raise SystemExit("FAIL: no 'status on http://...' line in " + err_file + ":\n" + open(err_file).read())
 
 
-def get(url, token=None):
-    req = urllib.request.Request(url, headers={"Authorization": "Bearer " + token} if token else {})
+def get(url, token=None, host=None):
+    headers = {"Authorization": "Bearer " + token} if token else {}
+    if host:
+        headers["Host"] = host
+    req = urllib.request.Request(url, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
             return r.status, r.read().decode(), r.headers.get("Content-Type", "")
@@ -129,6 +132,8 @@ def check_idle_fleet(url):
     s = wait_status(url, lambda s: s["run"]["phase"] == "running" and s["progress"]["jobs_queued"] > 0,
                     "jobs queued with no worker")
     check(s["workers"] == [], "no worker registered yet")
+    code, _, _ = get(url + "/api/status", host="status.example.net:80")
+    check(code == 403, "a request naming another Host (DNS rebinding) gets 403 without a token (%d)" % code)
     check(s["progress"]["tests_total"] == 2 and s["progress"]["tests_done"] == 0, "2 tests, none done")
     check(s["progress"]["jobs_done"] == 0 and s["progress"]["jobs_estimate"] > 0,
           "no job done, %d estimated" % s["progress"]["jobs_estimate"])
@@ -227,6 +232,11 @@ def token_run():
     r = subprocess.run([COORD, "--spec", spec, "--export", os.path.join(d, "x"), "--http", "localhost"],
                        capture_output=True, text=True, timeout=30)
     check(r.returncode == 2 and "want HOST:PORT" in r.stderr, "an address without a port refused")
+    t0 = time.time()
+    r = subprocess.run([COORD, "--spec", os.path.join(d, "no-such.yaml"), "--export", os.path.join(d, "x"), "--http",
+                        "127.0.0.1:0"], capture_output=True, text=True, timeout=30)
+    check(r.returncode == 2 and "status on http://" in r.stderr and time.time() - t0 < 10,
+          "a run that ends at once stops its server and exits (%d, %.1f s)" % (r.returncode, time.time() - t0))
     short = os.path.join(d, "short.token")
     open(short, "w").write("abc\n")
     r = subprocess.run([COORD, "--spec", spec, "--export", os.path.join(d, "x"), "--http", "127.0.0.1:0",

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "coordinator/observe/status_board.h"
+#include "coordinator/observe/status_server.h"
 
 using namespace torq;
 using namespace torq::coordinator;
@@ -185,4 +186,12 @@ TEST(StatusBoard, ProgressFiguresSayWhatIsEstimated) {
   EXPECT_EQ(progress_figures(s), "tests 12/128 | jobs 12000/20000 (60%) | 290.0 jobs/s | ETA -");
   EXPECT_EQ(duration_text(45.4), "45s");
   EXPECT_EQ(duration_text(3725), "1h02m");
+}
+
+TEST(StatusServer, OnlyLoopbackAddressLiteralsAreLoopback) {
+  for (const char* host : {"127.0.0.1", "127.9.8.7", "::1", "::ffff:127.0.0.1", "localhost"})
+    EXPECT_TRUE(is_loopback_host(host)) << host;
+  for (const char* host : {"0.0.0.0", "128.0.0.1", "10.0.0.1", "127.0.0.1.example.net", "127.evil", "::",
+                           "::ffff:10.0.0.1", "", "localhost.example.net"})
+    EXPECT_FALSE(is_loopback_host(host)) << host;
 }
