@@ -11,6 +11,7 @@
 
 #include "coordinator/fleet/fmt.h"
 #include "coordinator/fleet/unit_run.h"
+#include "pipeline/base/progress.h"
 #include "pipeline/base/peak_rss.h"
 #include "pipeline/model/model_import.h"
 #include "pipeline/report/report.h"
@@ -158,6 +159,7 @@ void print_fleet_phases(const ServeTotals& t, Clock::time_point t_start, double 
 
 void print_fleet_summary(const std::string& run, const std::vector<RunUnit>& units, const ServeTotals& t,
                          int critical, const std::vector<std::string>& exported, double wall_s, std::ostream& out) {
+  const base::Progress::LogLine over_the_live_line;  // a terminal's progress line is not drawn midway
   out << "== torq-coordinator run " << run << ": " << (t.complete ? "complete" : "STOPPED EARLY (resumable)")
       << " ==\n";
   out << "models    " << units.size() << " (";
@@ -173,7 +175,10 @@ void print_fleet_summary(const std::string& run, const std::vector<RunUnit>& uni
 }  // namespace
 
 int run_fleet(const FleetRunOptions& o, std::ostream& out, std::ostream& err) {
-  auto log = [&err](const std::string& s) { err << "[coordinator] " << s << "\n" << std::flush; };
+  auto log = [&err](const std::string& s) {
+    const base::Progress::LogLine over_the_live_line;  // a terminal's progress line is cleared first
+    err << "[coordinator] " << s << "\n" << std::flush;
+  };
   const auto t_start = Clock::now();
   const FleetSpec& spec = o.spec;
 

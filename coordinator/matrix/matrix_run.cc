@@ -705,6 +705,7 @@ struct MatrixRun {
       progress.phase("stopped", std::to_string(totals.pending) + " jobs unfinished");
       log("stopped early with " + std::to_string(totals.pending) +
           " jobs unfinished; run the same spec with the same --db to resume");
+      const base::Progress::LogLine over_the_live_line;
       out << "== torq-coordinator matrix " << spec.path << ": STOPPED EARLY (resumable), no outcomes ==\n";
       print_serve_totals(totals, std::chrono::duration<double>(Clock::now() - t_start).count(), out);
       return kExitStoppedEarly;  // a run that did not finish is never a green one

@@ -83,23 +83,23 @@ void Progress::set_status(std::function<std::string()> status) {
   status_ = std::move(status);
 }
 
-Progress::LogLine::LogLine() {
-  std::lock_guard<std::mutex> g(g_active_mu);
-  Progress* p = g_active;
-  if (!p) return;
-  locked_ = p->out_;
+// The stream first, then the active Progress: a Progress being destroyed
+// has left g_active already, or waits in its destructor for this stream
+// lock before it goes. No mutex is taken under the stream lock (a thread in
+// note() holds g_active_mu and waits for mu_, which the progress thread
+// holds while it waits for the stream).
+Progress::LogLine::LogLine(std::FILE* stream) : locked_(stream) {
   flockfile(locked_);
-  if (p->drawn_) {
+  Progress* p = g_active.load();
+  if (p && p->out_ == locked_ && p->drawn_) {
     std::fputs("\r\033[K", locked_);
     p->drawn_ = false;  // drawn again at the next tick
   }
 }
 
 Progress::LogLine::~LogLine() {
-  if (locked_) {
-    std::fflush(locked_);
-    funlockfile(locked_);
-  }
+  std::fflush(locked_);
+  funlockfile(locked_);
 }
 
 bool Progress::active() { return g_active.load(std::memory_order_relaxed) != nullptr; }

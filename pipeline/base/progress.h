@@ -44,16 +44,17 @@ class Progress {
   // True when the line is drawn in place on a terminal.
   bool live() const { return live_; }
 
-  // Held while writing a line to the Progress's stream: clears the live
-  // line (if any) first, and keeps the progress thread from drawing midway.
+  // Held while writing a line to `stream` (the Progress's, stderr): clears
+  // the live line (if any) first, and keeps the progress thread from
+  // drawing midway.
   class LogLine {
    public:
-    LogLine();
+    explicit LogLine(std::FILE* stream = stderr);
     ~LogLine();
     LogLine(const LogLine&) = delete;
     LogLine& operator=(const LogLine&) = delete;
    private:
-    std::FILE* locked_ = nullptr;
+    std::FILE* const locked_;
   };
 
  private:
