@@ -79,8 +79,11 @@ Progress::~Progress() {
 }
 
 void Progress::set_status(std::function<std::string()> status) {
-  std::lock_guard<std::mutex> l(mu_);
-  status_ = std::move(status);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    status_ = std::move(status);
+  }
+  cv_.notify_all();  // the thread may be waiting out the plain interval: the live one is shorter
 }
 
 // The stream first, then the active Progress: a Progress being destroyed
@@ -133,12 +136,14 @@ void Progress::say_locked(std::chrono::steady_clock::time_point now) {
 
 void Progress::loop() {
   std::unique_lock<std::mutex> l(mu_);
+  const auto interval = [this] { return live_ && status_ ? kLiveEvery : every_; };
   while (!stop_) {
-    const auto every = live_ && status_ ? kLiveEvery : every_;
-    cv_.wait_until(l, last_said_ + every, [this] { return stop_; });
+    // A status given meanwhile (set_status) wakes the wait: its interval may be the live one.
+    const bool had_status = static_cast<bool>(status_);
+    cv_.wait_until(l, last_said_ + interval(), [&] { return stop_ || static_cast<bool>(status_) != had_status; });
     if (stop_) break;
     const auto now = std::chrono::steady_clock::now();
-    if (now - last_said_ >= every && (status_ || !step_.empty())) say_locked(now);
+    if (now - last_said_ >= interval() && (status_ || !step_.empty())) say_locked(now);
     else if (step_.empty() && !status_) last_said_ = now;  // nothing to say yet
   }
 }

@@ -1,6 +1,10 @@
 // base::Progress: a long command's "[progress]" lines (issue 31).
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -101,4 +105,41 @@ TEST(Progress, TheDefaultIntervalIsFiveSecondsAndABadOverrideIsIgnored) {
   const std::string out = read_all(f);
   std::fclose(f);
   EXPECT_EQ(out, "");  // 300 ms is well inside the 5 s default
+}
+
+// A status given after the thread began waiting out the plain interval
+// (5 s) is drawn live within the live one (0.5 s) on a terminal: a race
+// seen in CI, where a 4-second run on a pseudo-terminal drew nothing.
+TEST(Progress, AStatusSetAfterTheThreadWaitsIsDrawnLiveOnATerminal) {
+  const int master = posix_openpt(O_RDWR | O_NOCTTY);
+  ASSERT_GE(master, 0);
+  ASSERT_EQ(grantpt(master), 0);
+  ASSERT_EQ(unlockpt(master), 0);
+  std::FILE* tty = std::fopen(ptsname(master), "w");
+  ASSERT_NE(tty, nullptr);
+  const char* term = std::getenv("TERM");
+  const std::string saved = term ? term : "";
+  setenv("TERM", "xterm", 1);
+  unsetenv("TORQ_PROGRESS_MS");
+  {
+    Progress p("torq-test", tty);
+    EXPECT_TRUE(p.live());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the thread waits 5 s now
+    p.set_status([] { return std::string("running | tests 1/2"); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+  }
+  std::fclose(tty);
+  if (term) setenv("TERM", saved.c_str(), 1);
+  else unsetenv("TERM");
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    pollfd pfd{master, POLLIN, 0};
+    if (poll(&pfd, 1, 100) <= 0) break;
+    const ssize_t n = read(master, buf, sizeof buf);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  close(master);
+  EXPECT_GE(count_of(out, "\r\033[K[progress] torq-test: running | tests 1/2 ("), 2) << out;
 }
