@@ -18,14 +18,13 @@ using detail::printf_str;
 constexpr Outcome kOutcomes[] = {Outcome::kPassed, Outcome::kFailed, Outcome::kXfailed, Outcome::kXpassed,
                                  Outcome::kSkipped};
 
-std::string esc(const std::string& s) { return detail::html_escape(s); }
 
 // ------------------------------------------------------------ run header
 
 std::string header_html(const std::vector<TestResult>& results, const RunInfo& info) {
   std::string h = "<header>\n<h1>torq matrix report</h1>\n<dl class=\"run\">\n";
   auto row = [&h](const std::string& name, const std::string& value) {
-    h += "<dt>" + esc(name) + "</dt><dd>" + esc(value.empty() ? "-" : value) + "</dd>\n";
+    h += "<dt>" + detail::html_escape(name) + "</dt><dd>" + detail::html_escape(value.empty() ? "-" : value) + "</dd>\n";
   };
   row("spec", info.spec);
   row("run id", info.run_id);
@@ -71,14 +70,11 @@ std::string controls_html() {
 
 // ------------------------------------------------------------ matrix table
 
-std::string td(const std::string& cls, const std::string& text) {
-  return (cls.empty() ? "<td>" : "<td class=\"" + cls + "\">") + esc(text) + "</td>";
-}
 
 // An enum name (EXPECTED_PASSING) that may wrap after its underscores.
 std::string enum_td(const std::string& name) {
   std::string h = "<td class=\"enum\">";
-  for (const char c : name) h += c == '_' ? std::string("_<wbr>") : esc(std::string(1, c));
+  for (const char c : name) h += c == '_' ? std::string("_<wbr>") : detail::html_escape(std::string(1, c));
   return h + "</td>";
 }
 
@@ -106,12 +102,12 @@ std::string row_open(const TestResult& r, detail::Change change) {
     cls += std::string(" changed change-") + detail::change_name(change);
     data = std::string(" data-change=\"") + detail::change_name(change) + "\"";
   }
-  return "<tr class=\"" + cls + "\" data-outcome=\"" + outcome + "\" data-id=\"" + esc(t.id) + "\" id=\"" +
-         esc(detail::element_id("test-", t.id)) + "\"" + data + ">";
+  return "<tr class=\"" + cls + "\" data-outcome=\"" + outcome + "\" data-id=\"" + detail::html_escape(t.id) + "\" id=\"" +
+         detail::html_escape(detail::element_id("test-", t.id)) + "\"" + data + ">";
 }
 
 std::string since_td(const TestResult& r, detail::Change change) {
-  const std::string text = esc(r.since_previous.empty() ? "-" : r.since_previous);
+  const std::string text = detail::html_escape(r.since_previous.empty() ? "-" : r.since_previous);
   if (change == detail::Change::kNone) return "<td class=\"since\">" + text + "</td>";
   return std::string("<td class=\"since\"><span class=\"change-badge\">") + detail::change_badge(change) +
          "</span> " + text + "</td>";
@@ -124,7 +120,7 @@ std::string pcc_td(const TestResult& r) {
   std::string title;
   if (r.run.e2e)
     title = " title=\"vs the fp32 original " + metric(r.run.e2e_pcc, true) + ", vs the converted model " +
-            metric(r.run.converted_pcc, true) + " (judged: " + esc(r.run.judged_against) + ")\"";
+            metric(r.run.converted_pcc, true) + " (judged: " + detail::html_escape(r.run.judged_against) + ")\"";
   return std::string("<td class=\"num") + (below ? " below" : "") + "\"" + title + ">" + metric(r.run.pcc, true) +
          "</td>";
 }
@@ -140,15 +136,15 @@ std::string matrix_row(const TestResult& r, bool has_page) {
   const detail::Change change = detail::change_of(r.since_previous);
   std::string h = row_open(r, change);
   if (has_page)
-    h += "<td class=\"id\"><a href=\"" + esc(grid_page_path(t.id)) + "\">" + esc(t.id) + "</a></td>";
+    h += "<td class=\"id\"><a href=\"" + detail::html_escape(grid_page_path(t.id)) + "\">" + detail::html_escape(t.id) + "</a></td>";
   else
-    h += td("id", t.id);
+    h += detail::html_td("id", t.id);
   h += std::string("<td><span class=\"badge\">") + outcome_name(r.outcome) + "</span></td>";
   h += since_td(r, change) + enum_td(bringup_name(r.bringup)) + enum_td(test_status_name(t.config.status));
-  h += pcc_td(r) + td("num", metric(t.config.required_pcc, true)) + layers_td(r);
-  h += td("", detail::distribution_text(r.run.executor_distribution, ", "));
-  h += td("num", printf_str("%.2f", r.run.wall_s));
-  h += td("msg", r.message.empty() ? r.run.message : r.message);
+  h += pcc_td(r) + detail::html_td("num", metric(t.config.required_pcc, true)) + layers_td(r);
+  h += detail::html_td("", detail::distribution_text(r.run.executor_distribution, ", "));
+  h += detail::html_td("num", printf_str("%.2f", r.run.wall_s));
+  h += detail::html_td("msg", r.message.empty() ? r.run.message : r.message);
   return h + "</tr>\n";
 }
 
@@ -165,8 +161,8 @@ std::string profiles_html(const std::vector<TestResult>& results) {
   std::string h;
   for (const TestResult& r : results) {
     if (r.run.profile_overview.empty()) continue;
-    h += "<details class=\"profile\" data-id=\"" + esc(r.test->id) + "\"><summary>profile: " + esc(r.test->id) +
-         " (trace " + esc(r.run.profile_trace) + ")</summary><pre>" + esc(r.run.profile_overview) + "</pre></details>\n";
+    h += "<details class=\"profile\" data-id=\"" + detail::html_escape(r.test->id) + "\"><summary>profile: " + detail::html_escape(r.test->id) +
+         " (trace " + detail::html_escape(r.run.profile_trace) + ")</summary><pre>" + detail::html_escape(r.run.profile_overview) + "</pre></details>\n";
   }
   return h.empty() ? h : "<section id=\"profiles\">\n<h2>Host Profile Overview</h2>\n" + h + "</section>\n";
 }
@@ -177,7 +173,7 @@ std::string html_report(const std::vector<TestResult>& results, const std::set<s
                         const RunInfo& info, const OpMatrix* ops) {
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  h += "<title>torq matrix " + esc(info.run_id) + "</title>\n<style>" + std::string(html_template::kStyle) +
+  h += "<title>torq matrix " + detail::html_escape(info.run_id) + "</title>\n<style>" + std::string(html_template::kStyle) +
        html_template::kReportStyle + "</style>\n</head>\n";
   h += "<body>\n" + header_html(results, info) + detail::changes_html(results) + glance_html(results, info);
   h += matrix_html(results, grid_pages) + (ops ? detail::ops_html(*ops) : "") + profiles_html(results);
@@ -187,9 +183,9 @@ std::string html_report(const std::vector<TestResult>& results, const std::set<s
 
 std::string ops_page(const OpMatrix& ops, const RunInfo& info) {
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  h += "<title>torq op support " + esc(info.run_id) + "</title>\n<style>" + std::string(html_template::kStyle) +
+  h += "<title>torq op support " + detail::html_escape(info.run_id) + "</title>\n<style>" + std::string(html_template::kStyle) +
        html_template::kReportStyle + "</style>\n</head>\n<body>\n";
-  h += "<p><a href=\"report.html\">← report.html</a> · " + esc(info.spec) + " (run " + esc(info.run_id) + ")</p>\n";
+  h += "<p><a href=\"report.html\">← report.html</a> · " + detail::html_escape(info.spec) + " (run " + detail::html_escape(info.run_id) + ")</p>\n";
   h += detail::ops_grid_html(ops);
   return h + "<script>" + html_template::kMarkReady + "</script>\n</body>\n</html>\n";
 }

@@ -15,11 +15,7 @@ namespace {
 
 using detail::metric;
 
-std::string esc(const std::string& s) { return detail::html_escape(s); }
 
-std::string td(const std::string& cls, const std::string& text) {
-  return (cls.empty() ? "<td>" : "<td class=\"" + cls + "\">") + esc(text) + "</td>";
-}
 
 // The metrics of one executor's result, one per line (a cell's title).
 std::string cell_title(const ExecResult& x, bool recommended) {
@@ -70,26 +66,26 @@ std::string recommended_text(const ReportSummary& s) {
 
 // One grid cell: executor `e`'s result for layer `l`.
 std::string cell_html(const std::string& test_id, const LayerReport& l, Executor e) {
-  const std::string common = " data-executor=\"" + std::string(executor_name(e)) + "\" data-test=\"" + esc(test_id) +
-                             "\" data-layer=\"" + esc(l.info.id) + "\"";
+  const std::string common = " data-executor=\"" + std::string(executor_name(e)) + "\" data-test=\"" + detail::html_escape(test_id) +
+                             "\" data-layer=\"" + detail::html_escape(l.info.id) + "\"";
   const auto it = l.results.find(e);
   if (it == l.results.end())
     return "<td class=\"cell status-absent\"" + common + " title=\"" + executor_name(e) + ": not tested\">–</td>";
   const bool rec = l.recommended == e;
   const std::string status = status_name(it->second.status);
   return "<td class=\"cell status-" + status + (rec ? " recommended" : "") + "\"" + common + " title=\"" +
-         esc(cell_title(it->second, rec)) + "\">" + (rec ? "<span class=\"star\">★</span> " : "") + status + "</td>";
+         detail::html_escape(cell_title(it->second, rec)) + "\">" + (rec ? "<span class=\"star\">★</span> " : "") + status + "</td>";
 }
 
 std::string layer_row(const std::string& test_id, const LayerReport& l, const std::vector<Executor>& executors,
                       bool critical) {
   std::string h = std::string("<tr class=\"layer") + (critical ? " critical" : "") + "\" data-layer=\"" +
-                  esc(l.info.id) + "\">" + td("num", std::to_string(l.info.index));
-  std::string layer_text = esc(l.info.id);
-  if (!l.dedup_of.empty()) layer_text += " <small>(dedup of " + esc(l.dedup_of) + ")</small>";
-  h += "<td class=\"layer\">" + layer_text + "</td>" + td("", l.info.op_type);
+                  detail::html_escape(l.info.id) + "\">" + detail::html_td("num", std::to_string(l.info.index));
+  std::string layer_text = detail::html_escape(l.info.id);
+  if (!l.dedup_of.empty()) layer_text += " <small>(dedup of " + detail::html_escape(l.dedup_of) + ")</small>";
+  h += "<td class=\"layer\">" + layer_text + "</td>" + detail::html_td("", l.info.op_type);
   for (const Executor e : executors) h += cell_html(test_id, l, e);
-  return h + td("", l.recommended ? executor_name(*l.recommended) : "-") + "</tr>\n";
+  return h + detail::html_td("", l.recommended ? executor_name(*l.recommended) : "-") + "</tr>\n";
 }
 
 // The test's figures, as report.html's row gives them and more.
@@ -97,7 +93,7 @@ std::string figures_html(const TestResult& r) {
   const TestCase& t = detail::test_of(r);
   std::string h = "<dl class=\"run\">\n";
   auto row = [&h](const std::string& name, const std::string& value) {
-    h += "<dt>" + esc(name) + "</dt><dd>" + esc(value.empty() ? "-" : value) + "</dd>\n";
+    h += "<dt>" + detail::html_escape(name) + "</dt><dd>" + detail::html_escape(value.empty() ? "-" : value) + "</dd>\n";
   };
   row("model", detail::model_name(t));
   row("variant · target · mode", t.variant.name + " · " + t.target.name + " · " + mode_name(t.mode));
@@ -117,8 +113,8 @@ std::string figures_html(const TestResult& r) {
   h += "</dl>\n";
   if (!r.run.report_file.empty()) {
     const std::string file = r.run.report_file.substr(r.run.report_file.find_last_of('/') + 1);
-    h += "<p>Report for <code>torq-gen-config view/edit</code>: <a href=\"" + esc(detail::url_fragment(file)) + "\">" +
-         esc(file) + "</a></p>\n";
+    h += "<p>Report for <code>torq-gen-config view/edit</code>: <a href=\"" + detail::html_escape(detail::url_fragment(file)) + "\">" +
+         detail::html_escape(file) + "</a></p>\n";
   }
   return h;
 }
@@ -128,11 +124,11 @@ std::string page_head(const TestResult& r) {
   const std::string& id = detail::test_of(r).id;
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  h += "<title>torq grid " + esc(id) + "</title>\n<style>" + std::string(html_template::kStyle) +
+  h += "<title>torq grid " + detail::html_escape(id) + "</title>\n<style>" + std::string(html_template::kStyle) +
        html_template::kGridStyle + "</style>\n</head>\n<body>\n";
-  h += "<nav><a id=\"back\" href=\"../../report.html#" + esc(detail::url_fragment(detail::element_id("test-", id))) +
+  h += "<nav><a id=\"back\" href=\"../../report.html#" + detail::html_escape(detail::url_fragment(detail::element_id("test-", id))) +
        "\">← matrix report</a></nav>\n";
-  h += "<h1>" + esc(id) + " <span class=\"outcome-" + outcome_name(r.outcome) + "\"><span class=\"badge\">" +
+  h += "<h1>" + detail::html_escape(id) + " <span class=\"outcome-" + outcome_name(r.outcome) + "\"><span class=\"badge\">" +
        outcome_name(r.outcome) + "</span></span></h1>\n" + figures_html(r);
   h += "<h2>Layer × executor grid</h2>\n<p class=\"legend\">"
        "<span class=\"status-success\">success</span><span class=\"status-difference\">difference</span>"
@@ -162,9 +158,9 @@ std::string grid_page_path(const std::string& id) { return "reports/" + test_dir
 std::string grid_html(const std::string& test_id, const ModelReport& r) {
   const ReportSummary s = summarize(r);
   const std::vector<Executor> executors = grid_executors(r);
-  std::string h = "<section class=\"grid\" id=\"" + esc(detail::element_id("grid-", test_id)) + "\" data-id=\"" +
-                  esc(test_id) + "\">\n<p class=\"grid-summary\">" + esc(r.model_name) + ": " +
-                  std::to_string(s.total_layers) + " layers; recommended " + esc(recommended_text(s)) + "; " +
+  std::string h = "<section class=\"grid\" id=\"" + detail::html_escape(detail::element_id("grid-", test_id)) + "\" data-id=\"" +
+                  detail::html_escape(test_id) + "\">\n<p class=\"grid-summary\">" + detail::html_escape(r.model_name) + ": " +
+                  std::to_string(s.total_layers) + " layers; recommended " + detail::html_escape(recommended_text(s)) + "; " +
                   std::to_string(s.critical_failures.size()) + " critical failures</p>\n";
   h += "<table class=\"layers\">\n<thead><tr><th>#</th><th>layer</th><th>op</th>";
   for (const Executor e : executors) h += std::string("<th>") + executor_name(e) + "</th>";

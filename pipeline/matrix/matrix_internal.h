@@ -59,6 +59,10 @@ const TestCase& test_of(const TestResult& r);
 // The HTML pages (matrix_html*.cc). Text helpers (matrix_html_text.cc):
 // Escapes text for an HTML text node or a double- or single-quoted attribute.
 using base::html_escape;
+// A table cell of escaped text, with a class when `cls` is not empty.
+inline std::string html_td(const std::string& cls, const std::string& text) {
+  return (cls.empty() ? "<td>" : "<td class=\"" + cls + "\">") + html_escape(text) + "</td>";
+}
 // An element id: `prefix` + `id` with whitespace (which ids may not hold) replaced by '_'.
 std::string element_id(const std::string& prefix, const std::string& id);
 // `s` percent-encoded but for unreserved characters, for a URL fragment.
