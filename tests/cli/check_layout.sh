@@ -20,7 +20,7 @@ if grep -rn '#include "\(pipeline/\|worker/\|coordinator/\)' pipeline/targets/ |
 fi
 # pipeline/'s rooms, lowest first: each includes only itself, base/ and the
 # rooms before it (pipeline/CMakeLists.txt says what each holds).
-rooms=(core wire model store plan report matrix)
+rooms=(core wire model store plan report probe matrix)
 if ls pipeline/*.cc pipeline/*.h >/dev/null 2>&1; then
   echo "layout: sources at pipeline/'s top level (each belongs in a room):"; ls pipeline/*.cc pipeline/*.h; bad=1
 fi
