@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "coordinator/gen_config/discover.h"
+#include "coordinator/gen_config/probe_cli.h"
 #include "coordinator/gen_config/run_model.h"
 #include "pipeline/report/edit.h"
 #include "pipeline/core/json_limits.h"
@@ -512,6 +513,8 @@ int main(int argc, char** argv) {
   CLI::App* view = add_view(app, view_args);
   CLI::App* edit = add_edit(app, edit_args);
   CLI::App* repro = add_repro(app, repro_args);
+  coordinator::ProbeArgs probe_args;
+  coordinator::add_probe(app, probe_args);
 
   try {
     app.parse(argc, argv);
@@ -528,6 +531,7 @@ int main(int argc, char** argv) {
       return quant::quantize_command(qo, std::cout, std::cerr);
     }
     if (*repro) return do_repro(repro_args, argc, argv, null_out);
+    if (*probe_args.cmd) return coordinator::do_probe(probe_args, engine::kernel_catalog());
     if (*cmp) return do_compare(compare_args);
     if (*view) return do_view(view_args);
     if (*edit) return do_edit(*edit, edit_args);

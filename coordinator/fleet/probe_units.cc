@@ -1,0 +1,100 @@
+#include "coordinator/fleet/probe_units.h"
+
+#include "coordinator/fleet/local_fleet.h"
+#include "pipeline/model/model_import.h"
+#include "pipeline/probe/probe_model.h"
+
+namespace torq::coordinator {
+
+using namespace pipeline;  // NOLINT(google-build-using-namespace)
+using pipeline::probe::ProbePoint;
+using pipeline::probe::ProbeRow;
+
+bool infrastructure_class(const std::string& c) {
+  return c == "crash" || c == "timeout" || c == "invalid_job" || c.rfind("infra", 0) == 0 || c == "board";
+}
+
+namespace {
+
+// The point's model imported into the cache, or why it cannot be.
+std::unique_ptr<ImportedModel> import_point(const ProbePoint& p, const std::string& bytes,
+                                            const std::string& cache_dir, std::string* invalid) {
+  ImportOptions io;
+  io.convert_bf16 = p.dtype == "bf16";
+  io.copy_to = cache_import_path(cache_dir);
+  try {
+    auto m = ImportedModel::from_bytes(bytes, p.id, io);
+    adopt_cache_file(cache_dir, m->hash());
+    return m;
+  } catch (const std::exception& e) {
+    adopt_cache_file(cache_dir, "");
+    *invalid = std::string("the import refuses it: ") + e.what();
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+ProbeUnits make_probe_units(const std::vector<ProbePoint>& points, const PlanOptions& plan,
+                            const std::string& cache_dir, const LogFn& log) {
+  ProbeUnits pu;
+  pu.rows.reserve(points.size());
+  for (const auto& p : points) {
+    ProbeRow row;
+    row.point = p;
+    const probe::BuiltPoint b = probe::build_point(p);
+    row.features = b.features;
+    row.invalid = b.invalid;
+    std::unique_ptr<ImportedModel> model;
+    if (row.invalid.empty()) model = import_point(p, b.bytes, cache_dir, &row.invalid);
+    pu.rows.push_back(std::move(row));
+    if (pu.rows.size() % 500 == 0)
+      log("probe: built " + std::to_string(pu.rows.size()) + "/" + std::to_string(points.size()) + " points");
+    if (!model) continue;
+    RunUnit u;
+    u.label = p.id;
+    u.model = std::move(model);
+    u.plan = plan;
+    u.plan.case_prefix = p.id;
+    u.plan.job_template.seed = p.seed;
+    u.plan.job_template.result_key = p.id;
+    u.drop_weights_after_planning = true;
+    pu.units.push_back(std::move(u));
+    pu.row_of_unit.push_back(pu.rows.size() - 1);
+  }
+  return pu;
+}
+
+void read_probe_outcomes(ProbeUnits& pu, const Store& store, const std::string& run) {
+  for (size_t i = 0; i < pu.units.size(); ++i) {
+    ProbeRow& row = pu.rows[pu.row_of_unit[i]];
+    const ModelReport rep = unit_layers_report(pu.units[i], store, run, pu.units[i].plan.job_template.tolerance);
+    // The point's layer: its op's (an int8 point's Q/DQ belong to it).
+    const LayerReport* layer = nullptr;
+    for (const auto& l : rep.layers)
+      if (l.info.op_type == row.point.op) layer = &l;
+    if (!layer) continue;
+    row.outcomes.clear();
+    // The host's fp32 reference failing says the point is no valid model,
+    // nothing of any executor: the point is invalid, never learned from.
+    bool reference_failed = !layer->results.empty();
+    for (const auto& [e, r] : layer->results) reference_failed = reference_failed && r.error_class == "reference";
+    if (reference_failed) {
+      row.invalid = "the reference (host fp32) fails: " + layer->results.begin()->second.error_message;
+      continue;
+    }
+    for (const auto& [e, r] : layer->results) {
+      probe::ProbeOutcome o;
+      o.executor = e;
+      o.status = r.status;
+      o.error_class = r.error_class;
+      o.error_message = r.error_message;
+      o.runtime_ms = r.runtime_ms;
+      o.host_ms = r.host_ms;
+      o.infrastructure = r.status == Status::kError && infrastructure_class(r.error_class);
+      row.outcomes.push_back(o);
+    }
+  }
+}
+
+}  // namespace torq::coordinator
