@@ -7,7 +7,7 @@
 
 #include "coordinator/fleet/fmt.h"
 #include "coordinator/fleet/local_fleet.h"
-#include "coordinator/fleet/probe_units.h"
+#include "coordinator/fleet/probe_rounds.h"
 #include "coordinator/gen_config/discover_parts.h"
 #include "coordinator/gen_config/local_serve.h"
 #include "coordinator/fleet/probe_output.h"
@@ -57,7 +57,6 @@ class Probe {
  public:
   Probe(const ProbeOptions& o, std::ostream& out) : o_(o), log_(out, "", o.quiet) {}
   void start();
-  void build_units();
   void serve();
   int finish();
   DiscoverLog& log() { return log_; }
@@ -66,15 +65,16 @@ class Probe {
   const ProbeOptions& o_;
   DiscoverLog log_;
   const Clock::time_point started_ = Clock::now();
+  probe::ProbeSpec spec_;
   std::vector<probe::ProbePoint> points_;
   std::map<Executor, std::string> targets_;
-  std::string store_dir_, cache_dir_, run_;
+  std::map<Executor, targets::TargetProfile> base_;
+  std::string store_dir_, cache_dir_;
   const PrivateEndpoint endpoint_;
   std::unique_ptr<LocalWorkers> workers_;
   std::unique_ptr<runner::LocalPool> pool_;
   std::unique_ptr<Store> store_;
-  ProbeUnits pu_;
-  ServeTotals totals_;
+  ProbeRounds result_;
 };
 
 void Probe::start() {
@@ -82,9 +82,11 @@ void Probe::start() {
   if (!o_.op_catalog) throw PipelineError("probe: no op catalog to check profiles against");
   if (o_.backend != "sim" && !o_.targets_file.empty())
     throw PipelineError("--targets (sim profiles) does not apply to --backend " + o_.backend);
-  const probe::ProbeSpec spec = probe::load_probe_spec(o_.spec);
-  points_ = probe::expand_points(spec);
+  spec_ = probe::load_probe_spec(o_.spec);
+  points_ = probe::expand_points(spec_);
   if (!o_.targets_file.empty()) targets_ = read_targets(o_.targets_file, *o_.op_catalog);
+  base_ = base_profiles(o_.base_file.empty() ? targets_ : targets_map(o_.base_file, *o_.op_catalog), o_.executors,
+                        *o_.op_catalog);
   check_writable_dir(o_.output_dir);
   store_dir_ = o_.output_dir + "/.torq-store";
   cache_dir_ = store_dir_ + "/models";
@@ -95,22 +97,8 @@ void Probe::start() {
   else workers_ = std::make_unique<LocalWorkers>(lo);
   store_ = Store::open(store_dir_ + "/db");
   log_.line("probe " + o_.spec + ": " + std::to_string(points_.size()) + " points on " +
-            std::to_string(o_.executors.size()) + " executor(s)");
-}
-
-void Probe::build_units() {
-  pu_ = make_probe_units(points_, probe_plan(o_, targets_), cache_dir_, [this](const std::string& s) { log_.line(s); });
-  size_t invalid = 0;
-  for (const auto& r : pu_.rows) invalid += !r.invalid.empty();
-  if (invalid) log_.line("probe: " + std::to_string(invalid) + " point(s) make no valid model (listed in probe.csv)");
-  for (auto& u : pu_.units) u.use_store = !o_.recompute;
-  run_ = units_run_id("probe", pu_.units);
-  if (o_.recompute)
-    for (const auto& u : pu_.units) {
-      std::vector<int> layers;
-      for (const auto& l : u.model->layers()) layers.push_back(l.index);
-      store_->erase_results(run_, u.key(), layers, o_.executors);
-    }
+            std::to_string(o_.executors.size()) + " executor(s), up to " + std::to_string(spec_.refine) +
+            " refinement round(s)");
 }
 
 void Probe::serve() {
@@ -119,29 +107,35 @@ void Probe::serve() {
     if (log_.tty()) log_.progress("[probe] " + s);
     else log_.line("[probe] " + s);
   };
-  if (pool_)
-    totals_ = serve_on_pool(pu_.units, *store_, run_, *pool_, serve_log);
-  else
-    totals_ = serve_on_local_workers(pu_.units, *store_, run_, *workers_, endpoint_.str(), store_dir_ + "/workers.log",
-                                     serve_log, [](const std::string&) {});
-  log_.progress_clear();
-  read_probe_outcomes(pu_, *store_, run_);
+  ProbeRoundsOptions ro;
+  ro.refine = static_cast<int>(spec_.refine);
+  ro.plan = probe_plan(o_, targets_);
+  ro.cache_dir = cache_dir_;
+  ro.use_store = !o_.recompute;
+  ro.base = &base_;
+  ro.catalog = o_.op_catalog;
+  const ServeRound round = [&](std::vector<RunUnit>& units, const std::string& run) {
+    ServeTotals t = pool_ ? serve_on_pool(units, *store_, run, *pool_, serve_log)
+                          : serve_on_local_workers(units, *store_, run, *workers_, endpoint_.str(),
+                                                   store_dir_ + "/workers.log", serve_log, [](const std::string&) {});
+    log_.progress_clear();
+    return t;
+  };
+  result_ = run_probe_rounds(points_, ro, *store_, round, [this](const std::string& s) { log_.line(s); });
 }
 
 int Probe::finish() {
-  const auto base = base_profiles(o_.base_file.empty() ? targets_ : targets_map(o_.base_file, *o_.op_catalog),
-                                  o_.executors, *o_.op_catalog);
-  const ProbeSummary sum =
-      write_probe_outputs(o_.output_dir, pu_.rows, o_.executors, base, *o_.op_catalog, [this](const std::string& s) {
-        log_.line(s);
-      });
+  const ProbeSummary sum = write_probe_outputs(o_.output_dir, result_.rows, o_.executors, base_, *o_.op_catalog,
+                                               [this](const std::string& s) { log_.line(s); });
+  const ServeTotals& t = result_.totals;
   const double wall = std::chrono::duration<double>(Clock::now() - started_).count();
-  log_.line("jobs: " + std::to_string(totals_.fleet_jobs) + " run, " + std::to_string(totals_.resumed) +
-            " resumed from the store, " + std::to_string(totals_.cache_hits) + " from the cache");
-  log_.line("wall " + fmt(wall, 2) + " s (jobs " + fmt(totals_.run_s, 2) + " s), " +
-            fmt(totals_.run_s > 0 ? static_cast<double>(totals_.fleet_jobs) / totals_.run_s : 0) + " jobs/s on " +
+  log_.line("jobs: " + std::to_string(t.fleet_jobs) + " run, " + std::to_string(t.resumed) +
+            " resumed from the store, " + std::to_string(t.cache_hits) + " from the cache, in " +
+            std::to_string(result_.rounds) + " round(s)");
+  log_.line("wall " + fmt(wall, 2) + " s (jobs " + fmt(t.run_s, 2) + " s), " +
+            fmt(t.run_s > 0 ? static_cast<double>(t.fleet_jobs) / t.run_s : 0) + " jobs/s on " +
             std::to_string(o_.workers) + " workers");
-  return sum.complete ? 0 : 2;
+  return sum.complete && t.complete ? 0 : 2;
 }
 
 }  // namespace
@@ -150,7 +144,6 @@ int run_probe(const ProbeOptions& o, std::ostream& out, std::ostream& err) {
   Probe p(o, out);
   try {
     p.start();
-    p.build_units();
     p.serve();
     return p.finish();
   } catch (const std::exception& e) {

@@ -69,13 +69,21 @@ void learn_numerics(DerivedProfile& d, const std::vector<LearnSample>& all) {
 // The rule of one group of an op's points (float or integer ones).
 LearnedRule learn_group_rule(const std::vector<LearnSample>& s, bool integer, const std::set<base::DType>& running) {
   std::vector<const PointFeatures*> runs, fails;
+  std::vector<const std::string*> run_ids;
   for (const LearnSample& x : s) {
     const PointFeatures& f = x.row->features;
     if (f.integer() != integer) continue;
-    if (x.out->runs()) runs.push_back(&f);
-    else if (running.count(f.dtype)) fails.push_back(&f);  // other dtypes: the dtypes key's
+    if (x.out->runs()) {
+      runs.push_back(&f);
+      run_ids.push_back(&x.row->point.id);
+    } else if (running.count(f.dtype)) {
+      fails.push_back(&f);  // other dtypes: the dtypes key's
+    }
   }
-  return rule_search::search_rule(runs, fails);
+  LearnedRule rule = rule_search::search_rule(runs, fails);
+  for (LearnedKey& k : rule.keys)
+    if (k.bound_run >= 0) k.bound_point = *run_ids[static_cast<size_t>(k.bound_run)];
+  return rule;
 }
 
 LearnedOp learn_op(const std::string& op, const std::vector<LearnSample>& s, const targets::OpCatalog& catalog) {

@@ -23,6 +23,13 @@ struct LearnedKey {
   int excludes = 0;      // failing points (of a running dtype) outside its bound
   // "runs 96 pts k<=5; excludes 40 failing pts k 7..11; bound in [5, 7)".
   std::string evidence;
+  // A bound key (max_*, min_*, element counts): the measured gap its bound
+  // lies in, between the running point at the bound (gap_run) and the
+  // nearest failing point only this key excludes (gap_fail; 0: none), and
+  // the id of that running point (a refinement probes between them).
+  int64_t gap_run = 0, gap_fail = 0;
+  int bound_run = -1;        // index of that running point in the search's runs
+  std::string bound_point;   // its point id
 };
 
 // The rule learned for one op from one group of data types.

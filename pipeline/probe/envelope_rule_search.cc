@@ -17,6 +17,10 @@ namespace {
 struct Candidate {
   LearnedKey key;
   std::vector<bool> excludes;  // per failing point
+  // Bound keys: per failing point it excludes, its value nearest the bound.
+  std::vector<int64_t> beyond;
+  bool is_max = true, elements = false, strided_only = false;
+  std::string name;            // the parameter as evidence names it: "k", "H,W"
 };
 
 using ValuesOf = std::vector<int64_t> (*)(const PointFeatures&);
@@ -50,29 +54,39 @@ std::optional<Candidate> bound_candidate(const std::string& key, const std::stri
                                          bool is_max, const std::vector<const PointFeatures*>& runs,
                                          const std::vector<const PointFeatures*>& fails) {
   std::optional<int64_t> bound;
-  int within = 0;
-  for (const PointFeatures* r : runs) {
-    const std::vector<int64_t> v = values(*r);
+  int within = 0, at = -1;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const std::vector<int64_t> v = values(*runs[i]);
     if (v.empty()) continue;
     const int64_t e = is_max ? *std::max_element(v.begin(), v.end()) : *std::min_element(v.begin(), v.end());
-    bound = !bound ? e : is_max ? std::max(*bound, e) : std::min(*bound, e);
+    if (!bound || (is_max ? e > *bound : e < *bound)) bound = e, at = static_cast<int>(i);
     ++within;
   }
   if (!bound) return std::nullopt;
   Candidate c;
+  c.is_max = is_max;
+  c.name = name;
   int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (const PointFeatures* f : fails) {
     bool out = false;
+    int64_t nearest = is_max ? INT64_MAX : INT64_MIN;
     for (int64_t e : values(*f)) {
       if (is_max ? e <= *bound : e >= *bound) continue;
       out = true;
       lo = std::min(lo, e);
       hi = std::max(hi, e);
+      nearest = is_max ? std::min(nearest, e) : std::max(nearest, e);
     }
     c.excludes.push_back(out);
+    c.beyond.push_back(nearest);
   }
+  c.key.bound_run = at;
+  c.key.gap_run = *bound;
   const char* op = is_max ? "<=" : ">=";
-  c.key = {key, std::to_string(*bound), within, count(c.excludes), ""};
+  c.key.key = key;
+  c.key.value = std::to_string(*bound);
+  c.key.runs_within = within;
+  c.key.excludes = count(c.excludes);
   c.key.evidence = "runs " + std::to_string(within) + " pts " + name + op + std::to_string(*bound);
   if (c.key.excludes)
     c.key.evidence += "; excludes " + std::to_string(c.key.excludes) + " failing pts " + name + " " +
@@ -88,23 +102,31 @@ std::optional<Candidate> elements_candidate(const std::string& key, bool strided
                                             const std::vector<const PointFeatures*>& runs,
                                             const std::vector<const PointFeatures*>& fails) {
   std::optional<int64_t> max_run;
-  int within = 0;
-  for (const PointFeatures* r : runs)
-    if (!strided_only || strided(*r)) {
-      max_run = std::max(max_run.value_or(0), r->numel());
+  int within = 0, at = -1;
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (!strided_only || strided(*runs[i])) {
+      if (!max_run || runs[i]->numel() > *max_run) max_run = runs[i]->numel(), at = static_cast<int>(i);
       ++within;
     }
   if (!max_run) return std::nullopt;
   Candidate c;
+  c.elements = true;
+  c.strided_only = strided_only;
   int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (const PointFeatures* f : fails) {
     const bool out = (!strided_only || strided(*f)) && f->numel() > *max_run;
     if (out) lo = std::min(lo, f->numel()), hi = std::max(hi, f->numel());
     c.excludes.push_back(out);
+    c.beyond.push_back(f->numel());
   }
   const int64_t bound = count(c.excludes) ? round_element_bound(*max_run, lo) : *max_run;
   const std::string when = strided_only ? " with a stride > 1" : "";
-  c.key = {key, std::to_string(bound), within, count(c.excludes), ""};
+  c.key.key = key;
+  c.key.value = std::to_string(bound);
+  c.key.runs_within = within;
+  c.key.excludes = count(c.excludes);
+  c.key.bound_run = at;
+  c.key.gap_run = *max_run;
   c.key.evidence = "runs " + std::to_string(within) + " pts" + when + " of <= " + std::to_string(*max_run) + " elements";
   if (c.key.excludes)
     c.key.evidence += "; excludes " + std::to_string(c.key.excludes) + " failing pts of " + range_text(lo, hi) +
@@ -134,7 +156,10 @@ std::optional<Candidate> set_candidate(const std::string& key, const std::string
     }
     return out;
   };
-  c.key = {key, "[" + list(seen) + "]", static_cast<int>(runs.size()), count(c.excludes), ""};
+  c.key.key = key;
+  c.key.value = "[" + list(seen) + "]";
+  c.key.runs_within = static_cast<int>(runs.size());
+  c.key.excludes = count(c.excludes);
   c.key.evidence = "runs " + std::to_string(runs.size()) + " pts " + name + " {" + list(seen) + "}";
   if (c.key.excludes)
     c.key.evidence += "; excludes " + std::to_string(c.key.excludes) + " failing pts " + name + " {" + list(refused) + "}";
@@ -168,6 +193,31 @@ std::vector<Candidate> candidates(const std::vector<const PointFeatures*>& runs,
   return out;
 }
 
+// A kept bound's gap, measured against the failing points only it
+// excludes (a point a kept key of its own also refuses says nothing of
+// where this bound lies): the element bound is rounded in that gap, and
+// the evidence names it.
+void settle_gap(Candidate& c, size_t self, const std::vector<Candidate>& cands, const std::vector<bool>& kept) {
+  if (c.beyond.empty()) return;
+  std::optional<int64_t> nearest;
+  for (size_t j = 0; j < c.excludes.size(); ++j) {
+    if (!c.excludes[j]) continue;
+    bool other = false;
+    for (size_t k = 0; k < cands.size() && !other; ++k) other = k != self && kept[k] && cands[k].excludes[j];
+    if (other) continue;
+    const int64_t v = c.beyond[j];
+    nearest = !nearest ? v : (c.elements || c.is_max) ? std::min(*nearest, v) : std::max(*nearest, v);
+  }
+  if (!nearest) return;
+  c.key.gap_fail = *nearest;
+  if (c.elements) c.key.value = std::to_string(round_element_bound(c.key.gap_run, *nearest));
+  const size_t at = c.key.evidence.find("; bound in ");
+  if (at == std::string::npos) return;
+  const std::string run = std::to_string(c.key.gap_run), fail = std::to_string(*nearest);
+  c.key.evidence = c.key.evidence.substr(0, at) + "; bound in " +
+                   ((c.elements || c.is_max) ? "[" + run + ", " + fail + ")" : "(" + fail + ", " + run + "]");
+}
+
 }  // namespace
 
 LearnedRule search_rule(const std::vector<const PointFeatures*>& runs,
@@ -177,6 +227,7 @@ LearnedRule search_rule(const std::vector<const PointFeatures*>& runs,
   std::vector<Candidate> cands = candidates(runs, fails);
   std::vector<bool> covered(fails.size(), false);
   std::vector<bool> kept(cands.size(), false);
+  std::vector<size_t> order;
   for (;;) {
     size_t best = cands.size();
     int best_gain = 0;
@@ -189,7 +240,11 @@ LearnedRule search_rule(const std::vector<const PointFeatures*>& runs,
     if (best == cands.size()) break;
     kept[best] = true;
     for (size_t j = 0; j < fails.size(); ++j) covered[j] = covered[j] || cands[best].excludes[j];
-    rule.keys.push_back(cands[best].key);
+    order.push_back(best);
+  }
+  for (size_t i : order) {
+    settle_gap(cands[i], i, cands, kept);
+    rule.keys.push_back(cands[i].key);
   }
   return rule;
 }

@@ -135,13 +135,17 @@ ProbeOpSpec parse_op(const YamlReader& r, const YAML::Node& key, const YAML::Nod
 ProbeSpec parse_probe_spec(const std::string& text, const std::string& filename) {
   YamlReader r(filename);
   const YAML::Node root = base::yaml_parse(text, filename);
-  r.expect_map(root, {"seed", "dtypes", "max_points", "ops"}, "probe spec");
+  r.expect_map(root, {"seed", "dtypes", "max_points", "refine", "ops"}, "probe spec");
   if (!root["ops"]) r.fail(root, "probe spec lacks 'ops' (a map from op type to its grid)");
   ProbeSpec spec;
   spec.file = filename;
   if (root["seed"]) spec.seed = static_cast<uint64_t>(r.integer(root["seed"], "seed"));
   if (root["dtypes"]) spec.dtypes = parse_dtypes(r, root["dtypes"], "dtypes");
   if (root["max_points"]) spec.max_points = r.integer(root["max_points"], "max_points");
+  if (root["refine"]) {
+    spec.refine = r.integer(root["refine"], "refine");
+    if (spec.refine < 0 || spec.refine > 8) r.fail(root["refine"], "refine must be in [0, 8] rounds");
+  }
   r.expect_map(root["ops"], {}, "ops");
   for (const auto& kv : root["ops"]) spec.ops.push_back(parse_op(r, kv.first, kv.second, spec));
   const size_t n = expand_points(spec).size();

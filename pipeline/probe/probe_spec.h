@@ -5,6 +5,7 @@
 //   seed: 7                       # of the sampled points and every point's weights
 //   dtypes: [fp32, bf16, int8]    # default per op (an op's family may probe fewer)
 //   max_points: 5000              # a spec that expands to more is an error here
+//   refine: 3                     # rounds probing inside each learned bound's gap (probe_refine.h)
 //   ops:
 //     Conv:
 //       dtypes: [bf16]            # optional: this op's own
@@ -41,6 +42,7 @@ struct ProbeSpec {
   uint64_t seed = 7;
   std::vector<std::string> dtypes{"fp32", "bf16", "int8"};
   int64_t max_points = 5000;
+  int64_t refine = 3;  // refinement rounds
   std::vector<ProbeOpSpec> ops;
 };
 
