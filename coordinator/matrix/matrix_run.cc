@@ -1,6 +1,8 @@
 // A model-matrix run (see matrix_run.h): spec → tests → units → fleet →
 // outcomes → JUnit, JSON, HTML and per-test report files.
 #include "coordinator/matrix/matrix_run.h"
+#include "coordinator/matrix/probe_run.h"
+#include "pipeline/probe/probe_spec.h"
 
 #include "pipeline/base/peak_rss.h"
 #include "pipeline/base/progress.h"
@@ -1086,6 +1088,7 @@ struct MatrixRun {
 int run_matrix(const MatrixRunOptions& o, std::ostream& out, std::ostream& err) {
   MatrixRun run(o, out, err);
   if (const Exit code = run.load_and_select()) return *code;
+  if (run.spec.probe) return run_probe_matrix(o, run.spec, out, err);
   if (o.collect_only) {
     run.print_collected();
     return 0;
@@ -1120,7 +1123,7 @@ int validate_files(const std::vector<std::string>& files, std::ostream& out, std
     bool is_spec = false;
     try {
       const YAML::Node root = YAML::LoadFile(f);
-      is_spec = root.IsMap() && root["models"].IsDefined();
+      is_spec = root.IsMap() && (root["models"].IsDefined() || root["probe"].IsDefined());
     } catch (const YAML::Exception&) {
       // Parse errors are reported with their location by the loaders below.
     }
@@ -1135,6 +1138,12 @@ int validate_files(const std::vector<std::string>& files, std::ostream& out, std
     }
     for (const auto& s : specs) {
       Spec spec = load_spec(s);
+      if (spec.probe) {
+        out << "ok: " << s << ": a probe of " << probe::expand_points(probe::load_probe_spec(spec.probe->spec)).size()
+            << " points (" << spec.probe->spec << ") on " << spec.executors.size() << " executor(s) x "
+            << spec.targets.size() << " target(s)\n";
+        continue;
+      }
       std::vector<std::string> all = spec.config_files;
       for (const auto& c : configs)
         if (std::find(all.begin(), all.end(), c) == all.end()) all.push_back(c);

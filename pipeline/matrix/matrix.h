@@ -143,8 +143,16 @@ struct Preset {
   std::string k, m;  // expressions; empty: no filter
 };
 
+// A probe run instead of models (issue 34, docs/probe.md): the probe spec's
+// points on the spec's executors and targets, fanned out over the fleet.
+struct ProbeSection {
+  std::string spec;             // the probe spec (absolute), validated at load
+  double min_explained = 0.99;  // a (target, executor, op) whose rules explain less fails its JUnit case
+};
+
 struct Spec {
   std::string path;                     // the spec file
+  std::optional<ProbeSection> probe;    // set: a probe run (no models)
   std::vector<ModelEntry> models;
   std::vector<Variant> variants;        // default: [fp32]
   std::vector<Executor> executors;      // default: nss, css, host

@@ -17,6 +17,7 @@
 #include "pipeline/matrix/matrix_internal.h"
 #include "pipeline/base/error.h"
 #include "pipeline/base/yaml_strict.h"
+#include "pipeline/probe/probe_spec.h"
 
 namespace torq::pipeline::matrix {
 namespace {
@@ -42,9 +43,12 @@ class SpecParser {
     Spec s;
     s.path = fs::absolute(r_.file()).lexically_normal().string();
     if (!root.IsDefined() || root.IsNull()) r_.fail(root, "spec is empty: it needs at least 'models'");
-    r_.expect_map(root, {"models", "variants", "executors", "targets", "modes", "test_config", "presets", "options"},
+    r_.expect_map(root, {"models", "variants", "executors", "targets", "modes", "test_config", "presets", "options",
+                         "probe"},
                   "spec");
-    if (!root["models"]) r_.fail(root, "spec: missing required key 'models'");
+    if (root["probe"] && root["models"])
+      r_.fail(root["probe"], "a spec with 'probe' runs a probe, not models: put the models in a spec of their own");
+    if (!root["models"] && !root["probe"]) r_.fail(root, "spec: missing required key 'models' (or 'probe')");
     for (const auto& kv : root) {
       const std::string key = kv.first.Scalar();
       const YAML::Node& v = kv.second;
@@ -64,6 +68,8 @@ class SpecParser {
         s.presets = presets(v);
       else if (key == "options")
         s.options = options(v);
+      else if (key == "probe")
+        s.probe = probe(v);
     }
     if (!root["variants"]) s.variants = {Variant{}};
     if (!root["executors"]) s.executors.assign(std::begin(kExecutorPriority), std::end(kExecutorPriority));
@@ -359,6 +365,22 @@ class SpecParser {
     const double v = r_.number(n, what);
     if (!std::isfinite(v) || v < 0) r_.fail(n, what + " must be a finite number >= 0, got '" + n.Scalar() + "'");
     return v;
+  }
+
+  // probe: {spec: FILE, min_explained: 0.99}; the probe spec is parsed now,
+  // so its errors carry their own file:line:col before any job runs.
+  ProbeSection probe(const YAML::Node& n) const {
+    r_.expect_map(n, {"spec", "min_explained"}, "probe");
+    if (!n["spec"]) r_.fail(n, "probe lacks 'spec' (a probe spec file, e.g. configs/probe/default.yaml)");
+    ProbeSection p;
+    p.spec = resolve(r_.str(n["spec"], "probe.spec"));
+    if (!fs::exists(p.spec)) r_.fail(n["spec"], "probe spec '" + p.spec + "' does not exist");
+    probe::load_probe_spec(p.spec);
+    if (n["min_explained"]) {
+      p.min_explained = r_.number(n["min_explained"], "probe.min_explained");
+      if (p.min_explained < 0 || p.min_explained > 1) r_.fail(n["min_explained"], "probe.min_explained must be in [0, 1]");
+    }
+    return p;
   }
 
   SpecOptions options(const YAML::Node& n) const {
