@@ -94,7 +94,7 @@ void Probe::start() {
   sweep_dead_temp_files(cache_dir_);
   const LocalWorkersOptions lo = probe_workers(o_, store_dir_, cache_dir_, endpoint_.str());
   if (o_.backend == "sim") pool_ = start_local_pool(lo);
-  else workers_ = std::make_unique<LocalWorkers>(lo);
+  else workers_ = std::make_unique<LocalWorkers>(lo);  // the first round's: a round's end stops them
   store_ = Store::open(store_dir_ + "/db");
   log_.line("probe " + o_.spec + ": " + std::to_string(points_.size()) + " points on " +
             std::to_string(o_.executors.size()) + " executor(s), up to " + std::to_string(spec_.refine) +
@@ -115,9 +115,12 @@ void Probe::serve() {
   ro.base = &base_;
   ro.catalog = o_.op_catalog;
   const ServeRound round = [&](std::vector<RunUnit>& units, const std::string& run) {
+    if (!pool_ && !workers_)
+      workers_ = std::make_unique<LocalWorkers>(probe_workers(o_, store_dir_, cache_dir_, endpoint_.str()));
     ServeTotals t = pool_ ? serve_on_pool(units, *store_, run, *pool_, serve_log)
                           : serve_on_local_workers(units, *store_, run, *workers_, endpoint_.str(),
                                                    store_dir_ + "/workers.log", serve_log, [](const std::string&) {});
+    workers_.reset();  // serve_on_local_workers stopped them
     log_.progress_clear();
     return t;
   };

@@ -180,3 +180,25 @@ TEST(Probe, ABadSpecIsAnErrorWithItsLocationAndNoJobRuns) {
   EXPECT_EQ(tc.code, 2);
   EXPECT_NE(tc.output.find("--backend toolchain needs --toolchain"), std::string::npos) << tc.output;
 }
+
+// The toolchain backend through the strict stand-in toolchain (torq-sim's
+// torq-compile / torq-run-module): a refused Conv is a compile error of
+// the real tools' form, learned from like any error, and the refinement
+// round finds the kernel limit between the spec's 3 and 9.
+TEST(Probe, TheToolchainBackendsCompileErrorsAreLearnedFrom) {
+  const std::string dir = fresh_dir("probe_tc_" + std::to_string(getpid()));
+  std::ofstream(dir + "/spec.yaml") << "seed: 7\ndtypes: [bf16]\nrefine: 1\nops:\n  Conv:\n"
+                                       "    axes: {kernel: [3, 9], groups: [1, 2]}\n";
+  const auto r = run_cmd(gen() + " probe --spec " + dir + "/spec.yaml --backend toolchain --toolchain " +
+                         config("toolchains/standin.yaml") + " --skip-executors css,host -o " + dir + "/out");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto [ex, n] = explained(r.output, "nss");
+  EXPECT_EQ(ex, n) << r.output;
+  EXPECT_EQ(n, 8) << r.output;  // 3 points, 5 refinement points (kernel 4..8)
+  const std::string csv = read(dir + "/out/probe.csv");
+  EXPECT_NE(csv.find(",nss,error,compile,\"compile step (torq-sim torq-compile) exited with status 1"), std::string::npos)
+      << csv;
+  const std::string nss = read(dir + "/out/profiles/nss.yaml");
+  EXPECT_NE(nss.find("max_kernel: 7"), std::string::npos) << nss;
+  EXPECT_NE(nss.find("conv_groups: [standard]"), std::string::npos) << nss;
+}
