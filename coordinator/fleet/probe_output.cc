@@ -1,5 +1,7 @@
 #include "coordinator/fleet/probe_output.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -29,17 +31,47 @@ std::map<Executor, targets::TargetProfile> base_profiles(const std::map<Executor
   return out;
 }
 
-namespace {
+std::map<Executor, std::string> base_profile_files(const std::map<Executor, std::string>& files,
+                                                   const std::vector<Executor>& executors) {
+  std::map<Executor, std::string> out;
+  for (Executor e : executors) {
+    auto it = files.find(e);
+    out[e] = it != files.end() ? it->second
+                               : targets::TargetProfile::targets_dir() + "/" + executor_name(e) + ".yaml";
+  }
+  return out;
+}
 
-void write_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
+std::map<Executor, std::string> recorded_base(const std::string& dir) {
+  std::map<Executor, std::string> out;
+  for (Executor e : kExecutorPriority) {
+    const std::string path = dir + "/base/" + executor_name(e) + ".yaml";
+    if (fs::exists(path)) out[e] = path;
+  }
+  return out;
+}
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  std::error_code ec;
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     f << text;
-    if (!f.flush()) throw PipelineError(path + ": cannot write");
+    if (!f.flush()) {
+      fs::remove(tmp, ec);
+      throw PipelineError(path + ": cannot write");
+    }
   }
-  fs::rename(tmp, path);
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw PipelineError(path + ": cannot write (" + ec.message() + ")");
+  }
 }
+
+namespace {
+
+void write_atomic(const std::string& path, const std::string& text) { write_file_atomic(path, text); }
 
 std::string read_text(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -105,10 +137,15 @@ std::vector<ProbeRow> read_probe_dir(const std::string& dir_or_csv) {
 ProbeSummary write_probe_outputs(const std::string& dir, const std::vector<ProbeRow>& rows,
                                  const std::vector<Executor>& executors,
                                  const std::map<Executor, targets::TargetProfile>& base,
+                                 const std::map<Executor, std::string>& base_files,
                                  const targets::OpCatalog& catalog, const std::function<void(const std::string&)>& log) {
   ProbeSummary s;
   count_rows(rows, executors, s);
   fs::create_directories(dir + "/profiles");
+  fs::create_directories(dir + "/base");
+  for (const auto& [e, path] : base_files)
+    if (fs::absolute(path) != fs::absolute(dir + "/base/" + executor_name(e) + ".yaml"))
+      write_atomic(dir + "/base/" + executor_name(e) + ".yaml", read_text(path));
   std::string targets_yaml = "# The derived profiles of this probe: torq-gen-config discover --targets " + dir +
                              "/targets.yaml\n";
   for (Executor e : executors) {

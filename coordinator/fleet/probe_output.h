@@ -22,6 +22,12 @@ namespace torq::coordinator {
 std::map<pipeline::Executor, targets::TargetProfile> base_profiles(const std::map<pipeline::Executor, std::string>& files,
                                                                    const std::vector<pipeline::Executor>& executors,
                                                                    const targets::OpCatalog& catalog);
+// The files base_profiles reads: `files`' entry, else the built-in one.
+std::map<pipeline::Executor, std::string> base_profile_files(const std::map<pipeline::Executor, std::string>& files,
+                                                             const std::vector<pipeline::Executor>& executors);
+// The base profiles a probe of DIR recorded (DIR/base/<executor>.yaml), as
+// a targets map; empty when it recorded none.
+std::map<pipeline::Executor, std::string> recorded_base(const std::string& dir);
 
 struct ProbeSummary {
   size_t points = 0, invalid = 0, infrastructure = 0, missing = 0;  // missing: a point without every outcome
@@ -34,13 +40,19 @@ struct ProbeSummary {
 };
 
 // Learns each executor's envelope from `rows` and writes DIR/probe.csv,
-// envelope.md, envelope.html, profiles/<executor>.yaml and targets.yaml
-// (each through a temporary file and a rename); logs what each profile
-// explains. Throws PipelineError when a derived profile does not parse.
+// envelope.md, envelope.html, profiles/<executor>.yaml, targets.yaml and
+// a copy of each base profile read from `base_files` (DIR/base/, which
+// probe learn and probe diff take by default), each through a temporary
+// file and a rename; logs what each profile explains. Throws
+// PipelineError when a derived profile does not parse.
 ProbeSummary write_probe_outputs(const std::string& dir, const std::vector<pipeline::probe::ProbeRow>& rows,
                                  const std::vector<pipeline::Executor>& executors,
                                  const std::map<pipeline::Executor, targets::TargetProfile>& base,
+                                 const std::map<pipeline::Executor, std::string>& base_files,
                                  const targets::OpCatalog& catalog, const std::function<void(const std::string&)>& log);
+// `text` written to `path` through a temporary file of this process and a
+// rename (none is left behind); throws PipelineError.
+void write_file_atomic(const std::string& path, const std::string& text);
 
 // The rows of a probe directory's probe.csv (or of a probe.csv path).
 std::vector<pipeline::probe::ProbeRow> read_probe_dir(const std::string& dir_or_csv);

@@ -11,7 +11,19 @@ using pipeline::probe::ProbePoint;
 using pipeline::probe::ProbeRow;
 
 bool infrastructure_class(const std::string& c) {
-  return c == "crash" || c == "timeout" || c == "invalid_job" || c.rfind("infra", 0) == 0 || c == "board";
+  return c == "crash" || c == "timeout" || c == "invalid_job" || c == "fetch" || c == "target" || c == "reference" ||
+         c == "board" || c.rfind("infra", 0) == 0;
+}
+
+bool infrastructure_error(const ExecResult& r) {
+  if (r.status != Status::kError) return false;
+  if (infrastructure_class(r.error_class)) return true;
+  // A tool step that timed out or was killed keeps its step's class
+  // (compile) on the toolchain backend; a job that could not be staged is a
+  // runtime error of the worker's disk: neither says the op is refused.
+  for (const char* m : {" timed out after ", " killed by ", "cannot stage the job", "cannot create a scratch"})
+    if (r.error_message.find(m) != std::string::npos) return true;
+  return false;
 }
 
 namespace {
@@ -91,7 +103,7 @@ void read_probe_outcomes(ProbeUnits& pu, const Store& store, const std::string& 
       o.error_message = r.error_message;
       o.runtime_ms = r.runtime_ms;
       o.host_ms = r.host_ms;
-      o.infrastructure = r.status == Status::kError && infrastructure_class(r.error_class);
+      o.infrastructure = infrastructure_error(r);
       row.outcomes.push_back(o);
     }
   }

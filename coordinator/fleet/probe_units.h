@@ -35,7 +35,12 @@ ProbeUnits make_probe_units(const std::vector<pipeline::probe::ProbePoint>& poin
 // reference fails on every executor is no valid model: it becomes invalid.
 void read_probe_outcomes(ProbeUnits& pu, const pipeline::Store& store, const std::string& run);
 
-// Whether an error class is the infrastructure's, not the op's.
+// Whether an error class is the infrastructure's, not the op's (a crash, a
+// timeout, a refused job, a model not fetched, a profile not loaded, a
+// reference that failed on one executor only).
 bool infrastructure_class(const std::string& error_class);
+// Whether a result says nothing of the op: an infrastructure class, or a
+// tool step timed out or killed whatever its class, or a job not staged.
+bool infrastructure_error(const pipeline::ExecResult& r);
 
 }  // namespace torq::coordinator

@@ -12,7 +12,7 @@ void add_probe(CLI::App& app, ProbeArgs& a) {
   a.cmd = app.add_subcommand("probe", "Measure each executor's support envelope: every point of a probe spec (a "
                                       "single-op model) on every executor; writes probe.csv, envelope.md/html and "
                                       "a derived profile per executor (profiles/<executor>.yaml, targets.yaml)");
-  a.cmd->add_option("--spec", a.o.spec, "Probe spec (configs/probe/default.yaml; docs/probe.md)");
+  a.cmd->add_option("--spec", a.o.spec, "Probe spec, required (e.g. configs/probe/default.yaml; docs/probe.md)");
   a.cmd->add_option("-o,--output-dir", a.o.output_dir, "Output directory (its store resumes a killed probe)")
       ->capture_default_str();
   a.cmd->add_option("--backend", a.o.backend, "What runs the executors: sim or toolchain (--toolchain)")
@@ -32,12 +32,12 @@ void add_probe(CLI::App& app, ProbeArgs& a) {
   a.cmd->require_subcommand(0, 1);
   a.learn = a.cmd->add_subcommand("learn", "Learn DIR's envelope and profiles again from DIR/probe.csv (no job runs)");
   a.learn->add_option("dir", a.learn_dir, "A probe's output directory")->required();
-  a.learn->add_option("--base", a.o.base_file, "As probe --base");
+  a.learn->add_option("--base", a.o.base_file, "As probe --base (default: the base profiles DIR's probe recorded in DIR/base/)");
   a.diff = a.cmd->add_subcommand("diff", "Points whose status changed from probe run A to B, grouped by A's rules");
   a.diff->add_option("a", a.diff_a, "Output directory (or probe.csv) of the earlier probe")->required();
   a.diff->add_option("b", a.diff_b, "Output directory (or probe.csv) of the later probe")->required();
   a.diff->add_flag("--json", a.json, "JSON instead of text");
-  a.diff->add_option("--base", a.o.base_file, "As probe --base");
+  a.diff->add_option("--base", a.o.base_file, "As probe --base (default: those A's probe recorded in A/base/)");
 }
 
 int do_probe(ProbeArgs& a, const targets::OpCatalog& catalog) {

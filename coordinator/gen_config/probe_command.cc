@@ -28,6 +28,13 @@ std::map<Executor, std::string> targets_map(const std::string& file, const targe
   return file.empty() ? std::map<Executor, std::string>{} : read_targets(file, catalog);
 }
 
+// The base profiles of probe learn and diff: --base, else those the probe
+// of `dir` recorded (DIR/base/), else the built-in ones.
+std::map<Executor, std::string> learn_base(const std::string& dir, const std::string& base_file,
+                                           const targets::OpCatalog& catalog) {
+  return base_file.empty() ? recorded_base(dir) : targets_map(base_file, catalog);
+}
+
 PlanOptions probe_plan(const ProbeOptions& o, const std::map<Executor, std::string>& targets) {
   PlanOptions po;
   po.executors = o.executors;
@@ -69,6 +76,7 @@ class Probe {
   std::vector<probe::ProbePoint> points_;
   std::map<Executor, std::string> targets_;
   std::map<Executor, targets::TargetProfile> base_;
+  std::map<Executor, std::string> base_files_;
   std::string store_dir_, cache_dir_;
   const PrivateEndpoint endpoint_;
   std::unique_ptr<LocalWorkers> workers_;
@@ -85,8 +93,9 @@ void Probe::start() {
   spec_ = probe::load_probe_spec(o_.spec);
   points_ = probe::expand_points(spec_);
   if (!o_.targets_file.empty()) targets_ = read_targets(o_.targets_file, *o_.op_catalog);
-  base_ = base_profiles(o_.base_file.empty() ? targets_ : targets_map(o_.base_file, *o_.op_catalog), o_.executors,
-                        *o_.op_catalog);
+  base_files_ = base_profile_files(o_.base_file.empty() ? targets_ : targets_map(o_.base_file, *o_.op_catalog),
+                                   o_.executors);
+  base_ = base_profiles(base_files_, o_.executors, *o_.op_catalog);
   check_writable_dir(o_.output_dir);
   store_dir_ = o_.output_dir + "/.torq-store";
   cache_dir_ = store_dir_ + "/models";
@@ -128,7 +137,7 @@ void Probe::serve() {
 }
 
 int Probe::finish() {
-  const ProbeSummary sum = write_probe_outputs(o_.output_dir, result_.rows, o_.executors, base_, *o_.op_catalog,
+  const ProbeSummary sum = write_probe_outputs(o_.output_dir, result_.rows, o_.executors, base_, base_files_, *o_.op_catalog,
                                                [this](const std::string& s) { log_.line(s); });
   const ServeTotals& t = result_.totals;
   const double wall = std::chrono::duration<double>(Clock::now() - started_).count();
@@ -163,7 +172,8 @@ int run_probe_learn(const std::string& dir, const std::string& base_file, const 
     const auto executors = executors_of(rows);
     if (executors.empty()) throw PipelineError(dir + "/probe.csv: no outcome to learn from");
     const std::string out_dir = fs::is_directory(dir) ? dir : fs::path(dir).parent_path().string();
-    write_probe_outputs(out_dir, rows, executors, base_profiles(targets_map(base_file, catalog), executors, catalog), catalog,
+    const auto files = base_profile_files(learn_base(out_dir, base_file, catalog), executors);
+    write_probe_outputs(out_dir, rows, executors, base_profiles(files, executors, catalog), files, catalog,
                         [&](const std::string& s) { out << s << "\n"; });
     return 0;
   } catch (const std::exception& e) {
@@ -183,7 +193,7 @@ int run_probe_diff(const std::string& a, const std::string& b, bool json, const 
     const std::string dir_a = fs::is_directory(a) ? a : fs::path(a).parent_path().string();
     std::vector<targets::TargetProfile> profiles;
     const auto executors = executors_of(rows_a);
-    const auto base = base_profiles(targets_map(base_file, catalog), executors, catalog);
+    const auto base = base_profiles(learn_base(dir_a, base_file, catalog), executors, catalog);
     for (Executor e : executors) {
       const std::string path = dir_a + "/profiles/" + executor_name(e) + ".yaml";
       if (fs::exists(path)) {

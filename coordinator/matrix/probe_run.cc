@@ -131,7 +131,8 @@ int run_probe_matrix(const MatrixRunOptions& o, const Spec& spec, std::ostream& 
       ro.plan = target_plan(spec, t);
       ro.cache_dir = db + "/worker-cache";
       fs::create_directories(ro.cache_dir);
-      const auto base = base_profiles(t.profiles, spec.executors, catalog);
+      const auto base_files = base_profile_files(t.profiles, spec.executors);
+      const auto base = base_profiles(base_files, spec.executors, catalog);
       ro.base = &base;
       ro.catalog = &catalog;
       // Fleet workers fetch each point's model from the store.
@@ -150,7 +151,7 @@ int run_probe_matrix(const MatrixRunOptions& o, const Spec& spec, std::ostream& 
       jobs += pr.totals.fleet_jobs, resumed += pr.totals.resumed, cached += pr.totals.cache_hits;
       if (!pr.totals.complete) break;
       const std::string dir = export_dir + "/probe/" + t.name;
-      by_target.emplace_back(t.name, write_probe_outputs(dir, pr.rows, spec.executors, base, catalog, log));
+      by_target.emplace_back(t.name, write_probe_outputs(dir, pr.rows, spec.executors, base, base_files, catalog, log));
     }
     fleet.stop();
     const double wall = std::chrono::duration<double>(Clock::now() - started).count();
@@ -162,7 +163,7 @@ int run_probe_matrix(const MatrixRunOptions& o, const Spec& spec, std::ostream& 
     }
     int failed = 0;
     const std::string x = junit(by_target, spec.probe->min_explained, &failed);
-    std::ofstream(export_dir + "/junit.xml") << x;
+    write_file_atomic(export_dir + "/junit.xml", x);
     log("junit: " + export_dir + "/junit.xml (" + std::to_string(failed) + " case(s) below min_explained " +
         fmt(spec.probe->min_explained, 3) + ")");
     return failed ? 1 : 0;

@@ -52,13 +52,21 @@ std::vector<std::pair<std::string, int>> learn_messages(const std::vector<LearnS
   return v;
 }
 
-// bf16 when no f32 point of any op ran while a bf16 one did.
-void learn_numerics(DerivedProfile& d, const std::vector<LearnSample>& all) {
-  auto ran = [&](base::DType t) {
-    return std::any_of(all.begin(), all.end(),
-                       [&](const LearnSample& s) { return s.row->features.dtype == t && s.out->runs(); });
+// bf16 when f32 points were probed and none of them ran while a bf16 one
+// did; f32 when one ran; otherwise (no f32 point, or no float point ran)
+// the base profile's: what was not probed is not guessed.
+void learn_numerics(DerivedProfile& d, const std::vector<LearnSample>& all, const targets::TargetProfile* base) {
+  auto any = [&](base::DType t, bool must_run) {
+    return std::any_of(all.begin(), all.end(), [&](const LearnSample& s) {
+      return s.row->features.dtype == t && (!must_run || s.out->runs());
+    });
   };
-  d.float_type = !ran(base::DType::kF32) && ran(base::DType::kBF16) ? base::DType::kBF16 : base::DType::kF32;
+  d.float_type_measured =
+      any(base::DType::kF32, false) && (any(base::DType::kF32, true) || any(base::DType::kBF16, true));
+  if (!d.float_type_measured) d.float_type = base ? base->float_type() : base::DType::kF32;
+  else d.float_type = any(base::DType::kF32, true) ? base::DType::kF32 : base::DType::kBF16;
+  if (d.float_type != base::DType::kBF16) return;
+  if (base && !any(base::DType::kF32, false)) d.fp32_error = base->fp32_error();
   if (d.float_type != base::DType::kBF16) return;
   std::vector<LearnSample> f32;
   for (const LearnSample& s : all)
@@ -261,7 +269,7 @@ DerivedProfile learn_profile(const std::string& executor, const std::vector<Prob
   d.executor = executor;
   d.base_name = base ? base->name() : "";
   d.excluded = in.excluded;
-  learn_numerics(d, in.samples);
+  learn_numerics(d, in.samples, base);
   std::map<std::string, std::vector<LearnSample>> by_op;
   for (const LearnSample& s : in.samples) by_op[s.row->features.op].push_back(s);
   for (const auto& [op, s] : by_op) d.ops.push_back(learn_op(op, s, catalog));

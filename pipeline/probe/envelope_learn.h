@@ -80,6 +80,9 @@ struct DerivedProfile {
   std::string yaml;       // configs/targets format (profile_writer.h)
   std::string base_name;  // the profile chip, cost and unprobed ops come from; "" none
   base::DType float_type = base::DType::kF32;
+  // f32 points were probed and a float point ran: float_type is measured;
+  // otherwise it is the base profile's (f32 without one).
+  bool float_type_measured = false;
   std::string fp32_error;  // bf16: the most frequent message of the failing f32 points
   bool all_ops = false;    // every point ran on an all-ops base: `ops: all`
   std::vector<LearnedOp> ops;        // every op with a learnable point

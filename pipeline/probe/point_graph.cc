@@ -22,13 +22,27 @@ int64_t numel(const Shape& s) {
 
 }  // namespace
 
-PointGraph::PointGraph(bool int8, uint64_t seed) : g_(model_.mutable_graph()), int8_(int8), rng_(static_cast<uint32_t>(seed ^ (seed >> 32))) {
+PointGraph::PointGraph(bool int8, uint64_t seed, bool shapes_only)
+    : g_(model_.mutable_graph()), int8_(int8), shapes_only_(shapes_only), rng_(static_cast<uint32_t>(seed ^ (seed >> 32))) {
   model_.set_ir_version(8);
   model_.set_producer_name("torq-gen-config probe");
   auto* op = model_.add_opset_import();
   op->set_domain("");
   op->set_version(17);
   g_->set_name("probe");
+}
+
+// Whether a tensor is within kMaxElements (counted without overflow);
+// records the first one that is not.
+bool PointGraph::fits(const std::string& name, const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d > 0 && n > kMaxElements / d) n = kMaxElements + 1;
+    else n *= d;
+  }
+  if (n <= kMaxElements) return true;
+  if (too_big_.empty()) too_big_ = name + " of more than " + std::to_string(kMaxElements) + " elements";
+  return false;
 }
 
 float PointGraph::uniform(float lim) { return std::uniform_real_distribution<float>(-lim, lim)(rng_); }
@@ -58,6 +72,7 @@ std::string PointGraph::qdq(const std::string& x, const std::string& stem, float
 }
 
 std::string PointGraph::input(const std::string& name, const Shape& shape) {
+  fits(name, shape);
   auto* v = g_->add_input();
   v->set_name(name);
   auto* tt = v->mutable_type()->mutable_tensor_type();
@@ -73,7 +88,7 @@ std::string PointGraph::weight(const std::string& name, const Shape& shape, int6
   auto* t = g_->add_initializer();
   t->set_name(int8_ ? name + "_q" : name);
   set_dims(t, shape);
-  const int64_t n = numel(shape);
+  const int64_t n = fits(name, shape) && !shapes_only_ ? numel(shape) : 0;
   if (!int8_) {
     t->set_data_type(onnx::TensorProto::FLOAT);
     for (int64_t i = 0; i < n; ++i) t->add_float_data(uniform(lim));

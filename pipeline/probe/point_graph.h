@@ -17,7 +17,15 @@ using Shape = std::vector<int64_t>;
 
 class PointGraph {
  public:
-  PointGraph(bool int8, uint64_t seed);
+  // shapes_only: no weight data (features alone: probe_refine's search).
+  PointGraph(bool int8, uint64_t seed, bool shapes_only = false);
+
+  // The largest tensor a point may have (input or weight): 2^26 elements
+  // (256 MiB of fp32), so a hostile or careless spec cannot make a model
+  // or a worker's inputs of gigabytes.
+  static constexpr int64_t kMaxElements = int64_t{1} << 26;
+  // The first tensor over kMaxElements ("w of 150994944 elements"), or "".
+  const std::string& too_big() const { return too_big_; }
 
   // A float graph input (int8: quantized then dequantized).
   std::string input(const std::string& name, const Shape& shape);
@@ -49,6 +57,9 @@ class PointGraph {
   onnx::ModelProto model_;
   onnx::GraphProto* g_;
   bool int8_;
+  bool shapes_only_;
+  std::string too_big_;
+  bool fits(const std::string& name, const Shape& shape);
   std::mt19937 rng_;
   std::map<std::string, Shape> shapes_;
   const onnx::NodeProto* compute_ = nullptr;

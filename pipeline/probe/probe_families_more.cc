@@ -103,17 +103,15 @@ std::string build_reduce(const std::string& op, const Params& p, PointGraph& g, 
 std::string build_normalize(const std::string& op, const Params& p, PointGraph& g, PointFeatures& f) {
   const Shape x = p.activation();
   const int64_t r = static_cast<int64_t>(x.size());
-  const int64_t axis = p.s("axis") == "last" ? r - 1 : 1;
-  if (axis >= r) return "the channel axis is outside rank " + std::to_string(r);
+  // The channel axis: 1, or 0 of a rank-2 [channels, spatial] (as the
+  // binary family broadcasts it); a rank-1 tensor has none.
+  const int64_t axis = p.s("axis") == "last" ? r - 1 : r == 2 ? 0 : 1;
+  if (axis >= r || (p.s("axis") == "channel" && r < 2)) return "a rank-1 tensor has no channel axis";
   std::vector<std::string> in{g.input("x", x)};
   if (op == "LayerNormalization") {
     const Shape norm(x.begin() + axis, x.end());
     in.push_back(g.weight("scale", norm, 1));
-    in.push_back(g.bias("bias", [&] {
-      int64_t n = 1;
-      for (int64_t d : norm) n *= d;
-      return n;
-    }()));
+    in.push_back(g.weight("bias", norm, 100));
   }
   auto* n = g.node(op, in);
   PointGraph::attr(n, "axis", axis);

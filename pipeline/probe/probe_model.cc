@@ -44,18 +44,34 @@ Shape Params::activation() const {
   return s;
 }
 
+namespace {
+
+// The point's graph in `g` and its features; "" or why it makes no model.
+std::string build_into(const ProbePoint& p, PointGraph& g, PointFeatures& f) {
+  f.op = p.op;
+  f.dtype = dtype_of(p.dtype);
+  std::string invalid = build_family(p.op, Params(p), g, f);
+  if (invalid.empty() && !g.too_big().empty()) invalid = "the tensor " + g.too_big() + " is over the probe's limit";
+  if (!invalid.empty()) return invalid;
+  for (const auto& s : g.node_input_shapes()) f.max_rank = std::max<int64_t>(f.max_rank, static_cast<int64_t>(s.size()));
+  return "";
+}
+
+}  // namespace
+
 BuiltPoint build_point(const ProbePoint& p) {
   BuiltPoint b;
-  b.features.op = p.op;
-  b.features.dtype = dtype_of(p.dtype);
   PointGraph g(p.dtype == "int8", weight_seed(p));
-  const Params params(p);
-  b.invalid = build_family(p.op, params, g, b.features);
-  if (!b.invalid.empty()) return b;
-  for (const auto& s : g.node_input_shapes())
-    b.features.max_rank = std::max<int64_t>(b.features.max_rank, static_cast<int64_t>(s.size()));
-  b.bytes = g.serialize(&b.invalid);
+  b.invalid = build_into(p, g, b.features);
+  if (b.invalid.empty()) b.bytes = g.serialize(&b.invalid);
   return b;
+}
+
+PointFeatures point_features(const ProbePoint& p, std::string* invalid) {
+  PointFeatures f;
+  PointGraph g(p.dtype == "int8", 0, true);
+  *invalid = build_into(p, g, f);
+  return f;
 }
 
 }  // namespace torq::pipeline::probe

@@ -22,5 +22,8 @@ struct BuiltPoint {
 };
 
 BuiltPoint build_point(const ProbePoint& p);
+// The features build_point gives, without weight data or shape inference
+// (cheap); *invalid as build_point's, but for shape inference's verdict.
+PointFeatures point_features(const ProbePoint& p, std::string* invalid);
 
 }  // namespace torq::pipeline::probe

@@ -19,7 +19,7 @@ namespace torq::pipeline::probe {
 
 // One point of a probe spec.
 struct ProbePoint {
-  std::string id;     // "<op>-<dtype>-<8 hex of sha256(op, dtype, params, seed)>": stable as a grid grows
+  std::string id;     // "<op>-<dtype>-<12 hex of sha256(op, dtype, params, seed)>": stable as a grid grows
   std::string op;     // ONNX op type of the node (Conv, MaxPool...)
   std::string dtype;  // fp32 | bf16 | int8
   // The parameters as the spec names them, in the op family's axis order

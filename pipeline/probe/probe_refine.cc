@@ -74,9 +74,10 @@ std::vector<ProbePoint> element_gap(const ProbePoint& at, const LearnedKey& k, s
     for (int64_t v = from + 1; v <= from * 8 && inside.size() < 512; ++v) {
       auto q = with_param(at, name, v);
       if (!q) break;
-      const BuiltPoint b = build_point(*q);
-      if (!b.invalid.empty()) continue;
-      const int64_t n = b.features.numel();
+      std::string invalid;
+      const PointFeatures f = point_features(*q, &invalid);
+      if (!invalid.empty()) continue;
+      const int64_t n = f.numel();
       if (n >= k.gap_fail) break;
       if (n > k.gap_run) inside.emplace(n, *q);
     }

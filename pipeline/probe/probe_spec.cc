@@ -106,14 +106,14 @@ ProbeOpSpec parse_op(const YamlReader& r, const YAML::Node& key, const YAML::Nod
     const std::string hint = base::did_you_mean(s.op, probe_ops());
     r.fail(key, "no probe family for op '" + s.op + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
   }
-  s.dtypes = f->dtypes;
-  if (n.IsNull()) return s;
-  r.expect_map(n, {"dtypes", "base", "axes", "grids", "sample", "full"}, "op " + s.op);
-  s.dtypes.clear();
-  for (const auto& d : n["dtypes"] ? parse_dtypes(r, n["dtypes"], s.op + ".dtypes") : spec.dtypes)
+  // The op's dtypes (else the spec's) that its family probes.
+  const bool own = n.IsMap() && n["dtypes"];
+  for (const auto& d : own ? parse_dtypes(r, n["dtypes"], s.op + ".dtypes") : spec.dtypes)
     for (const auto& fd : f->dtypes)
       if (d == fd) s.dtypes.push_back(d);
-  if (n["dtypes"] && s.dtypes.empty()) r.fail(n["dtypes"], s.op + " is not probed in these dtypes");
+  if (s.dtypes.empty()) r.fail(own ? n["dtypes"] : key, s.op + " is not probed in these dtypes");
+  if (n.IsNull()) return s;
+  r.expect_map(n, {"dtypes", "base", "axes", "grids", "sample", "full"}, "op " + s.op);
   if (n["base"]) {
     r.expect_map(n["base"], {}, s.op + ".base");
     for (const auto& kv : n["base"])
@@ -124,6 +124,9 @@ ProbeOpSpec parse_op(const YamlReader& r, const YAML::Node& key, const YAML::Nod
   if (n["sample"]) {
     s.sample = r.integer(n["sample"], s.op + ".sample");
     if (s.sample < 0) r.fail(n["sample"], s.op + ".sample must be >= 0");
+    if (s.sample > spec.max_points)
+      r.fail(n["sample"], s.op + ".sample " + std::to_string(s.sample) + " is more than max_points " +
+                              std::to_string(spec.max_points));
   }
   if (n["full"]) s.full = r.boolean(n["full"], s.op + ".full");
   check_products(r, n, s, spec.max_points);
@@ -168,7 +171,7 @@ std::string point_id(const std::string& op, const std::string& dtype,
                      const std::vector<std::pair<std::string, std::string>>& params, uint64_t seed) {
   std::string key = op + "|" + dtype + "|" + std::to_string(seed);
   for (const auto& [k, v] : params) key += "|" + k + "=" + v;
-  return op + "-" + dtype + "-" + sha256_hex(key).substr(0, 8);
+  return op + "-" + dtype + "-" + sha256_hex(key).substr(0, 12);
 }
 
 }  // namespace torq::pipeline::probe

@@ -55,7 +55,7 @@ ProbeSpec load_probe_spec(const std::string& path);
 // Every point of the spec, deduplicated, in spec order.
 std::vector<ProbePoint> expand_points(const ProbeSpec& spec);
 
-// The id of a point: "<op>-<dtype>-<8 hex>" of its op, dtype, parameters and seed.
+// The id of a point: "<op>-<dtype>-<12 hex>" of its op, dtype, parameters and seed.
 std::string point_id(const std::string& op, const std::string& dtype,
                      const std::vector<std::pair<std::string, std::string>>& params, uint64_t seed);
 

@@ -50,12 +50,16 @@ void pw_write_numerics(std::string& y, const DerivedProfile& d, const targets::T
   if (base && !base->chip().empty()) y += "chip: " + yaml_quote(base->chip()) + "\n";
   y += "numerics:\n";
   y += std::string("  float_type: ") + base::dtype_name(d.float_type) +
-       (d.float_type == base::DType::kBF16 ? "  # no f32 point ran, bf16 ones did\n" : "\n");
+       (!d.float_type_measured ? "  # not measured (no f32 point probed, or no float point ran): " +
+                                      std::string(base ? "from " + base->name() : "the default") + "\n"
+        : d.float_type == base::DType::kBF16 ? "  # no f32 point ran, bf16 ones did\n"
+                                              : "  # f32 points ran\n");
   if (base && base->rounding())
     y += std::string("  rounding: ") + (*base->rounding() == base::Rounding::kNearestEven ? "rne" : "truncate") +
          "  # copied from " + base->name() + "\n";
   if (d.float_type == base::DType::kBF16 && !d.fp32_error.empty())
-    y += "  fp32_error: " + yaml_quote(d.fp32_error) + "  # the failing f32 points' most frequent message\n";
+    y += "  fp32_error: " + yaml_quote(d.fp32_error) +
+         (d.float_type_measured ? "  # the failing f32 points' most frequent message\n" : "  # copied from the base\n");
 }
 
 void pw_write_cost(std::string& y, const targets::TargetProfile* base) {

@@ -441,3 +441,24 @@ TEST(ProbeDiff, GroupsAChangedPointByTheKeyOfAsRule) {
   const auto j = nlohmann::json::parse(probe::probe_diff_json(d));
   EXPECT_EQ(j["changed"]["max_kernel"][0]["point_id"], k7->point.id);
 }
+
+// What the probe did not measure is not guessed: without an f32 point the
+// float type is the base profile's, not bf16 because bf16 points ran.
+TEST(ProbeLearn, TheFloatTypeIsTheBasesWhenNoF32PointWasProbed) {
+  std::vector<probe::ProbeRow> rows;
+  for (const auto& r : synthetic_rows())
+    if (r.features.dtype != torq::base::DType::kF32) rows.push_back(r);
+  const auto css = TargetProfile::resolve("css", torq::engine::kernel_catalog());
+  const auto d = probe::learn_profile("css", rows, &css, torq::engine::kernel_catalog());
+  EXPECT_EQ(d.float_type, torq::base::DType::kF32);
+  EXPECT_FALSE(d.float_type_measured);
+  EXPECT_NE(d.yaml.find("float_type: f32  # not measured"), std::string::npos) << d.yaml;
+  const auto nss = TargetProfile::resolve("nss", torq::engine::kernel_catalog());
+  const auto n = probe::learn_profile("nss", rows, &nss, torq::engine::kernel_catalog());
+  EXPECT_EQ(n.float_type, torq::base::DType::kBF16);
+  EXPECT_EQ(n.fp32_error, nss.fp32_error());
+  // With f32 points probed and none running, bf16 is measured.
+  const auto m = learn(synthetic_rows());
+  EXPECT_TRUE(m.float_type_measured);
+  EXPECT_EQ(m.float_type, torq::base::DType::kBF16);
+}

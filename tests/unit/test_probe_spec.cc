@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "coordinator/fleet/probe_units.h"
 #include "pipeline/base/config_dir.h"
 #include "pipeline/base/error.h"
 #include "pipeline/model/model_import.h"
@@ -148,4 +149,66 @@ TEST(ProbeModel, TheSameSeedGivesTheSameBytesAndAnotherSeedOtherWeights) {
   EXPECT_EQ(q.features.group_kind, "standard");
   EXPECT_EQ(q.features.kernel, (std::vector<int64_t>{3, 3}));
   EXPECT_EQ(q.features.input_shape, (std::vector<int64_t>{1, 16, 14, 14}));
+}
+
+TEST(ProbeSpec, AnOpWithoutABodyTakesTheSpecsDtypesAndSampleIsBoundedByMaxPoints) {
+  const auto points = expand_points(parse_probe_spec("dtypes: [int8]\nops:\n  Conv:\n  Add:\n", "p.yaml"));
+  ASSERT_EQ(points.size(), 2u);
+  for (const auto& p : points) EXPECT_EQ(p.dtype, "int8") << p.id;
+  EXPECT_NE(parse_error("max_points: 100\nops:\n  Conv:\n    axes: {kernel: [1, 3]}\n    sample: 2000000\n")
+                .find("p.yaml:5:13: Conv.sample 2000000 is more than max_points 100"),
+            std::string::npos);
+  EXPECT_NE(parse_error("dtypes: [int8]\nops:\n  Softmax:\n").find("p.yaml:3:3: Softmax is not probed in these dtypes"),
+            std::string::npos)
+      << parse_error("dtypes: [int8]\nops:\n  Softmax:\n");
+}
+
+// A point with a tensor over the probe's limit is invalid, never built:
+// a 65536 x 65536 MatMul weight would be 16 GiB of floats.
+TEST(ProbeModel, ATensorOverTheLimitMakesThePointInvalidWithoutBuildingIt) {
+  const auto points = expand_points(parse_probe_spec(
+      "dtypes: [fp32]\nops:\n  MatMul: {base: {K: 65536, N: 65536}}\n  Conv: {base: {channels: 4096, rank: 5, spatial: 64}}\n",
+      "p.yaml"));
+  ASSERT_EQ(points.size(), 2u);
+  for (const auto& p : points) {
+    const BuiltPoint b = build_point(p);
+    EXPECT_NE(b.invalid.find("elements is over the probe's limit"), std::string::npos) << p.id << ": " << b.invalid;
+    EXPECT_TRUE(b.bytes.empty());
+  }
+}
+
+TEST(ProbeModel, LayerNormalizationOverTheChannelsAndArgMaxOnOneAxisImport) {
+  const auto points = expand_points(parse_probe_spec(
+      "dtypes: [fp32]\nops:\n  LayerNormalization: {axes: {axis: [channel, last], rank: [2, 3, 4]}}\n"
+      "  ArgMax: {base: {axes: last}, axes: {axes: [c, last]}}\n",
+      "p.yaml"));
+  ASSERT_GE(points.size(), 6u);
+  for (const auto& p : points) {
+    const BuiltPoint b = build_point(p);
+    ASSERT_TRUE(b.invalid.empty()) << p.id << " " << p.params_text() << ": " << b.invalid;
+    EXPECT_NO_THROW(ImportedModel::from_bytes(b.bytes, p.id, {})) << p.params_text();
+  }
+}
+
+// A result that says nothing of the op is not learned from.
+TEST(ProbeUnits, TimeoutsCrashesAndUnstagedJobsAreInfrastructureWhateverTheirClass) {
+  ExecResult r;
+  r.status = Status::kError;
+  r.error_class = "compile";
+  r.error_message = "compile step (torq-compile) exited with status 1: error: Conv kernel 9";
+  EXPECT_FALSE(torq::coordinator::infrastructure_error(r));
+  r.error_message = "compile step (torq-compile) timed out after 600 s; its process group was killed";
+  EXPECT_TRUE(torq::coordinator::infrastructure_error(r));
+  r.error_message = "compile step (torq-compile) killed by SIGKILL";
+  EXPECT_TRUE(torq::coordinator::infrastructure_error(r));
+  for (const char* c : {"crash", "timeout", "fetch", "target", "reference", "invalid_job"}) {
+    r.error_class = c;
+    r.error_message = "x";
+    EXPECT_TRUE(torq::coordinator::infrastructure_error(r)) << c;
+  }
+  r.error_class = "unsupported";
+  EXPECT_FALSE(torq::coordinator::infrastructure_error(r));
+  r.status = Status::kSuccess;
+  r.error_class = "crash";
+  EXPECT_FALSE(torq::coordinator::infrastructure_error(r));
 }
