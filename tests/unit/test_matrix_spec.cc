@@ -145,7 +145,7 @@ TEST(MatrixSpec, UnknownKeyHasADidYouMean) {
   EXPECT_EQ(error_of([&] { load_spec(spec); }),
             spec +
                 ":2:1: unknown key 'modse' in spec (did you mean 'modes'?); allowed: executors, models, modes, "
-                "options, presets, targets, test_config, variants");
+                "options, presets, probe, targets, test_config, variants");
 }
 
 TEST(MatrixSpec, DuplicateKeyIsAnError) {
@@ -157,7 +157,7 @@ TEST(MatrixSpec, DuplicateKeyIsAnError) {
 TEST(MatrixSpec, MissingModelsIsAnError) {
   TempDir d;
   const std::string spec = d.write("spec.yaml", "modes: [run]\n");
-  EXPECT_EQ(error_of([&] { load_spec(spec); }), spec + ":1:1: spec: missing required key 'models'");
+  EXPECT_EQ(error_of([&] { load_spec(spec); }), spec + ":1:1: spec: missing required key 'models' (or 'probe')");
 }
 
 TEST(MatrixSpec, Int8VariantsAreQuantizedPerTensorOrPerChannel) {
