@@ -61,14 +61,22 @@ std::string PointGraph::qdq(const std::string& x, const std::string& stem, float
   q->add_input(s);
   q->add_input(zp->name());
   q->add_output(stem + "_q");
+  return dequantize(stem + "_q", s, stem + "_dq", {}, zp->name());
+}
+
+// A DequantizeLinear of `q` at `scale` (and zero point `zp`) writing `out`,
+// of `shape` for the compute node's features.
+std::string PointGraph::dequantize(const std::string& q, const std::string& scale, const std::string& out,
+                                   const Shape& shape, const std::string& zp) {
   auto* dq = g_->add_node();
   dq->set_op_type("DequantizeLinear");
-  dq->set_name(stem + "_dq");
-  dq->add_input(stem + "_q");
-  dq->add_input(s);
-  dq->add_input(zp->name());
-  dq->add_output(stem + "_dq");
-  return stem + "_dq";
+  dq->set_name(out);
+  dq->add_input(q);
+  dq->add_input(scale);
+  if (!zp.empty()) dq->add_input(zp);
+  dq->add_output(out);
+  shapes_[out] = shape;
+  return out;
 }
 
 std::string PointGraph::input(const std::string& name, const Shape& shape) {
@@ -98,15 +106,7 @@ std::string PointGraph::weight(const std::string& name, const Shape& shape, int6
   t->set_data_type(onnx::TensorProto::INT8);
   for (int64_t i = 0; i < n; ++i)
     t->add_int32_data(static_cast<int32_t>(std::clamp<long>(std::lround(uniform(lim) / kWeightScale), -127, 127)));
-  const std::string s = scalar(name + "_scale", kWeightScale);
-  auto* dq = g_->add_node();
-  dq->set_op_type("DequantizeLinear");
-  dq->set_name(name + "_dq");
-  dq->add_input(t->name());
-  dq->add_input(s);
-  dq->add_output(name + "_dq");
-  shapes_[name + "_dq"] = shape;
-  return name + "_dq";
+  return dequantize(t->name(), scalar(name + "_scale", kWeightScale), name + "_dq", shape);
 }
 
 std::string PointGraph::bias(const std::string& name, int64_t n) {
@@ -122,15 +122,7 @@ std::string PointGraph::bias(const std::string& name, int64_t n) {
   const float scale = kInputScale * kWeightScale;
   t->set_data_type(onnx::TensorProto::INT32);
   for (int64_t i = 0; i < n; ++i) t->add_int32_data(static_cast<int32_t>(std::lround(uniform(0.1f) / scale)));
-  const std::string s = scalar(name + "_scale", scale);
-  auto* dq = g_->add_node();
-  dq->set_op_type("DequantizeLinear");
-  dq->set_name(name + "_dq");
-  dq->add_input(t->name());
-  dq->add_input(s);
-  dq->add_output(name + "_dq");
-  shapes_[name + "_dq"] = {n};
-  return name + "_dq";
+  return dequantize(t->name(), scalar(name + "_scale", scale), name + "_dq", {n});
 }
 
 std::string PointGraph::ints(const std::string& name, const std::vector<int64_t>& values) {

@@ -52,6 +52,8 @@ class PointGraph {
 
  private:
   std::string qdq(const std::string& x, const std::string& stem, float scale);
+  std::string dequantize(const std::string& q, const std::string& scale, const std::string& out, const Shape& shape,
+                         const std::string& zp = "");
   float uniform(float lim);
 
   onnx::ModelProto model_;
