@@ -28,18 +28,19 @@ bool infrastructure_error(const ExecResult& r) {
 
 namespace {
 
-// The point's model imported into the cache, or why it cannot be.
+// The point's model imported (into the cache unless `cache_dir` is empty:
+// a second import of a model already there), or why it cannot be.
 std::unique_ptr<ImportedModel> import_point(const ProbePoint& p, const std::string& bytes,
                                             const std::string& cache_dir, std::string* invalid) {
   ImportOptions io;
   io.convert_bf16 = p.dtype == "bf16";
-  io.copy_to = cache_import_path(cache_dir);
+  if (!cache_dir.empty()) io.copy_to = cache_import_path(cache_dir);
   try {
     auto m = ImportedModel::from_bytes(bytes, p.id, io);
-    adopt_cache_file(cache_dir, m->hash());
+    if (!cache_dir.empty()) adopt_cache_file(cache_dir, m->hash());
     return m;
   } catch (const std::exception& e) {
-    adopt_cache_file(cache_dir, "");
+    if (!cache_dir.empty()) adopt_cache_file(cache_dir, "");
     *invalid = std::string("the import refuses it: ") + e.what();
     return nullptr;
   }
@@ -47,14 +48,57 @@ std::unique_ptr<ImportedModel> import_point(const ProbePoint& p, const std::stri
 
 }  // namespace
 
+namespace {
+
+// One unit per (point, executor), its results under "<point id>.<executor>".
+RunUnit point_unit(const ProbePoint& p, std::unique_ptr<ImportedModel> model, const PlanOptions& plan, Executor e) {
+  RunUnit u;
+  u.label = p.id;
+  u.model = std::move(model);
+  u.plan = plan;
+  u.plan.executors = {e};
+  u.plan.case_prefix = p.id;
+  u.plan.job_template.seed = p.seed;
+  u.plan.job_template.result_key = p.id + "." + executor_name(e);
+  u.drop_weights_after_planning = true;
+  return u;
+}
+
+struct Built {
+  size_t row;
+  std::string bytes;
+  std::unique_ptr<ImportedModel> model;
+};
+
+// The units of a block of built points, executor by executor: the jobs
+// served one after the other are of different models, so the lanes of a
+// worker (which load and run a model's reference once, the others waiting)
+// work on different models at once.
+void add_block(std::vector<Built>& block, const PlanOptions& plan, ProbeUnits& pu) {
+  for (size_t k = 0; k < plan.executors.size(); ++k)
+    for (auto& b : block) {
+      const ProbePoint& p = pu.rows[b.row].point;
+      std::string invalid;
+      auto model = k == 0 ? std::move(b.model) : import_point(p, b.bytes, "", &invalid);
+      if (!model) throw PipelineError(p.id + ": a second import failed: " + invalid);
+      pu.units.push_back(point_unit(p, std::move(model), plan, plan.executors[k]));
+      pu.row_of_unit.push_back(b.row);
+    }
+  block.clear();
+}
+
+}  // namespace
+
 ProbeUnits make_probe_units(const std::vector<ProbePoint>& points, const PlanOptions& plan,
                             const std::string& cache_dir, const LogFn& log) {
+  constexpr size_t kBlock = 2;
   ProbeUnits pu;
   pu.rows.reserve(points.size());
+  std::vector<Built> block;
   for (const auto& p : points) {
     ProbeRow row;
     row.point = p;
-    const probe::BuiltPoint b = probe::build_point(p);
+    probe::BuiltPoint b = probe::build_point(p);
     row.features = b.features;
     row.invalid = b.invalid;
     std::unique_ptr<ImportedModel> model;
@@ -63,21 +107,15 @@ ProbeUnits make_probe_units(const std::vector<ProbePoint>& points, const PlanOpt
     if (pu.rows.size() % 500 == 0)
       log("probe: built " + std::to_string(pu.rows.size()) + "/" + std::to_string(points.size()) + " points");
     if (!model) continue;
-    RunUnit u;
-    u.label = p.id;
-    u.model = std::move(model);
-    u.plan = plan;
-    u.plan.case_prefix = p.id;
-    u.plan.job_template.seed = p.seed;
-    u.plan.job_template.result_key = p.id;
-    u.drop_weights_after_planning = true;
-    pu.units.push_back(std::move(u));
-    pu.row_of_unit.push_back(pu.rows.size() - 1);
+    block.push_back({pu.rows.size() - 1, std::move(b.bytes), std::move(model)});
+    if (block.size() == kBlock) add_block(block, plan, pu);
   }
+  add_block(block, plan, pu);
   return pu;
 }
 
 void read_probe_outcomes(ProbeUnits& pu, const Store& store, const std::string& run) {
+  for (size_t i : pu.row_of_unit) pu.rows[i].outcomes.clear();
   for (size_t i = 0; i < pu.units.size(); ++i) {
     ProbeRow& row = pu.rows[pu.row_of_unit[i]];
     const ModelReport rep = unit_layers_report(pu.units[i], store, run, pu.units[i].plan.job_template.tolerance);
@@ -85,8 +123,7 @@ void read_probe_outcomes(ProbeUnits& pu, const Store& store, const std::string& 
     const LayerReport* layer = nullptr;
     for (const auto& l : rep.layers)
       if (l.info.op_type == row.point.op) layer = &l;
-    if (!layer) continue;
-    row.outcomes.clear();
+    if (!layer || !row.invalid.empty()) continue;
     // The host's fp32 reference failing says the point is no valid model,
     // nothing of any executor: the point is invalid, never learned from.
     bool reference_failed = !layer->results.empty();

@@ -22,8 +22,9 @@ struct ProbeUnits {
 
 // Builds and imports every point (bf16 ones converted as discover
 // --auto-convert-bf16 does) into `cache_dir` (<hash>.onnx, for the
-// workers) and makes its unit under `plan` (the point's seed and id set
-// per unit: its results are stored under the point's id). A point whose
+// workers) and makes a unit per executor of `plan` (the point's seed set,
+// its results stored under "<point id>.<executor>"), ordered so that the
+// jobs served one after the other are of different points. A point whose
 // parameters make no model, or whose model the import refuses, is a row
 // with `invalid` set and no unit. `log` gets a line every 500 points.
 ProbeUnits make_probe_units(const std::vector<pipeline::probe::ProbePoint>& points, const pipeline::PlanOptions& plan,
