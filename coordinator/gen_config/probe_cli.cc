@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <iostream>
 
+#include "pipeline/base/toolchain_budget.h"
+
 
 namespace torq::coordinator {
 
@@ -26,7 +28,8 @@ void add_probe(CLI::App& app, ProbeArgs& a) {
                     "(default: --targets, else the built-in profiles)");
   a.cmd->add_option("--skip-executors", a.skip_execs, "Executors not to probe, e.g. css,host");
   a.cmd->add_option("-j,--workers", a.o.workers, "Jobs run at once")->capture_default_str();
-  a.cmd->add_option("--timeout-ms", a.o.timeout_ms, "Budget of one job")->capture_default_str();
+  a.cmd->add_option("--timeout-ms", a.o.timeout_ms,
+                    "Budget of one job (default 60000; --backend toolchain: the toolchain file's step budgets added up)");
   a.cmd->add_flag("--recompute-cache", a.o.recompute, "Run every point again (neither resume nor cache)");
   a.cmd->add_flag("-q,--quiet", a.o.quiet, "No progress lines");
   a.cmd->require_subcommand(0, 1);
@@ -61,6 +64,16 @@ int do_probe(ProbeArgs& a, const targets::OpCatalog& catalog) {
     for (Executor e : a.o.executors)
       if (std::find(skip.begin(), skip.end(), e) == skip.end()) keep.push_back(e);
     a.o.executors = keep;
+  }
+  // As discover: a toolchain's job budget is its steps' budgets added up
+  // (a real compile takes minutes), unless --timeout-ms is given.
+  if (a.o.backend == "toolchain" && a.cmd->count("--timeout-ms") == 0) {
+    try {
+      a.o.timeout_ms = base::toolchain_job_budget_ms(a.o.toolchain_file, 1);
+    } catch (const std::exception& e) {
+      std::cerr << "torq-gen-config: error: " << e.what() << "\n";
+      return 2;
+    }
   }
   a.o.op_catalog = &catalog;
   return run_probe(a.o, std::cout, std::cerr);

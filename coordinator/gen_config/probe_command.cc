@@ -107,7 +107,7 @@ void Probe::start() {
   store_ = Store::open(store_dir_ + "/db");
   log_.line("probe " + o_.spec + ": " + std::to_string(points_.size()) + " points on " +
             std::to_string(o_.executors.size()) + " executor(s), up to " + std::to_string(spec_.refine) +
-            " refinement round(s)");
+            " refinement round(s), job budget " + fmt(o_.timeout_ms / 1000.0, 0) + " s");
 }
 
 void Probe::serve() {

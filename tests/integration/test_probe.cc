@@ -195,6 +195,8 @@ TEST(Probe, TheToolchainBackendsCompileErrorsAreLearnedFrom) {
   const auto [ex, n] = explained(r.output, "nss");
   EXPECT_EQ(ex, n) << r.output;
   EXPECT_EQ(n, 8) << r.output;  // 3 points, 5 refinement points (kernel 4..8)
+  // The job budget is the toolchain file's steps' (300 + 300 + 240 s) and a second, as discover's.
+  EXPECT_NE(r.output.find("job budget 841 s"), std::string::npos) << r.output;
   const std::string csv = read(dir + "/out/probe.csv");
   EXPECT_NE(csv.find(",nss,error,compile,\"compile step (torq-sim torq-compile) exited with status 1"), std::string::npos)
       << csv;
