@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "coordinator/fleet/fmt.h"
+#include "pipeline/base/file_bytes.h"
 #include "pipeline/probe/envelope_predict.h"
 #include "pipeline/probe/envelope_report.h"
 #include "pipeline/probe/probe_diff.h"
@@ -71,14 +72,10 @@ void write_file_atomic(const std::string& path, const std::string& text) {
 
 namespace {
 
-void write_atomic(const std::string& path, const std::string& text) { write_file_atomic(path, text); }
-
 std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw PipelineError(path + ": cannot open");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  std::optional<std::string> bytes = base::read_file_bytes(path);
+  if (!bytes) throw PipelineError(path + ": cannot open");
+  return std::move(*bytes);
 }
 
 // Counts of the rows: points, invalid ones, infrastructure failures and
@@ -145,14 +142,14 @@ ProbeSummary write_probe_outputs(const std::string& dir, const std::vector<Probe
   fs::create_directories(dir + "/base");
   for (const auto& [e, path] : base_files)
     if (fs::absolute(path) != fs::absolute(dir + "/base/" + executor_name(e) + ".yaml"))
-      write_atomic(dir + "/base/" + executor_name(e) + ".yaml", read_text(path));
+      write_file_atomic(dir + "/base/" + executor_name(e) + ".yaml", read_text(path));
   std::string targets_yaml = "# The derived profiles of this probe: torq-gen-config discover --targets " + dir +
                              "/targets.yaml\n";
   for (Executor e : executors) {
     const targets::TargetProfile* b = base.count(e) ? &base.at(e) : nullptr;
     DerivedProfile d = probe::learn_profile(executor_name(e), rows, b, catalog);
     const std::string rel = std::string("profiles/") + executor_name(e) + ".yaml";
-    write_atomic(dir + "/" + rel, d.yaml);
+    write_file_atomic(dir + "/" + rel, d.yaml);
     targets_yaml += std::string(executor_name(e)) + ": " + rel + "\n";
     log("envelope " + std::string(executor_name(e)) + ": " + std::to_string(d.explained) + "/" +
         std::to_string(d.points) + " points explained (" + percent(static_cast<size_t>(d.explained), static_cast<size_t>(d.points)) + "), " +
@@ -165,10 +162,10 @@ ProbeSummary write_probe_outputs(const std::string& dir, const std::vector<Probe
     }
     s.profiles.push_back(std::move(d));
   }
-  write_atomic(dir + "/targets.yaml", targets_yaml);
-  write_atomic(dir + "/probe.csv", probe::probe_csv(rows, s.profiles));
-  write_atomic(dir + "/envelope.md", probe::envelope_md(s.profiles));
-  write_atomic(dir + "/envelope.html", probe::envelope_html(s.profiles));
+  write_file_atomic(dir + "/targets.yaml", targets_yaml);
+  write_file_atomic(dir + "/probe.csv", probe::probe_csv(rows, s.profiles));
+  write_file_atomic(dir + "/envelope.md", probe::envelope_md(s.profiles));
+  write_file_atomic(dir + "/envelope.html", probe::envelope_html(s.profiles));
   log("probe: " + std::to_string(s.points) + " points (" + std::to_string(s.invalid) + " invalid), " +
       std::to_string(s.infrastructure) + " infrastructure failure(s) not learned from" +
       (s.missing ? ", " + std::to_string(s.missing) + " outcome(s) missing (stopped early: run again to resume)" : ""));
