@@ -328,6 +328,10 @@ CLI::App* add_quantize(CLI::App& app, quant::QuantizeOptions& qo) {
   quant->add_option("--num-calib", qo.num_calib, "Calibration inputs")->capture_default_str();
   quant->add_option("--seed", qo.seed, "Seed of discovery's input (held out); calibration uses the seeds after it")
       ->capture_default_str();
+  quant->add_option("--threads", qo.threads, "Threads of the calibration runs (0: every core; 1 costs the least CPU "
+                                             "where other processes keep the cores busy)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
   return quant;
 }
 

@@ -27,8 +27,14 @@ std::string quantized_model(const std::string& fp32_path, bool per_channel, uint
   if (fs::exists(out)) return out.string();
   fs::create_directories(dir);
   const fs::path tmp = dir / ("tmp-" + std::to_string(getpid()));
+  // One thread: the workers keep every core busy while the next models are
+  // prepared, and a multi-threaded calibration there spent about a third
+  // more CPU than one thread (OpenMP's threads spinning at its barriers),
+  // CPU the workers lost (the nightly's int8 models: 122 s against 83 s
+  // alone, issue 32). The quantized model is the same either way.
   std::vector<std::string> argv{sibling_binary("torq-gen-config", "TORQ_GEN_CONFIG_BIN"), "quantize", "--model",
-                                fp32_path, "--output", tmp.string(), "--seed", std::to_string(seed)};
+                                fp32_path, "--output", tmp.string(), "--seed", std::to_string(seed),
+                                "--threads", "1"};
   if (per_channel) argv.push_back("--per-channel");
   const ToolRun r = run_tool(argv);
   if (r.exit_code != 0) {

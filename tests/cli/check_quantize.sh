@@ -4,7 +4,8 @@
 # the fp32 model's on discovery's held-out input (PCC >= MIN_PCC, per tensor
 # and per channel); re-quantizing it and bad options are exit 2. FORMAT
 # qoperator (default qdq) also checks the report's count of integer ops and
-# that the model holds QLinearConv nodes. It also says where it is:
+# that the model holds QLinearConv nodes. --threads 1 writes the same bytes
+# as every core. It also says where it is:
 # "[progress]" lines (calibration, rewrite, measure) at $TORQ_PROGRESS_MS.
 # Usage: check_quantize.sh TORQ_GEN_CONFIG TORQ_SIM MODEL MIN_PCC WORKDIR [FORMAT]
 set -uo pipefail
@@ -36,6 +37,16 @@ for mode in "" "--per-channel"; do
   fi
   "$sim" run "$q" > "$work/run.log" 2>&1 || fail "the quantized model does not run: $(tail -3 "$work/run.log")"
 done
+
+# One calibration thread (what a matrix run asks for, beside its workers)
+# makes the same model, byte for byte, as every core.
+"$gen" quantize --model "$model" --output "$work/t1.onnx" --quant-format "$format" --num-calib 4 --threads 1 \
+  >/dev/null 2>&1 || fail "quantize --threads 1: exit $?"
+"$gen" quantize --model "$model" --output "$work/t0.onnx" --quant-format "$format" --num-calib 4 --threads 0 \
+  >/dev/null 2>&1 || fail "quantize --threads 0: exit $?"
+cmp -s "$work/t0.onnx" "$work/t1.onnx" || fail "--threads 1 and --threads 0 wrote different models"
+out=$("$gen" quantize --model "$model" --threads -1 -o "$work/x" 2>&1); rc=$?
+[ "$rc" != 0 ] && grep -q -- "--threads" <<<"$out" || fail "--threads -1: exit $rc: $out"
 
 out=$("$gen" quantize --model "$q" --output-dir "$work/again" 2>&1); rc=$?
 [ "$rc" = 2 ] || fail "re-quantizing: exit $rc, wanted 2"

@@ -9,8 +9,10 @@ namespace torq::quant {
 
 uint64_t calibration_seed(uint64_t seed, int k) { return seed * 1000003ull + 1 + static_cast<uint64_t>(k); }
 
-std::map<std::string, Range> calibrate(const onnx::ModelProto& model, int num_calib, uint64_t seed) {
-  auto session = engine::Session::from_proto(model);
+std::map<std::string, Range> calibrate(const onnx::ModelProto& model, int num_calib, uint64_t seed, int threads) {
+  engine::SessionOptions so;
+  so.threads = threads;
+  auto session = engine::Session::from_proto(model, so);
   std::map<std::string, Range> ranges;
   for (int k = 0; k < num_calib; ++k) {
     base::Progress::note("calibrating: input " + std::to_string(k + 1) + "/" + std::to_string(num_calib));

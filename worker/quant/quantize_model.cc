@@ -84,9 +84,11 @@ std::optional<engine::Tensor> probed(const std::map<std::string, engine::Tensor>
 
 // Both models on discovery's input (seed): per-tensor errors and the graph
 // outputs' agreement.
-void measure(const onnx::ModelProto& fp32, QuantizeReport* r, uint64_t seed) {
-  auto a = engine::Session::from_proto(fp32);
-  auto b = engine::Session::from_proto(r->model());
+void measure(const onnx::ModelProto& fp32, QuantizeReport* r, uint64_t seed, int threads) {
+  engine::SessionOptions so;
+  so.threads = threads;
+  auto a = engine::Session::from_proto(fp32, so);
+  auto b = engine::Session::from_proto(r->model(), so);
   const auto inputs = a->random_inputs(seed, -1.f, 1.f);
   auto va = a->run_all(inputs);
   auto vb = b->run_all(inputs);
@@ -121,7 +123,8 @@ QuantizeReport quantize_model(const onnx::ModelProto& fp32, const QuantizeOption
   if (is_quantized(fp32, &which))
     throw std::invalid_argument("the model is already quantized (" + which + "): give the fp32 model");
   QuantizeReport r;
-  const auto ranges = calibrate(fp32, o.num_calib, o.seed);
+  if (o.threads < 0) throw std::invalid_argument("--threads must be 0 (every core) or more (got " + std::to_string(o.threads) + ")");
+  const auto ranges = calibrate(fp32, o.num_calib, o.seed, o.threads);
   base::Progress::note("rewriting the graph as QDQ");
   r.qdq = quantize_qdq(fp32, ranges, QdqOptions{o.per_channel});
   if (o.format == "qoperator") {
@@ -129,7 +132,7 @@ QuantizeReport quantize_model(const onnx::ModelProto& fp32, const QuantizeOption
     r.qoperator = to_qoperator(r.qdq);
   }
   base::Progress::note("measuring the quantized model against the fp32 one");
-  measure(fp32, &r, o.seed);
+  measure(fp32, &r, o.seed, o.threads);
   return r;
 }
 

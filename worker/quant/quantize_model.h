@@ -25,6 +25,11 @@ struct QuantizeOptions {
   std::string format = "qdq";       // qdq | qoperator
   int num_calib = 16;
   uint64_t seed = 0;
+  // Threads of the calibration and measurement runs (0: the OpenMP default,
+  // every core). One is cheaper in CPU (no threads spinning at OpenMP's
+  // barriers) where other processes already keep every core busy: a matrix
+  // run quantizes beside its workers (coordinator/matrix/quantized_variant).
+  int threads = 0;
 };
 
 struct QuantizeReport {
