@@ -276,17 +276,16 @@ PlanOptions unit_plan(const TestCase& t, const Spec& spec, const MatrixRunOption
 // plan from the spec, an assigned run judged by the test's comparators (and
 // bisected when it fails); a subgraph test covers its range, a run test of
 // a config file runs that file's assignment only.
-RunUnit make_unit(const TestCase& t, const Spec& spec, const MatrixRunOptions& o) {
+// Test `t`'s unit, its model read from `model_path` (the model's own file,
+// or its int8 variant's).
+RunUnit make_unit(const TestCase& t, const Spec& spec, const MatrixRunOptions& o, const std::string& model_path) {
   ImportOptions io;
   io.convert_bf16 = t.variant.bf16;
   io.rounding = t.variant.bf16_rne ? engine::Rounding::kNearestEven : engine::Rounding::kTruncate;
   io.batch = t.variant.batch == 1 ? 0 : t.variant.batch;
   RunUnit u;
   u.label = t.id;
-  const std::string path = t.variant.int8 ? quantized_model(t.model->path, t.variant.per_channel, t.variant.seed,
-                                                            o.export_dir + "/.quantized")
-                                          : t.model->path;
-  u.model = ImportedModel::from_file(path, io);
+  u.model = ImportedModel::from_file(model_path, io);
   u.plan = unit_plan(t, spec, o);
   JobSpec& jt = u.plan.job_template;
   // One store key per (model, variant, target): a model tested two ways
@@ -413,6 +412,10 @@ struct MatrixRun {
   std::optional<UnitFeed> feed;
   std::deque<RunUnit> units;                     // the serving thread's: units as they arrived
   std::thread preparer;
+  // The int8 variants, made ahead of the preparer (quantized_variant.h);
+  // int8_request[g]: group g's request (groups without one: SIZE_MAX).
+  std::optional<QuantizeAhead> quantize_ahead;
+  std::vector<size_t> int8_request;
   std::atomic<bool> stop_preparing{false};
   size_t prepared = 0;                           // units pushed (the next one's index)
   size_t released = 0;                           // units whose model the exporter released (under mu)
@@ -570,9 +573,9 @@ struct MatrixRun {
   void prepare_all() {
     progress.phase("preparing", std::to_string(groups.size()) + " models to prepare, " +
                                     std::to_string(kPrepareAhead) + " at a time ahead of the workers");
-    for (const auto& g : groups) {
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
       if (!wait_for_room()) break;
-      if (!prepare_group(g)) break;
+      if (!prepare_group(groups[gi], gi)) break;
     }
     prepared_at = Clock::now();
     log("prepared " + std::to_string(prepared) + " units in " +
@@ -580,12 +583,14 @@ struct MatrixRun {
     feed->close();
   }
 
+  bool stopping() const { return stop_preparing.load() || (o.stop && o.stop->load()) || halt.load(); }
+
   // Waits until fewer than kPrepareAhead prepared units hold their model
   // (being served or exported); false when the run stops meanwhile.
   bool wait_for_room() {
     std::unique_lock<std::mutex> lock(mu);
     for (;;) {
-      if (stop_preparing.load() || (o.stop && o.stop->load()) || halt.load()) return false;
+      if (stopping()) return false;
       if (prepared - released < kPrepareAhead) return true;
       // A fleet that had results and has had none for a while has nothing
       // it can run among the units held (waiting, say, for a board class no
@@ -603,11 +608,11 @@ struct MatrixRun {
 
   // Group `g`'s unit (or its runs: an import failure is each test's result);
   // false on a store error, which stops the run.
-  bool prepare_group(const std::vector<const TestCase*>& g) {
+  bool prepare_group(const std::vector<const TestCase*>& g, size_t gi) {
     const TestCase* t = g.front();
     const auto t0 = Clock::now();
     try {
-      RunUnit u = make_unit(*t, spec, o);
+      RunUnit u = make_unit(*t, spec, o, t->variant.int8 ? quantize_ahead->get(int8_request[gi]) : t->model->path);
       // Two subgraph tests naming one range two ways are one unit (and one report), as are two
       // model entries of the same bytes: every test of the later group takes the earlier's.
       if (auto same = unit_of_key.find(u.key()); same != unit_of_key.end()) {
@@ -640,6 +645,7 @@ struct MatrixRun {
       halt = true;  // the broker winds down: the run stops
       return false;
     } catch (const std::exception& e) {
+      if (stopping()) return false;  // a stop that cut a wait short: not the test's failure
       TestRun r;
       r.ran = true;
       r.failed_step = "import";
@@ -724,6 +730,7 @@ struct MatrixRun {
       for (const TestCase* t : g) meta["tests"].push_back({{"id", t->id}});
     store->put_run_meta(run_id, meta.dump());
     feed.emplace();
+    start_quantizing();
     preparer = std::thread([this] { prepare_all(); });
     exporter = std::thread([this] { export_all(); });
     BrokerOptions bo = o.broker;
@@ -756,6 +763,20 @@ struct MatrixRun {
     fleet.workers.reset();
   }
 
+  // The groups' int8 variants, in the order they are prepared, to be made
+  // from now on (cached by content under EXPORT/.quantized).
+  void start_quantizing() {
+    std::vector<QuantizeAhead::Request> requests;
+    int8_request.assign(groups.size(), SIZE_MAX);
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+      const TestCase& t = *groups[gi].front();
+      if (!t.variant.int8) continue;
+      int8_request[gi] = requests.size();
+      requests.push_back({t.model->path, t.variant.per_channel, t.variant.seed});
+    }
+    quantize_ahead.emplace(std::move(requests), export_dir + "/.quantized", log);
+  }
+
   // Stops preparing (after the model in hand), lets the exporter write what
   // it was given, and joins both threads.
   void stop_threads() {
@@ -763,6 +784,7 @@ struct MatrixRun {
       std::lock_guard<std::mutex> lock(mu);
       stop_preparing = true;
     }
+    if (quantize_ahead) quantize_ahead->stop();  // wakes a preparer waiting for a variant
     released_cv.notify_one();
     if (preparer.joinable()) preparer.join();
     {

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 
 #include "coordinator/fleet/tool_process.h"
@@ -46,6 +48,72 @@ std::string quantized_model(const std::string& fp32_path, bool per_channel, uint
   }
   fs::rename(tmp, out);
   return out.string();
+}
+
+QuantizeAhead::QuantizeAhead(std::vector<Request> requests, std::string cache_dir,
+                             std::function<void(const std::string&)> log)
+    : requests_(std::move(requests)), cache_dir_(std::move(cache_dir)), log_(std::move(log)), paths_(requests_.size()),
+      errors_(requests_.size()) {
+  if (!requests_.empty()) thread_ = std::thread([this] { run(); });
+}
+
+QuantizeAhead::~QuantizeAhead() {
+  stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void QuantizeAhead::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+}
+
+void QuantizeAhead::run() {
+  for (size_t i = 0; i < requests_.size(); ++i) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+    }
+    const Request& r = requests_[i];
+    std::optional<std::string> path;
+    std::string error;
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      path = quantized_model(r.fp32_path, r.per_channel, r.seed, cache_dir_);
+    } catch (const std::exception& e) {
+      error = e.what();
+      if (error.empty()) error = "int8 variant of " + r.fp32_path + ": quantization failed";
+    }
+    if (log_) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      char took[32];
+      std::snprintf(took, sizeof took, "%.2f s", s);
+      log_("int8 variant " + std::to_string(i + 1) + "/" + std::to_string(requests_.size()) + " of " + r.fp32_path +
+           (r.per_channel ? " (per channel)" : "") + (error.empty() ? " made ahead in " + std::string(took)
+                                                                     : " failed: " + error));
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      paths_[i] = std::move(path);
+      errors_[i] = std::move(error);
+      done_ = i + 1;
+    }
+    cv_.notify_all();
+  }
+}
+
+std::string QuantizeAhead::get(size_t i) {
+  if (i >= requests_.size())
+    throw std::out_of_range("QuantizeAhead::get: request " + std::to_string(i) + " of " +
+                            std::to_string(requests_.size()));
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return done_ > i || stop_; });
+  if (done_ <= i)
+    throw pipeline::PipelineError("int8 variant of " + requests_[i].fp32_path + ": the run stopped before it was made");
+  if (!errors_[i].empty()) throw pipeline::PipelineError(errors_[i]);
+  return *paths_[i];
 }
 
 }  // namespace torq::coordinator

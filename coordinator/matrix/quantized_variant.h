@@ -6,8 +6,14 @@
 // temporary name and renamed, so a killed run never leaves half a model.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace torq::coordinator {
 
@@ -15,5 +21,50 @@ namespace torq::coordinator {
 // with the tool's message when it cannot quantize the model.
 std::string quantized_model(const std::string& fp32_path, bool per_channel, uint64_t seed,
                             const std::string& cache_dir);
+
+// A run's int8 variants made one after another on a thread of their own,
+// from the run's start and in the order the run prepares them, so that a
+// variant's quantization (seconds of calibration in a sibling process) is
+// done before the preparing thread reaches its unit instead of while the
+// workers wait for it: the preparer holds at most a few units ahead, and
+// the workers ran those out during each quantization (issue 32). The
+// coordinator holds no tensors and no model here: each variant is a file.
+//
+// Contracts:
+//  - get(i) returns request i's path once it is made, waiting for it (and
+//    for the ones before it); a request that failed rethrows its
+//    PipelineError; after stop() a request not yet made throws.
+//  - get() may be called from any thread; stop() and the destructor end
+//    the thread after the variant in hand (a quantization is not cut off).
+class QuantizeAhead {
+ public:
+  struct Request {
+    std::string fp32_path;
+    bool per_channel = false;
+    uint64_t seed = 0;
+  };
+  // `log` (optional) gets a line per variant made or failed.
+  QuantizeAhead(std::vector<Request> requests, std::string cache_dir,
+                std::function<void(const std::string&)> log = nullptr);
+  ~QuantizeAhead();
+  QuantizeAhead(const QuantizeAhead&) = delete;
+  QuantizeAhead& operator=(const QuantizeAhead&) = delete;
+
+  std::string get(size_t i);
+  void stop();
+
+ private:
+  void run();
+  const std::vector<Request> requests_;
+  const std::string cache_dir_;
+  const std::function<void(const std::string&)> log_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::optional<std::string>> paths_;  // made
+  std::vector<std::string> errors_;                // failed: the error
+  size_t done_ = 0;                                // requests [0, done_) are made or failed
+  bool stop_ = false;
+  std::thread thread_;
+};
 
 }  // namespace torq::coordinator

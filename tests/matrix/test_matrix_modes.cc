@@ -178,6 +178,42 @@ TEST_F(MatrixModes, CollectProfileExportsTheTraceAndTheHtmlShowsTheOverview) {
   EXPECT_NE(html.find("WALL_TIME"), std::string::npos);
 }
 
+// The int8 variants are made from the run's start, ahead of the preparing
+// thread: with no worker to run them the preparer holds three units and
+// waits, yet every variant is quantized meanwhile (the workers of a real
+// run never wait for a calibration, issue 32). A stop while it waits is
+// STOPPED EARLY (exit 3), not an import failure of the test it waited for.
+TEST_F(MatrixModes, Int8VariantsAreMadeAheadOfThePreparation) {
+  const std::string demo = slurp(dir_ + "/demo.onnx");
+  std::string models;
+  for (int i = 0; i < 5; ++i) {  // five models: the demo with a doc_string each (ONNX field 6)
+    const std::string tag = "copy-" + std::to_string(i);
+    write(dir_ + "/m" + std::to_string(i) + ".onnx", demo + "\x32" + std::string(1, char(tag.size())) + tag);
+    models += "  - m" + std::to_string(i) + ".onnx\n";
+  }
+  write(dir_ + "/ahead.yaml", "models:\n" + models + "variants: [int8]\nmodes: [discover]\n");
+  Proc coord({bin("torq-coordinator"), "--spec", dir_ + "/ahead.yaml", "--bind", endpoint(free_port()), "--export",
+              dir_ + "/out", "--heartbeat-ms", "200", "--grace-s", "2"},
+             dir_ + "/ahead.log");
+  ASSERT_TRUE(coord.wait_for("int8 variant 5/5 of", 120000)) << coord.output();
+  ASSERT_TRUE(coord.wait_for("prepared unit 2 ", 30000)) << coord.output();
+  size_t made = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir_ + "/out/.quantized"))
+    made += e.path().extension() == ".onnx";
+  EXPECT_EQ(made, 5u);
+  for (int i = 1; i <= 5; ++i)
+    EXPECT_NE(coord.output().find("int8 variant " + std::to_string(i) + "/5 of " + dir_ + "/m" + std::to_string(i - 1) +
+                                  ".onnx made ahead in "),
+              std::string::npos)
+        << coord.output();
+  // No worker: the preparer holds three units and waits for room.
+  EXPECT_EQ(coord.output().find("prepared unit 3 "), std::string::npos) << coord.output();
+  coord.signal(SIGTERM);
+  EXPECT_EQ(coord.wait(30000), 3) << coord.output();
+  EXPECT_EQ(coord.output().find("import failed"), std::string::npos) << coord.output();
+  EXPECT_NE(coord.output().find("STOPPED EARLY"), std::string::npos) << coord.output();
+}
+
 // The int8 variants: the model quantized once per (model, per-channel,
 // seed) by torq-gen-config quantize, discovered and run as a QDQ model with
 // its fp32 original's layers; a model that cannot be quantized (it already
