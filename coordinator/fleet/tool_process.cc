@@ -46,7 +46,7 @@ void drain(int out_fd, int err_fd, ToolRun* r) {
 
 }  // namespace
 
-ToolRun run_tool(const std::vector<std::string>& args) {
+ToolRun run_tool(const std::vector<std::string>& args, std::atomic<pid_t>* running) {
   ToolRun r;
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) != 0) return r;
@@ -70,7 +70,10 @@ ToolRun run_tool(const std::vector<std::string>& args) {
   }
   close(out[1]);
   close(err[1]);
+  if (running && pid > 0) running->store(pid);
   drain(out[0], err[0], &r);
+  // Unreaped, the pid is still this child's: cleared before waitpid frees it.
+  if (running) running->store(0);
   int status = 0;
   if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   return r;

@@ -2,6 +2,9 @@
 // argv, never a shell string, output captured.
 #pragma once
 
+#include <sys/types.h>
+
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -15,7 +18,10 @@ struct ToolRun {
   std::string out, err;
 };
 
-// Runs argv[0] with argv and waits for it (stdin from /dev/null).
-ToolRun run_tool(const std::vector<std::string>& argv);
+// Runs argv[0] with argv and waits for it (stdin from /dev/null). With
+// `running`, the child's pid is there while it runs (0 otherwise), so that
+// another thread may kill it: it is set to 0 before the child is reaped, so
+// a kill() of a pid read from it never reaches another process.
+ToolRun run_tool(const std::vector<std::string>& argv, std::atomic<pid_t>* running = nullptr);
 
 }  // namespace torq::coordinator

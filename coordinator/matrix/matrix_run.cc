@@ -577,6 +577,7 @@ struct MatrixRun {
       if (!wait_for_room()) break;
       if (!prepare_group(groups[gi], gi)) break;
     }
+    quantize_ahead->stop();  // the preparer was its only reader
     prepared_at = Clock::now();
     log("prepared " + std::to_string(prepared) + " units in " +
         fmt(std::chrono::duration<double>(*prepared_at - t_start).count(), 2) + " s");
@@ -644,8 +645,9 @@ struct MatrixRun {
       log("preparation stopped: " + prepare_error);
       halt = true;  // the broker winds down: the run stops
       return false;
+    } catch (const QuantizeAhead::Stopped&) {  // the run stops: not the test's failure
+      return false;
     } catch (const std::exception& e) {
-      if (stopping()) return false;  // a stop that cut a wait short: not the test's failure
       TestRun r;
       r.ran = true;
       r.failed_step = "import";
@@ -787,6 +789,7 @@ struct MatrixRun {
     if (quantize_ahead) quantize_ahead->stop();  // wakes a preparer waiting for a variant
     released_cv.notify_one();
     if (preparer.joinable()) preparer.join();
+    quantize_ahead.reset();  // its thread joined (its tool killed by stop)
     {
       std::lock_guard<std::mutex> lock(mu);
       export_closed = true;

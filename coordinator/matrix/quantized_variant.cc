@@ -1,5 +1,6 @@
 #include "coordinator/matrix/quantized_variant.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -16,7 +17,7 @@ namespace torq::coordinator {
 namespace fs = std::filesystem;
 
 std::string quantized_model(const std::string& fp32_path, bool per_channel, uint64_t seed,
-                            const std::string& cache_dir) {
+                            const std::string& cache_dir, std::atomic<pid_t>* running) {
   // Keyed by the fp32 model's bytes, hashed as they are read (a 346 MB
   // model read whole and copied twice cost the coordinator 1.2 GB; issue 32).
   pipeline::Sha256 h;
@@ -38,7 +39,7 @@ std::string quantized_model(const std::string& fp32_path, bool per_channel, uint
                                 fp32_path, "--output", tmp.string(), "--seed", std::to_string(seed),
                                 "--threads", "1"};
   if (per_channel) argv.push_back("--per-channel");
-  const ToolRun r = run_tool(argv);
+  const ToolRun r = run_tool(argv, running);
   if (r.exit_code != 0) {
     std::error_code ec;
     fs::remove(tmp, ec);
@@ -67,6 +68,8 @@ void QuantizeAhead::stop() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
+  // A calibration of a big model takes minutes on one thread: not waited for.
+  if (const pid_t pid = tool_.load(); pid > 0) ::kill(pid, SIGTERM);
   cv_.notify_all();
 }
 
@@ -81,10 +84,14 @@ void QuantizeAhead::run() {
     std::string error;
     const auto t0 = std::chrono::steady_clock::now();
     try {
-      path = quantized_model(r.fp32_path, r.per_channel, r.seed, cache_dir_);
+      path = quantized_model(r.fp32_path, r.per_channel, r.seed, cache_dir_, &tool_);
     } catch (const std::exception& e) {
       error = e.what();
       if (error.empty()) error = "int8 variant of " + r.fp32_path + ": quantization failed";
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;  // killed or not: a stop is nobody's failure, and get() says Stopped
     }
     if (log_) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -110,8 +117,7 @@ std::string QuantizeAhead::get(size_t i) {
                             std::to_string(requests_.size()));
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return done_ > i || stop_; });
-  if (done_ <= i)
-    throw pipeline::PipelineError("int8 variant of " + requests_[i].fp32_path + ": the run stopped before it was made");
+  if (done_ <= i) throw Stopped("int8 variant of " + requests_[i].fp32_path + ": the run stopped before it was made");
   if (!errors_[i].empty()) throw pipeline::PipelineError(errors_[i]);
   return *paths_[i];
 }

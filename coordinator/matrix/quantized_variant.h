@@ -7,10 +7,14 @@
 #pragma once
 
 #include <condition_variable>
+#include <sys/types.h>
+
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,8 +23,10 @@ namespace torq::coordinator {
 
 // Path of the quantized model (made if not cached). Throws PipelineError
 // with the tool's message when it cannot quantize the model.
+// `running` (optional) holds the quantizing tool's pid while it runs
+// (run_tool).
 std::string quantized_model(const std::string& fp32_path, bool per_channel, uint64_t seed,
-                            const std::string& cache_dir);
+                            const std::string& cache_dir, std::atomic<pid_t>* running = nullptr);
 
 // A run's int8 variants made one after another on a thread of their own,
 // from the run's start and in the order the run prepares them, so that a
@@ -33,11 +39,16 @@ std::string quantized_model(const std::string& fp32_path, bool per_channel, uint
 // Contracts:
 //  - get(i) returns request i's path once it is made, waiting for it (and
 //    for the ones before it); a request that failed rethrows its
-//    PipelineError; after stop() a request not yet made throws.
-//  - get() may be called from any thread; stop() and the destructor end
-//    the thread after the variant in hand (a quantization is not cut off).
+//    PipelineError; after stop() a request not yet made throws Stopped
+//    (never a PipelineError: a stop is not the variant's failure).
+//  - get() may be called from any thread. stop() kills the quantization in
+//    hand (its tool process) and makes no more; the destructor stops and
+//    joins the thread.
 class QuantizeAhead {
  public:
+  struct Stopped : std::runtime_error {
+    using std::runtime_error::runtime_error;
+  };
   struct Request {
     std::string fp32_path;
     bool per_channel = false;
@@ -64,6 +75,7 @@ class QuantizeAhead {
   std::vector<std::string> errors_;                // failed: the error
   size_t done_ = 0;                                // requests [0, done_) are made or failed
   bool stop_ = false;
+  std::atomic<pid_t> tool_{0};                     // the quantizing tool's pid while it runs
   std::thread thread_;
 };
 

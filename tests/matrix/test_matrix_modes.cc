@@ -5,10 +5,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
+#include <thread>
 
 #include "tests/fleet/fleet_harness.h"
 #include "tests/integration/models.h"
@@ -212,6 +214,28 @@ TEST_F(MatrixModes, Int8VariantsAreMadeAheadOfThePreparation) {
   EXPECT_EQ(coord.wait(30000), 3) << coord.output();
   EXPECT_EQ(coord.output().find("import failed"), std::string::npos) << coord.output();
   EXPECT_NE(coord.output().find("STOPPED EARLY"), std::string::npos) << coord.output();
+}
+
+// A stop while the preparer waits for an int8 variant (here a quantizer
+// that would take a minute) kills the quantizer and ends the run at once:
+// STOPPED EARLY, exit 3, and no import failure for the test it waited for.
+TEST_F(MatrixModes, AStopWhileAVariantIsMadeKillsTheQuantizerAndFailsNoTest) {
+  write(dir_ + "/slow-quantize", "#!/bin/sh\nexec sleep 60\n");
+  std::filesystem::permissions(dir_ + "/slow-quantize", std::filesystem::perms::owner_all);
+  write(dir_ + "/one.yaml", "models: [demo.onnx]\nvariants: [int8]\nmodes: [discover]\n");
+  Proc coord({bin("torq-coordinator"), "--spec", dir_ + "/one.yaml", "--bind", endpoint(free_port()), "--export",
+              dir_ + "/out", "--heartbeat-ms", "200", "--grace-s", "2"},
+             dir_ + "/one.log", {"TORQ_GEN_CONFIG_BIN=" + dir_ + "/slow-quantize"});
+  ASSERT_TRUE(coord.wait_for("phase: preparing", 30000)) << coord.output();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the preparer waits for the variant
+  const auto t0 = std::chrono::steady_clock::now();
+  coord.signal(SIGTERM);
+  EXPECT_EQ(coord.wait(30000), 3) << coord.output();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20)) << "the run waited for the quantizer";
+  EXPECT_EQ(coord.output().find("import failed"), std::string::npos) << coord.output();
+  EXPECT_EQ(coord.output().find("int8 variant 1/1"), std::string::npos) << coord.output();  // neither made nor failed
+  EXPECT_NE(coord.output().find("STOPPED EARLY"), std::string::npos) << coord.output();
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/out/summary.json"));
 }
 
 // The int8 variants: the model quantized once per (model, per-channel,
