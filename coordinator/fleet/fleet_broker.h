@@ -145,7 +145,7 @@ struct BrokerStats {
   std::optional<std::chrono::steady_clock::time_point> first_dispatch;  // the first JOB sent
   std::optional<std::chrono::steady_clock::time_point> last_commit;     // the last result committed
   size_t result_commits = 0;     // synced store writes of results (group commits)
-  size_t lease_commits = 0;      // synced store writes of leases (dispatch rounds)
+  size_t lease_commits = 0;      // store writes of leases (dispatch rounds; logged, not synced: store.h)
   // The q-quantile (0..1) of dispatch_latency_us in milliseconds; -1 when empty.
   double dispatch_latency_ms(double q) const;
   size_t infra_requeued = 0;     // jobs lost to an infrastructure error, requeued (not attempts)

@@ -64,8 +64,8 @@ void print_serve_totals(const ServeTotals& t, double wall_s, std::ostream& out) 
         << fmt(f.dispatch_latency_ms(0.5), 3) << " ms, p99 " << fmt(f.dispatch_latency_ms(0.99), 3)
         << " ms; first JOB to last commit " << fmt(f.dispatch_window_s, 3) << " s, "
         << fmt(f.dispatch_window_s > 0 ? static_cast<double>(f.completed) / f.dispatch_window_s : 0)
-        << " jobs/s; synced writes: " << f.result_commits << " result batches, " << f.lease_commits
-        << " lease batches\n";
+        << " jobs/s; store writes: " << f.result_commits << " synced result batches, " << f.lease_commits
+        << " lease batches (logged, not synced)\n";
 }
 
 namespace {

@@ -4,10 +4,11 @@
 //
 // Contracts shared by every method:
 //  - Every write is in the write-ahead log before the call returns, so a
-//    kill -9 after a call returns loses nothing. Every write but two is also
-//    synced (WriteOptions.sync = true), so a power loss loses nothing
-//    either. The two: cache entries (advisory) and leases (a lease lost with
-//    the machine makes its job run again); see put_cache and put_leases.
+//    kill -9 after a call returns loses nothing. Every write is also synced
+//    (WriteOptions.sync = true), so a power loss loses nothing either,
+//    except cache entries (advisory), leases (a lease lost with the machine
+//    makes its job run again) and commit_results(..., sync=false), which
+//    its caller flushes with sync_log(); see each.
 //  - Every failure (I/O error, corrupt stored value, bad key component) is a
 //    PipelineError whose message names the store directory and the key.
 //    Nothing here aborts the process.
@@ -49,8 +50,8 @@ namespace torq::pipeline {
 //   runs    : run id -> small JSON metadata (model name, options, started/finished);
 //             "health/..." device health; "history/..." the run history (run_history.h)
 // Every write is in the write-ahead log before the call returns, so a kill
-// -9 after a call returns loses nothing; all but cache entries and leases
-// are synced too. Thread-safe (RocksDB is).
+// -9 after a call returns loses nothing; all but cache entries, leases and
+// unsynced commits (each says so) are synced too. Thread-safe (RocksDB is).
 // A write the store could not make (a full or read-only disk): the run
 // stops on it with what was committed kept; it is never a test's or an
 // op's result (issue 30).
@@ -185,9 +186,10 @@ class Store {
   // restart only that worker may claim the job or return its result (issue
   // 30). A holder longer than 65,535 bytes is a PipelineError.
   // Not fsynced: the write-ahead log has it before the call returns, so a
-  // killed coordinator keeps it. A lease lost with the machine (power) is a
-  // job that reads as queued again: it runs again and its old holder's
-  // result is refused, so nothing is lost or recorded twice. Synced, the
+  // killed coordinator keeps it. A lease lost with the machine (power)
+  // leaves the job without a holder (or with the earlier lease's holder):
+  // it runs again and the lost lease's holder's result is refused, so
+  // nothing is lost or recorded twice. Synced, the
   // leases were the coordinator's largest cost on the nightly: one disk
   // flush per dispatch round, 13 s of its 110 s of CPU (issue 32). The next
   // synced write (a result commit) flushes them with it.
