@@ -1088,6 +1088,10 @@ struct MatrixRun {
     out << "phases    " << prepared << " units prepared by " << at(prepared_at) << ", first job sent at "
         << at(totals.fleet.first_dispatch) << ", job phase " << fmt(totals.fleet.dispatch_window_s, 2)
         << " s, wall " << fmt(wall_s, 2) << " s; coordinator peak RSS " << fmt(base::peak_rss_mb(), 0) << " MB\n";
+    // What the coordinator's side costs the machine: on a machine it shares
+    // with its workers, that CPU is theirs to lose (issue 32).
+    out << "cpu       coordinator " << fmt(base::cpu_seconds(false), 1) << " s, its child processes (int8 quantization, "
+        << "local workers) " << fmt(base::cpu_seconds(true), 1) << " s, over a wall of " << fmt(wall_s, 1) << " s\n";
   }
 
   int print_summary() const {

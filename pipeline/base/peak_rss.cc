@@ -38,6 +38,13 @@ double heap_in_use_mb() {
   return static_cast<double>(bytes) / (1024.0 * 1024.0);
 }
 
+double cpu_seconds(bool children) {
+  struct rusage u {};
+  if (getrusage(children ? RUSAGE_CHILDREN : RUSAGE_SELF, &u) != 0) return 0;
+  const auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+
 void release_free_memory() {
   if (MallocExtension_ReleaseFreeMemory) MallocExtension_ReleaseFreeMemory();
   else ::malloc_trim(0);

@@ -1,4 +1,4 @@
-// The process's own memory: its peak RSS, and giving freed pages back.
+// The process's own memory (its peak RSS, giving freed pages back) and CPU.
 #pragma once
 
 namespace torq::base {
@@ -18,5 +18,10 @@ double heap_in_use_mb();
 // coordinators) or glibc's (malloc_trim). Before a phase that allocates
 // afresh, so that the peak RSS is not the sum of the phases.
 void release_free_memory();
+
+// CPU seconds (user + system) this process has used so far, every thread's
+// (`children` false), or those of its child processes that have exited and
+// been waited for (`children` true). 0 when getrusage fails.
+double cpu_seconds(bool children);
 
 }  // namespace torq::base

@@ -5,9 +5,10 @@
 # run's wall time at each worker count, their speedups from 1 to 2
 # workers, when the first job went out, wall / job phase (how long the
 # workers were without work), and the coordinator's peak RSS, all read from
-# the coordinator's own summary ("phases" line). About 2 x 7 min on 2 cores
-# for the zoo nightly (after ci/make-zoo.sh); give a smaller SPEC or a -k
-# to try it quicker.
+# the coordinator's own summary ("phases" line); then the bound that the
+# coordinator side's CPU (its "cpu" line) puts on that speedup on 2 cores.
+# About 2 x 5 min on 2 cores for the zoo nightly (after ci/make-zoo.sh);
+# give a smaller SPEC or a -k to try it quicker.
 # Usage: tests/bench/nightly_scaling.sh [BUILD_DIR] [SPEC] [-- extra torq-coordinator args]
 #   env: PRESET (ci/nightly.sh's, default nightly)
 set -euo pipefail
@@ -17,7 +18,7 @@ spec="${1:-$root/configs/nightly.yaml}"; shift || true
 [ "${1:-}" = "--" ] && shift
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 echo "== nightly scaling: $spec, $(nproc) cores, $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
-declare -A wall job first rss
+declare -A wall job first rss cpu
 for w in 1 2; do
   out="$tmp/w$w"
   rc=0
@@ -31,6 +32,9 @@ for w in 1 2; do
   job[$w]=$(sed -E 's/.*job phase ([0-9.]+) s.*/\1/' <<<"$line")
   wall[$w]=$(sed -E 's/.*, wall ([0-9.]+) s.*/\1/' <<<"$line")
   rss[$w]=$(sed -E 's/.*peak RSS ([0-9]+) MB.*/\1/' <<<"$line")
+  # cpu       coordinator C s, its child processes (...) K s, over a wall of W s
+  cline=$(grep -E '^cpu +coordinator ' "$tmp/w$w.log" || true)
+  cpu[$w]=$(sed -E 's/^cpu +coordinator ([0-9.]+) s, its child processes \([^)]*\) ([0-9.]+) s.*/\1 \2/' <<<"$cline")
   jobs=$(grep -E '^jobs ' "$tmp/w$w.log" | awk '{print $2}')
   awk -v w="$w" -v n="$jobs" -v f="${first[$w]}" -v j="${job[$w]}" -v t="${wall[$w]}" -v r="${rss[$w]}" -v rc="$rc" 'BEGIN{
     printf "nightly: workers %d, jobs %s, first job %.2f s, job phase %.1f s, wall %.1f s, wall/job phase %.2f, peak RSS %d MB (exit %d)\n",
@@ -38,4 +42,16 @@ for w in 1 2; do
 done
 awk -v j1="${job[1]}" -v j2="${job[2]}" -v w1="${wall[1]}" -v w2="${wall[2]}" 'BEGIN{
   printf "scaling: job-phase speedup 1->2 workers %.2f (goal 1.8), whole-nightly speedup %.2f (goal 1.6)\n", j1 / j2, w1 / w2 }'
+# What the coordinator's side (its threads and its tools: int8 quantization)
+# leaves the workers of a 2-core machine: 2 workers and it share 2 x T2 s
+# of CPU, so T2 >= (W + C) / 2 for workers' CPU W; taking W as the 1-worker
+# job phase T1 (one worker busy throughout, an upper estimate), the
+# speedup T1 / T2 is at most 2 T1 / (T1 + C).
+read -r c_own c_kids <<<"${cpu[2]:-}"
+if [[ ${c_own:-} =~ ^[0-9.]+$ && ${c_kids:-} =~ ^[0-9.]+$ ]]; then
+  awk -v j1="${job[1]}" -v a="$c_own" -v b="$c_kids" 'BEGIN{ c = a + b
+    printf "bound: the coordinator side used %.1f s of CPU with 2 workers (its threads %.1f s, its tools %.1f s); on %d cores the job-phase speedup is at most 2 x T1 / (T1 + C) = %.2f\n", c, a, b, 2, 2 * j1 / (j1 + c) }'
+else
+  echo "bound: no cpu line in the 2-worker summary"
+fi
 echo "== end $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -630,6 +630,14 @@ TEST(MatrixConfigs, NightlyOverTheSharedModelsThroughCiNightlySh) {
   EXPECT_GT(std::stod(m[3]), 0.0);
   EXPECT_LE(std::stod(m[3]), std::stod(m[4]));
   EXPECT_GT(std::stoi(m[5]), 0);
+  // And what the coordinator's side cost in CPU: its own, and its child
+  // processes' (here the four int8 quantizations; the workers are not its).
+  const std::regex cpu(R"(cpu       coordinator ([\d.]+) s, its child processes \(int8 quantization, local workers\) )"
+                       R"(([\d.]+) s, over a wall of ([\d.]+) s)");
+  ASSERT_TRUE(std::regex_search(out_text, m, cpu)) << out_text;
+  EXPECT_GT(std::stod(m[1]), 0.0);
+  EXPECT_GT(std::stod(m[2]), 0.0);
+  EXPECT_GT(std::stod(m[3]), 0.0);
   // The HTML report as a browser shows it: headless Chromium's DOM against
   // the summary; the screenshot stays in out/report.png.
   auto [hc, hout] = run({"/usr/bin/bash", std::string(TORQ_SOURCE_DIR) + "/tests/html/check_real_report.sh",
