@@ -4,9 +4,9 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 
+#include "coordinator/fleet/fmt.h"
 #include "coordinator/fleet/tool_process.h"
 #include "pipeline/core/sha256.h"
 #include "pipeline/model/model_import.h"
@@ -95,10 +95,8 @@ void QuantizeAhead::run() {
     }
     if (log_) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      char took[32];
-      std::snprintf(took, sizeof took, "%.2f s", s);
       log_("int8 variant " + std::to_string(i + 1) + "/" + std::to_string(requests_.size()) + " of " + r.fp32_path +
-           (r.per_channel ? " (per channel)" : "") + (error.empty() ? " made ahead in " + std::string(took)
+           (r.per_channel ? " (per channel)" : "") + (error.empty() ? " made ahead in " + fmt(s, 2) + " s"
                                                                      : " failed: " + error));
     }
     {
