@@ -59,10 +59,29 @@ void BlobServer::collect(const std::string& hash, Blob& b) {
     } catch (const PipelineError& e) {
       log_("blob " + hash + ": " + e.what());
     }
-    if (b.kept.size() >= kKeptRanges)  // the least recently used goes
-      b.kept.erase(std::min_element(b.kept.begin(), b.kept.end(),
-                                    [](const auto& x, const auto& y) { return x.second.used < y.second.used; }));
+    if (auto old = b.kept.find(b.loading); old != b.kept.end()) drop(b, old);
+    kept_bytes_ += k.bytes ? k.bytes->size() : 0;
     b.kept[b.loading] = std::move(k);
+  }
+}
+
+void BlobServer::drop(Blob& b, std::map<Range, Kept>::iterator k) {
+  kept_bytes_ -= k->second.bytes ? k->second.bytes->size() : 0;
+  b.kept.erase(k);
+}
+
+void BlobServer::trim() {
+  while (kept_bytes_ > budget_) {
+    Blob* lru_blob = nullptr;
+    std::map<Range, Kept>::iterator lru;
+    for (auto& [hash, b] : blobs_)
+      for (auto k = b.kept.begin(); k != b.kept.end(); ++k)
+        if (k->second.bytes && (!lru_blob || k->second.used < lru->second.used)) {
+          lru_blob = &b;
+          lru = k;
+        }
+    if (!lru_blob) return;
+    drop(*lru_blob, lru);
   }
 }
 
@@ -101,7 +120,7 @@ size_t BlobServer::answer(const std::string& hash, Blob& b, const Send& send, co
     if (p.max_bytes == 0) {  // the whole blob in one message (protocol-1 workers)
       if (!bytes) log_(p.who + " asked for model " + hash + ", which the store cannot read");
       served += send(p.identity, pipeline::encode_blob_reply(hash, bytes.get())) && bytes;
-      b.kept.erase(k);  // a whole blob is not kept for later
+      drop(b, k);  // a whole blob is not kept for later
       continue;
     }
     if (!bytes || bytes->size() != r.second) {
@@ -122,11 +141,17 @@ size_t BlobServer::serve(const Send& send, const Bad& bad) {
     Blob& b = it->second;
     collect(it->first, b);
     served += answer(it->first, b, send, bad, now);
-    for (auto k = b.kept.begin(); k != b.kept.end();)
-      k = now - k->second.used > kIdle ? b.kept.erase(k) : std::next(k);
+    for (auto k = b.kept.begin(); k != b.kept.end();) {
+      auto next = std::next(k);
+      if (now - k->second.used > kIdle) drop(b, k);
+      k = next;
+    }
     const bool idle = b.waiting.empty() && !b.load.valid() && !b.size_load.valid() && now - b.used > kIdle;
+    if (idle)
+      while (!b.kept.empty()) drop(b, b.kept.begin());
     it = idle ? blobs_.erase(it) : std::next(it);
   }
+  trim();  // after answering: the ranges just read have served their waiting requests
   return served;
 }
 

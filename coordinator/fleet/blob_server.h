@@ -17,9 +17,13 @@
 //    gets it in one BLOB_REPLY, as before (read whole for it). A chunk
 //    request at an offset past the blob's end is a protocol error, reported
 //    through `bad`.
-//  - Ranges read are kept for the other workers fetching the same blob
-//    (kKeptRanges at most per blob, each until unused for kIdle); a blob
-//    nobody asked for in kIdle is forgotten.
+//  - Ranges read are kept for the other workers fetching the same blob,
+//    each until unused for kIdle, within a budget of bytes for every blob
+//    together (the least recently used range goes first); a blob nobody
+//    asked for in kIdle is forgotten. Eight 4 MB ranges per blob, kept 10 s
+//    after their last use, held 60-100 MB of the models just served (issue
+//    32: the coordinator's memory grew with the rate of units, not their
+//    number); a range evicted and asked for again is read again.
 //  - A blob the store cannot read (a damaged chunk) is logged and answered
 //    as unknown: the worker's fetch fails, the broker goes on.
 //  - The loader threads only read the store (RocksDB reads are
@@ -52,8 +56,13 @@ class BlobServer {
   // A request that breaks the protocol: the broker drops its sender.
   using Bad = std::function<void(const std::string& identity, const std::string& why)>;
 
-  BlobServer(const pipeline::Store& store, std::function<void(const std::string&)> log)
-      : store_(store), log_(std::move(log)) {}
+  // What kept ranges may hold in all: a worker's fetch window is 8 chunks,
+  // the server reads one range of a blob at a time, so four ranges serve
+  // the workers fetching one blob together.
+  static constexpr uint64_t kKeptBytes = uint64_t{4} * pipeline::kMaxBlobChunkBytes;
+  BlobServer(const pipeline::Store& store, std::function<void(const std::string&)> log,
+             uint64_t kept_budget = kKeptBytes)
+      : store_(store), log_(std::move(log)), budget_(kept_budget) {}
   ~BlobServer();  // waits for a blob being read
 
   // A BLOB_REQUEST of `identity` (`who` names it in logs).
@@ -63,9 +72,10 @@ class BlobServer {
   size_t serve(const Send& send, const Bad& bad);
   // True while a blob is being read (the broker then polls briefly).
   bool loading() const;
+  // The bytes the kept ranges hold (at most the budget after each serve()).
+  uint64_t kept_bytes() const { return kept_bytes_; }
 
  private:
-  static constexpr size_t kKeptRanges = 8;
   using Range = std::pair<uint64_t, uint64_t>;  // offset, bytes (0, 0: the whole blob)
   struct Pending {
     std::string identity, who;
@@ -87,12 +97,17 @@ class BlobServer {
     std::deque<Pending> waiting;
   };
   void collect(const std::string& hash, Blob& b);
+  void drop(Blob& b, std::map<Range, Kept>::iterator k);
+  // Drops the least recently used ranges (of any blob) while the kept ones hold more than the budget.
+  void trim();
   // Answers b's waiting requests in order while their ranges are there;
   // starts the read of the first one's that is not. Returns the blobs served to their end.
   size_t answer(const std::string& hash, Blob& b, const Send& send, const Bad& bad, Clock::time_point now);
 
   const pipeline::Store& store_;
   std::function<void(const std::string&)> log_;
+  const uint64_t budget_;
+  uint64_t kept_bytes_ = 0;
   std::map<std::string, Blob> blobs_;  // by hash
 };
 

@@ -2,10 +2,12 @@
 // store: a blob of several store chunks served to two workers in chunks
 // whose bytes reassemble to the stored model, the whole blob to an old
 // worker, a request past the end refused, an unknown or damaged blob
-// answered as unknown, and no serve() that waits for the store.
+// answered as unknown, no serve() that waits for the store, and the ranges
+// kept for later workers within their byte budget.
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <random>
@@ -155,4 +157,61 @@ TEST(BlobServer, ADamagedBlobIsAnsweredAsUnknownAndLogged) {
   bool logged = false;
   for (const auto& l : logs) logged = logged || l.find("chunk 1 of 3 is missing") != std::string::npos;
   EXPECT_TRUE(logged);
+}
+
+// Two workers fetch two blobs at once, each with four 1 MB chunks asked
+// ahead (as a worker's fetch window does), under a 2 MB budget for the kept
+// ranges: both get their bytes, the kept ranges never hold more than the
+// budget after a serve(), and a range evicted and asked for again is read
+// again. Before the budget, each blob kept eight ranges for 10 s after
+// their last use: the models just served, 60-100 MB of the coordinator's
+// heap in a long matrix run (issue 32).
+TEST(BlobServer, KeptRangesStayWithinTheirBudgetAcrossBlobs) {
+  test::TempDir d{"torq-blob-server"};
+  auto store = pipeline::Store::open(d.path());
+  std::map<std::string, std::string> blob;  // worker -> the blob it fetches
+  for (const char* id : {"a", "b"}) {
+    std::string bytes = random_bytes(6 * (size_t{1} << 20) + 777);
+    bytes[0] = id[0];  // two different blobs
+    blob[id] = bytes;
+    store->put_model(pipeline::sha256_hex(bytes), bytes);
+  }
+  constexpr uint64_t kBudget = uint64_t{2} << 20;
+  constexpr uint32_t kChunk = 1u << 20;
+  coordinator::BlobServer server(*store, [](const std::string&) {}, kBudget);
+  std::map<std::string, std::string> got;
+  std::map<std::string, uint64_t> asked;  // the next offset each worker asks for
+  uint64_t most_kept = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while ((got["a"].size() < blob["a"].size() || got["b"].size() < blob["b"].size()) &&
+         std::chrono::steady_clock::now() < until) {
+    for (const char* id : {"a", "b"})  // up to four chunks out per worker
+      while (asked[id] < blob[id].size() && asked[id] - got[id].size() < 4 * uint64_t{kChunk}) {
+        server.request(id, std::string("worker ") + id, ask(pipeline::sha256_hex(blob[id]), asked[id], kChunk));
+        asked[id] += kChunk;
+      }
+    server.serve(
+        [&](const std::string& id, const std::string& payload) {
+          const FleetMessage m = pipeline::decode_fleet_message(payload.data(), payload.size());
+          EXPECT_TRUE(m.blob_known);
+          EXPECT_EQ(m.blob_offset, got[id].size());
+          got[id] += m.blob;
+          return true;
+        },
+        [](const std::string& id, const std::string& why) { ADD_FAILURE() << id << ": " << why; });
+    most_kept = std::max(most_kept, server.kept_bytes());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(got["a"], blob["a"]);
+  EXPECT_EQ(got["b"], blob["b"]);
+  EXPECT_LE(most_kept, kBudget);
+  EXPECT_GE(most_kept, uint64_t{kChunk});  // ranges are kept (for other workers), within the budget
+  // A third worker fetches blob a again from the start: its first range was evicted, and is read again.
+  const std::string hash_a = pipeline::sha256_hex(blob["a"]);
+  std::map<std::string, Worker> workers;
+  server.request("c", "worker c", ask(hash_a, 0, kChunk));
+  serve_until(server, workers, 1, {"c"});
+  ASSERT_EQ(workers["c"].replies.size(), 1u);
+  EXPECT_EQ(workers["c"].replies[0].blob, blob["a"].substr(0, kChunk));
+  EXPECT_LE(server.kept_bytes(), kBudget);
 }
