@@ -828,9 +828,13 @@ struct MatrixRun {
       u.bisector.reset();
       // The allocator keeps what the model and its planner freed unless told.
       base::release_free_memory();
+      const double cache_limit = base::thread_cache_limit_mb();  // 0: not tcmalloc (a sanitizer build)
       log("unit " + std::to_string(next.first) + " (" + u.label + ") done: reports written, model released; RSS " +
-          fmt(base::current_rss_mb(), 0) + " MB (heap " + fmt(base::heap_in_use_mb(), 0) + " MB in use), store " + fmt(static_cast<double>(store->memory_bytes()) / 1048576.0, 0) +
-          " MB in memory");
+          fmt(base::current_rss_mb(), 0) + " MB (heap " + fmt(base::heap_in_use_mb(), 0) + " MB in use" +
+          (cache_limit > 0 ? ", " + fmt(base::thread_cache_mb(), 0) + " MB in thread caches of at most " +
+                                 fmt(cache_limit, 0)
+                           : std::string()) +
+          "), store " + fmt(static_cast<double>(store->memory_bytes()) / 1048576.0, 0) + " MB in memory");
       {
         std::lock_guard<std::mutex> lock(mu);
         ++released;

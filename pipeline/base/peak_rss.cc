@@ -9,6 +9,7 @@
 // gperftools' C API, present only in programs linked with tcmalloc.
 extern "C" void MallocExtension_ReleaseFreeMemory(void) __attribute__((weak));
 extern "C" int MallocExtension_GetNumericProperty(const char* property, size_t* value) __attribute__((weak));
+extern "C" int MallocExtension_SetNumericProperty(const char* property, size_t value) __attribute__((weak));
 
 namespace torq::base {
 
@@ -43,6 +44,23 @@ double cpu_seconds(bool children) {
   if (getrusage(children ? RUSAGE_CHILDREN : RUSAGE_SELF, &u) != 0) return 0;
   const auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
   return s(u.ru_utime) + s(u.ru_stime);
+}
+
+namespace {
+
+double tcmalloc_mb(const char* property) {
+  size_t bytes = 0;
+  if (!MallocExtension_GetNumericProperty || !MallocExtension_GetNumericProperty(property, &bytes)) return 0;
+  return static_cast<double>(bytes) / (1024.0 * 1024.0);
+}
+
+}  // namespace
+
+double thread_cache_mb() { return tcmalloc_mb("tcmalloc.thread_cache_free_bytes"); }
+double thread_cache_limit_mb() { return tcmalloc_mb("tcmalloc.max_total_thread_cache_bytes"); }
+
+void limit_thread_caches(size_t bytes) {
+  if (MallocExtension_SetNumericProperty) MallocExtension_SetNumericProperty("tcmalloc.max_total_thread_cache_bytes", bytes);
 }
 
 void release_free_memory() {

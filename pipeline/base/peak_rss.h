@@ -1,6 +1,8 @@
 // The process's own memory (its peak RSS, giving freed pages back) and CPU.
 #pragma once
 
+#include <cstddef>
+
 namespace torq::base {
 
 // Peak RSS of this process so far, in MiB (0 when getrusage fails).
@@ -18,6 +20,17 @@ double heap_in_use_mb();
 // coordinators) or glibc's (malloc_trim). Before a phase that allocates
 // afresh, so that the peak RSS is not the sum of the phases.
 void release_free_memory();
+
+// Caps what tcmalloc's per-thread caches of freed objects hold in all
+// (tcmalloc.max_total_thread_cache_bytes; its default, 32 MiB, filled over
+// a long run: a coordinator's memory grew with the length of its spec,
+// issue 32). Does nothing in a program without tcmalloc.
+void limit_thread_caches(size_t bytes);
+
+// What tcmalloc's thread caches hold now, and their limit, in MiB (0 and 0
+// in a program without tcmalloc).
+double thread_cache_mb();
+double thread_cache_limit_mb();
 
 // CPU seconds (user + system) this process has used so far, every thread's
 // (`children` false), or those of its child processes that have exited and
