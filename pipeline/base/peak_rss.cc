@@ -29,23 +29,6 @@ double current_rss_mb() {
   return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
 }
 
-double heap_in_use_mb() {
-  size_t bytes = 0;
-  if (MallocExtension_GetNumericProperty) {
-    if (!MallocExtension_GetNumericProperty("generic.current_allocated_bytes", &bytes)) return 0;
-  } else {
-    bytes = ::mallinfo2().uordblks;
-  }
-  return static_cast<double>(bytes) / (1024.0 * 1024.0);
-}
-
-double cpu_seconds(bool children) {
-  struct rusage u {};
-  if (getrusage(children ? RUSAGE_CHILDREN : RUSAGE_SELF, &u) != 0) return 0;
-  const auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
-  return s(u.ru_utime) + s(u.ru_stime);
-}
-
 namespace {
 
 double tcmalloc_mb(const char* property) {
@@ -55,6 +38,18 @@ double tcmalloc_mb(const char* property) {
 }
 
 }  // namespace
+
+double heap_in_use_mb() {
+  if (MallocExtension_GetNumericProperty) return tcmalloc_mb("generic.current_allocated_bytes");
+  return static_cast<double>(::mallinfo2().uordblks) / (1024.0 * 1024.0);
+}
+
+double cpu_seconds(bool children) {
+  struct rusage u {};
+  if (getrusage(children ? RUSAGE_CHILDREN : RUSAGE_SELF, &u) != 0) return 0;
+  const auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
 
 double thread_cache_mb() { return tcmalloc_mb("tcmalloc.thread_cache_free_bytes"); }
 double thread_cache_limit_mb() { return tcmalloc_mb("tcmalloc.max_total_thread_cache_bytes"); }
