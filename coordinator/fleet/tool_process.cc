@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "pipeline/base/spawn.h"
+
 namespace torq::coordinator {
 
 std::string sibling_binary(const std::string& name, const char* env_var) {
@@ -55,18 +57,14 @@ ToolRun run_tool(const std::vector<std::string>& args, std::atomic<pid_t>* runni
     close(out[1]);
     return r;
   }
-  std::vector<std::string> copy = args;
-  std::vector<char*> argv;
-  for (auto& a : copy) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out[1], STDOUT_FILENO);
-    dup2(err[1], STDERR_FILENO);
-    const int null = open("/dev/null", O_RDONLY);
-    if (null >= 0) dup2(null, STDIN_FILENO);
-    execv(argv[0], argv.data());
-    _exit(127);
+  base::SpawnOptions so;
+  so.stdout_fd = out[1];
+  so.stderr_fd = err[1];
+  so.new_process_group = false;  // stop() kills the tool by its pid
+  pid_t pid = -1;
+  try {
+    pid = base::spawn_process(args, so).pid;  // a tool that cannot start exits 127
+  } catch (const std::exception&) {
   }
   close(out[1]);
   close(err[1]);

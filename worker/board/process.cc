@@ -13,27 +13,12 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "pipeline/base/spawn.h"
+
 namespace torq::board {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-[[noreturn]] void exec_child(const std::vector<std::string>& argv, int out_fd, int err_fd) {
-  setpgid(0, 0);
-  int null_fd = open("/dev/null", O_RDONLY);
-  if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
-  dup2(out_fd, STDOUT_FILENO);
-  dup2(err_fd, STDERR_FILENO);
-  signal(SIGPIPE, SIG_DFL);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  execvp(args[0], args.data());
-  std::string msg = argv[0] + ": " + std::strerror(errno) + "\n";
-  ssize_t ignored = write(STDERR_FILENO, msg.data(), msg.size());
-  (void)ignored;
-  _exit(127);
-}
 
 void make_pipe(int fds[2]) {
   if (pipe2(fds, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe2");
@@ -104,17 +89,21 @@ ProcResult run_process(const std::vector<std::string>& argv, int timeout_ms) {
   make_pipe(err_p);
   auto start = Clock::now();
   auto deadline = start + std::chrono::milliseconds(timeout_ms);
-  pid_t pid = fork();
-  if (pid < 0) {
-    int e = errno;
+  base::SpawnOptions so;
+  so.stdout_fd = out_p[1];
+  so.stderr_fd = err_p[1];
+  base::Spawned child;
+  try {
+    child = base::spawn_process(argv, so);
+  } catch (...) {
     for (int fd : {out_p[0], out_p[1], err_p[0], err_p[1]}) ::close(fd);
-    throw std::system_error(e, std::generic_category(), "fork");
+    throw;
   }
-  if (pid == 0) exec_child(argv, out_p[1], err_p[1]);
-  setpgid(pid, pid);  // also in the parent: no race with an early kill
+  const pid_t pid = child.pid;
   ::close(out_p[1]);
   ::close(err_p[1]);
   ProcResult r;
+  if (child.start_errno) r.err = argv[0] + ": " + std::strerror(child.start_errno) + "\n";
   bool reaped = collect(pid, out_p[0], err_p[0], deadline, r);
   ::close(out_p[0]);
   ::close(err_p[0]);

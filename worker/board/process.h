@@ -1,4 +1,5 @@
-// Child processes for the board room: fork/execvp of an argv (never a shell
+// Child processes for the board room: an argv started with base::spawn_process
+// (pipeline/base/spawn.h: no copy of this process's page tables; never a shell
 // string), stdout and stderr captured, a deadline, and a kill of the child's
 // whole process group when the deadline passes.
 //
@@ -12,7 +13,7 @@
 //    reason in err, as a shell would report it.
 //  - Never throws for the child's behaviour; throws std::invalid_argument
 //    for an empty argv and std::system_error when the local system cannot
-//    create pipes or fork.
+//    create pipes or the process.
 #pragma once
 
 #include <string>
@@ -26,7 +27,7 @@ struct ProcResult {
   bool timed_out = false;  // the deadline passed; the group was killed
   std::string out;         // captured stdout
   std::string err;         // captured stderr
-  double elapsed_ms = 0;   // local wall time from fork to reap
+  double elapsed_ms = 0;   // local wall time from start to reap
 };
 
 // Runs argv to completion or until timeout_ms (> 0) passes.

@@ -8,7 +8,7 @@
 // with owner information inside, so people and the farm never collide.
 //
 // Contract:
-//  - Every local child is fork/execvp'd ssh or scp with a timeout and a
+//  - Every local child is a spawned (process.h) ssh or scp with a timeout and a
 //    process-group kill (process.h); no local shell. The remote command is
 //    one string whose every argv item is single-quoted (remote_script.h).
 //  - Infrastructure failures throw InfraError (infra_error.h): unreachable,

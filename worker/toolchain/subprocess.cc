@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,33 +13,14 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "pipeline/base/spawn.h"
+
 namespace torq::toolchain {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr size_t kCapture = 64 * 1024;
-
-// Child side of fork: never returns.
-[[noreturn]] void exec_child(const std::vector<std::string>& argv, const std::string& cwd, char** envp, int out_fd,
-                             int err_fd) {
-  setpgid(0, 0);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  const int null = open("/dev/null", O_RDONLY);
-  if (null >= 0) dup2(null, STDIN_FILENO);
-  dup2(out_fd, STDOUT_FILENO);
-  dup2(err_fd, STDERR_FILENO);
-  if (!cwd.empty() && chdir(cwd.c_str()) != 0) {
-    dprintf(STDERR_FILENO, "error: cannot enter %s: %s\n", cwd.c_str(), std::strerror(errno));
-    _exit(127);
-  }
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  execvpe(args[0], args.data(), envp);
-  dprintf(STDERR_FILENO, "error: cannot execute %s: %s\n", args[0], std::strerror(errno));
-  _exit(127);
-}
 
 // Reads what is available from fd into buf (capped); false at EOF.
 bool drain(int fd, std::string& buf) {
@@ -61,7 +41,7 @@ bool drain(int fd, std::string& buf) {
 ProcessResult run_process(const std::vector<std::string>& argv, int timeout_ms, const std::string& cwd,
                           const std::vector<std::string>& env) {
   if (argv.empty()) throw std::runtime_error("run_process: empty argv");
-  // The child's environment, made before fork (nothing is allocated after).
+  // The child's environment: this process's, with `env` winning.
   std::vector<std::string> env_items;
   for (char** e = environ; e && *e; ++e) {
     const std::string item = *e;
@@ -70,9 +50,6 @@ ProcessResult run_process(const std::vector<std::string>& argv, int timeout_ms, 
       env_items.push_back(item);
   }
   env_items.insert(env_items.end(), env.begin(), env.end());
-  std::vector<char*> envp;
-  for (auto& item : env_items) envp.push_back(item.data());
-  envp.push_back(nullptr);
   int out_pipe[2], err_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
   if (pipe2(err_pipe, O_CLOEXEC) != 0) {
@@ -81,18 +58,28 @@ ProcessResult run_process(const std::vector<std::string>& argv, int timeout_ms, 
     throw std::runtime_error("pipe failed");
   }
   const auto t0 = Clock::now();
-  const pid_t pid = fork();
-  if (pid < 0) {
+  base::SpawnOptions so;
+  so.stdout_fd = out_pipe[1];
+  so.stderr_fd = err_pipe[1];
+  so.cwd = cwd;
+  so.env = &env_items;
+  so.die_with_parent = true;
+  base::Spawned child;
+  try {
+    child = base::spawn_process(argv, so);
+  } catch (const std::exception& e) {
     for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) close(fd);
-    throw std::runtime_error("fork failed");
+    throw std::runtime_error(std::string("cannot start a process: ") + e.what());
   }
-  if (pid == 0) exec_child(argv, cwd, envp.data(), out_pipe[1], err_pipe[1]);
-  setpgid(pid, pid);
+  const pid_t pid = child.pid;
   close(out_pipe[1]);
   close(err_pipe[1]);
   fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
   fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
   ProcessResult r;
+  if (child.start_errno)
+    r.err = child.cwd_failed ? "error: cannot enter " + cwd + ": " + std::strerror(child.start_errno) + "\n"
+                             : "error: cannot execute " + argv[0] + ": " + std::strerror(child.start_errno) + "\n";
   const auto deadline = t0 + std::chrono::milliseconds(std::max(1, timeout_ms));
   bool out_open = true, err_open = true, exited = false;
   int status = 0;

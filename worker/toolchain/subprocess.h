@@ -22,7 +22,9 @@ struct ProcessResult {
 // Runs argv[0] (looked up on PATH when it has no '/') with `argv`, in `cwd`
 // when not empty, for at most `timeout_ms`, with this process's environment
 // plus `env` ("NAME=VALUE" items, which win). Never throws for the child's
-// failures; throws std::runtime_error when fork or pipe fail.
+// failures; throws std::runtime_error when the process or its pipes cannot be
+// made. The child is started with base::spawn_process (no copy of this
+// process's page tables) and dies with the thread that started it.
 ProcessResult run_process(const std::vector<std::string>& argv, int timeout_ms, const std::string& cwd = {},
                           const std::vector<std::string>& env = {});
 
