@@ -19,6 +19,10 @@
 # step after the other as the seed tool runs them (a lower bound: it leaves
 # out the steps' own work and the ssh round trips).
 # Goal at K = 8, C = 64: efficiency >= 0.9.
+# Then a bound line: the CPU-s the machine spent during the run (the
+# coordinator's start to its exit), per job, and the efficiency its cores
+# allow (CPU-s / cores is a floor on the wall time when every process of
+# the farm shares them).
 # Needs root (unshare --mount), sshd (openssh-server), the shared models.
 # About 10 minutes on 2 cores with the defaults.
 # Usage: tests/bench/farm_bench.sh [BUILD_DIR] [COMPILE_S=2] [RUN_S=0.05] [K:C ...=1:8 4:32 8:64]
@@ -120,7 +124,8 @@ for kc in "${configs[@]}"; do
   wait "$cpid" || rc=$?
   cpid=""
   read -r _ u1 n1 s1 i1 w1 _ </proc/stat
-  busy=$(awk -v b=$(( (u1 + n1 + s1) - (u0 + n0 + s0) )) -v t=$(( (u1 + n1 + s1 + i1 + w1) - (u0 + n0 + s0 + i0 + w0) )) \
+  busy_ticks=$(( (u1 + n1 + s1) - (u0 + n0 + s0) ))
+  busy=$(awk -v b=$busy_ticks -v t=$(( (u1 + n1 + s1 + i1 + w1) - (u0 + n0 + s0 + i0 + w0) )) \
     'BEGIN{printf "%.0f", t ? 100 * b / t : 0}')
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
@@ -143,6 +148,17 @@ print(sum(e.get("timing", {}).get("runtime_ms", 0) or 0 for op in r["ops"].value
       k, c, n, s, ideal / s, b / (k * s), n * (cs + rs) / s
   }'
   echo "      this machine's $(nproc) cores were ${busy}% busy during the run (the stand-in's own work and ssh)"
+  # What this machine's CPU allows: every job's processes (the stand-in's
+  # steps, ssh and scp, the boards' sshd and shells, the worker, the
+  # coordinator) share its cores, which a real farm spreads over hosts and
+  # boards.
+  awk -v k="$k" -v c="$c" -v n="$jobs" -v cs="$compile_s" -v rs="$run_s" -v b="$busy_ticks" -v hz="$(getconf CLK_TCK)" \
+    -v p="$(nproc)" 'BEGIN {
+    ideal = n * cs / c; if (n * rs / k > ideal) ideal = n * rs / k
+    cpu = b / hz; floor = cpu / p; bound = floor > ideal ? ideal / floor : 1
+    printf "bound: the run used %.0f CPU-s, %.0f ms per job; on %d cores the wall is at least %.1f s, so efficiency <= %.2f here\n",
+      cpu, 1000 * cpu / n, p, floor, bound
+  }'
   grep -h "waiting for the board lock" "$run"/worker*.log | head -2 || true
 done
 echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
