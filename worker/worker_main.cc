@@ -14,7 +14,9 @@
 //  --board [USER@]HOST[:PORT] [--ssh-key FILE] [--board-lock-timeout-s N] [--board-host-keys accept-new|ignore]
 //    (with --backend toolchain): compile here, run the module on the board
 //    over ssh (worker/toolchain/toolchain_backend.h, board mode); --capacity
-//    lanes compile at once, the board runs one module at a time.
+//    lanes compile at once, the board runs one module at a time, and the
+//    worker holds kBoardQueue jobs more than its lanes, so that jobs waiting
+//    for the board do not keep a lane from compiling.
 #include <signal.h>
 #include <malloc.h>
 #include <sys/prctl.h>
@@ -89,6 +91,7 @@ struct BackendChoice {
   std::string toolchain_file;
   std::string board, ssh_key;       // board mode: [USER@]HOST[:PORT], key file
   double board_lock_timeout_s = 600;
+  int compile_lanes = 0;            // board mode: BoardSettings::compile_lanes
   std::string board_host_keys = "accept-new";  // BoardOptions::host_key_policy
   std::string debug_ir_dir;                     // ToolchainConfig::debug_ir_dir
   std::string cache_dir, id;        // the board's control dir and lock owner
@@ -112,6 +115,7 @@ std::unique_ptr<runner::Backend> make_backend(const BackendChoice& b, int thread
       bs->control_dir = toolchain::board_control_dir(b.cache_dir, bs->address);
       bs->owner = "torq-worker " + b.id + " pid " + std::to_string(getpid()) + " on " + host_name();
       bs->lock_timeout = std::chrono::milliseconds(static_cast<long long>(b.board_lock_timeout_s * 1000));
+      bs->compile_lanes = b.compile_lanes;
       bs->options.host_key_policy = b.board_host_keys;
       const std::string who = b.id;
       bs->options.log = [who, addr = board::to_string(bs->address)](const std::string& line) {
@@ -257,6 +261,10 @@ void add_backend_options(CLI::App& app, BackendChoice& backend, bool& check_only
                  "one (an infrastructure error that says how to accept it); ignore checks none, as the real "
                  "tool's remote runner")
       ->check(CLI::IsMember({"accept-new", "ignore"}))->capture_default_str();
+  app.add_option("--compile-lanes", backend.compile_lanes,
+                 "With --board and --stdio (a fleet worker's job process): at most this many job processes "
+                 "import and compile at once; a fleet worker passes its --capacity")
+      ->check(CLI::Range(1, 4096));
   app.add_option("--debug-ir-dir", backend.debug_ir_dir,
                  "With --backend toolchain: every compile dumps its IR after each pass into DIR/<job> "
                  "(--mlir-print-ir-after-all --mlir-print-ir-tree-dir)");
@@ -304,6 +312,11 @@ int check_mode(const WorkerArgs& a) {
   return 0;
 }
 
+// A board worker's jobs beyond its compile lanes: one on the board, one
+// ready for it (issue 32's farm bench: with the lanes alone, a lane waited
+// for its board after each compile).
+constexpr int kBoardQueue = 2;
+
 // The fleet worker's toolchain backend: its job processes' arguments, identity and health-check timeout.
 void fleet_toolchain_backend(WorkerArgs& a) {
   runner::FleetWorkerOptions& fo = a.fo;
@@ -313,13 +326,16 @@ void fleet_toolchain_backend(WorkerArgs& a) {
   if (!backend.board.empty()) {
     // --capacity N: N lanes import and compile here at once; the board runs
     // one module at a time, under the lanes' lock and the board lock
-    // (worker/board/lane_lock.h).
+    // (worker/board/lane_lock.h). N + kBoardQueue job processes: while jobs
+    // wait for the board or run on it, the N lanes go on compiling.
     fo.timeouts_check_device = true;  // a hang may be the board's: checked before it is the op's
     std::ostringstream lock_s;
     lock_s << backend.board_lock_timeout_s;
     fo.backend_args.insert(fo.backend_args.end(), {"--board", backend.board, "--board-lock-timeout-s", lock_s.str(),
                                                    "--board-host-keys", backend.board_host_keys});
     if (!backend.ssh_key.empty()) fo.backend_args.insert(fo.backend_args.end(), {"--ssh-key", backend.ssh_key});
+    fo.backend_args.insert(fo.backend_args.end(), {"--compile-lanes", std::to_string(fo.capacity)});
+    fo.capacity += kBoardQueue;
   }
   fo.toolchain = make_backend(backend, a.threads)->identity();
   fo.health_timeout_ms = toolchain::ToolchainConfig::load(backend.toolchain_file).job_budget_ms(1);

@@ -250,6 +250,43 @@ TEST_F(SshBoardTest, LockIsVisibleAndASecondBoardTimesOut) {
   EXPECT_FALSE(fs::exists(kLock));
 }
 
+// A lane whose connection was cut while it held the board lock could not
+// release it, and its process lives on, idle. A sibling lane of the same
+// worker (the same lanes' lock, which it holds while it is on the board)
+// recovers that lock at once; a board of another worker (another lanes'
+// lock) or one without lanes still waits for it.
+TEST_F(SshBoardTest, ALockLeftByASiblingLaneIsRecoveredByTheNextLane) {
+  BoardOptions lanes = quiet_options();
+  lanes.lanes_lock = work_ + "/ctl-lanes/board.lock";
+  SshBoard cut(sshd_->address(), work_ + "/ctl-cut", "torq-worker w1-0 pid " + std::to_string(getpid()), lanes);
+  cut.open();
+  cut.lock(2s);
+  EXPECT_NE(read_file(std::string(kLock) + "/owner").find("lanes=" + lanes.lanes_lock), std::string::npos);
+  BoardOptions other = quiet_options();
+  other.lanes_lock = work_ + "/ctl-other/board.lock";
+  SshBoard stranger(sshd_->address(), work_ + "/ctl-stranger", "torq-worker w2-0", other);
+  stranger.open();
+  EXPECT_EQ(kind_of([&] { stranger.lock(600ms); }), InfraKind::lock_timeout);
+  auto plain = board("torq-worker w3");
+  plain->open();
+  EXPECT_EQ(kind_of([&] { plain->lock(600ms); }), InfraKind::lock_timeout);
+  EXPECT_EQ(notes_.find("recovered"), std::string::npos) << notes_;
+
+  SshBoard sibling(sshd_->address(), work_ + "/ctl-sibling", "torq-worker w1-1", lanes);
+  sibling.open();
+  auto t0 = std::chrono::steady_clock::now();
+  sibling.lock(2s);
+  EXPECT_LT(ms_since(t0), 1500) << "the sibling waited for the lock";
+  EXPECT_TRUE(sibling.locked());
+  EXPECT_NE(read_file(std::string(kLock) + "/owner").find("owner=torq-worker w1-1"), std::string::npos);
+  EXPECT_NE(notes_.find("a lane of this worker (pid " + std::to_string(getpid()) + ") whose connection was cut"),
+            std::string::npos) << notes_;
+  cut.unlock();  // its token is no longer the lock's: the sibling's lock stays
+  EXPECT_TRUE(fs::exists(kLock));
+  sibling.close();
+  EXPECT_FALSE(fs::exists(kLock));
+}
+
 // A job's round trips folded: the lock makes the job's folder, the unlock
 // removes it; a folder that cannot be made releases the lock.
 TEST_F(SshBoardTest, LockMakesTheJobFolderAndUnlockRemovesIt) {

@@ -51,6 +51,12 @@ struct BoardOptions {
   std::string setup_script = "/usr/local/bin/setup-test-environment";
   std::chrono::seconds lock_stale_age{12 * 3600};      // older: recovered
   std::chrono::milliseconds lock_poll{250};            // retry period
+  // The local lock a worker's lanes hold while they use the board
+  // (lane_lock.h), or "". Named in the owner file; a board lock that names
+  // the same file on this host, found by a lane that holds that lock, was
+  // left by a sibling lane whose connection was cut (it is not on the
+  // board) and is recovered at once, though that lane's process lives.
+  std::string lanes_lock;
   // Where notes go (lock recovery, waits, reconnects); default: stderr.
   std::function<void(const std::string&)> log;
 };

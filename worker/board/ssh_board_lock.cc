@@ -2,7 +2,8 @@
 // (`mkdir /tmp/torq_board_test.lock`, owner information inside). Files in
 // the lock directory: `owner` (ours) and `info` (the same lines; the real
 // tool reads `info` and shows its user= line when it finds the board busy).
-// Lines: owner=, user=, host=, pid=, time=, token=.
+// Lines: owner=, user=, host=, pid=, time=, token=, and lanes= when the
+// options name the lanes' lock.
 #include <pwd.h>
 #include <signal.h>
 #include <unistd.h>
@@ -71,8 +72,13 @@ std::map<std::string, std::string> parse_info(const std::string& text) {
 }
 
 // Why a held lock may be taken over, or nothing if it may not.
-std::optional<std::string> stale_reason(const std::string& holder, long age_s, std::chrono::seconds stale_age) {
+std::optional<std::string> stale_reason(const std::string& holder, long age_s, const BoardOptions& o) {
+  const std::chrono::seconds stale_age = o.lock_stale_age;
   auto kv = parse_info(holder);
+  if (!o.lanes_lock.empty() && kv.count("lanes") && kv["lanes"] == o.lanes_lock && kv.count("host") &&
+      kv["host"] == local_hostname())
+    return "it was left by a lane of this worker (pid " + kv["pid"] +
+           ") whose connection was cut: its lanes' lock is held here, so that lane is not on the board";
   if (kv.empty() && age_s > 60) return "it has no owner information and is " + std::to_string(age_s) + " s old";
   if (age_s > stale_age.count())
     return "it is " + std::to_string(age_s) + " s old (stale after " + std::to_string(stale_age.count()) + " s)";
@@ -99,6 +105,7 @@ SshBoard::LockProbe SshBoard::probe_lock(const std::string& job_dir, const std::
   std::vector<std::string> lines = {"owner=" + flat(owner_), "user=" + local_user(),
                                     "host=" + local_hostname(), "pid=" + std::to_string(getpid()),
                                     "time=" + now_iso(), "token=" + lock_token_};
+  if (!options_.lanes_lock.empty()) lines.push_back("lanes=" + options_.lanes_lock);
   // Once the lock is ours, the job's folder (exit 4 and the lock released
   // if it cannot be made).
   std::string make_dir =
@@ -171,7 +178,7 @@ void SshBoard::lock(std::chrono::milliseconds timeout, const std::string& job_di
       made_dir_ = job_dir;
       return;
     }
-    if (auto why = stale_reason(p.holder, p.age_s, options_.lock_stale_age)) {
+    if (auto why = stale_reason(p.holder, p.age_s, options_)) {
       if (recover_lock(p.holder)) {
         note("recovered the stale lock " + options_.lock_dir + " held by " + describe(p.holder) + ": " + *why);
         continue;

@@ -103,9 +103,12 @@ std::string board_control_dir(const std::string& cache_dir, const board::BoardAd
 
 ToolchainBackend::ToolchainBackend(ToolchainConfig config, std::optional<BoardSettings> board)
     : cfg_(std::move(config)), board_settings_(std::move(board)) {
-  if (board_settings_)  // throws std::invalid_argument for a bad address or control dir
+  if (board_settings_) {  // throws std::invalid_argument for a bad address or control dir
+    // Every board section runs under the lanes' lock (run_on_board).
+    board_settings_->options.lanes_lock = board::lanes_lock_path(board_settings_->control_dir);
     board_ = std::make_unique<board::SshBoard>(board_settings_->address, board_settings_->control_dir,
                                                board_settings_->owner, board_settings_->options);
+  }
 }
 
 ToolchainBackend::~ToolchainBackend() = default;  // the board: lock released, master stopped
@@ -397,6 +400,20 @@ BackendResult ToolchainBackend::run(const BackendRequest& req) {
     compile.argv.push_back("--torq-dump-profiling={workdir}/device_trace.csv");
     run_step.argv.push_back("--torq_profile_host={workdir}/host_profile.csv");
   }
+  // A board worker's lanes: this job compiles in one of them, then gives
+  // it back while it waits for the board (toolchain_backend.h).
+  std::optional<board::CompileSlot> slot;
+  if (board_settings_ && board_settings_->compile_lanes > 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(job.deadline - Clock::now());
+    try {
+      slot.emplace(board_settings_->control_dir, board_settings_->compile_lanes,
+                   std::min<std::chrono::milliseconds>(board_settings_->lock_timeout, left / 2));
+    } catch (const board::InfraError& e) {
+      // Kept by this worker's own lanes: declined (requeued, not an attempt).
+      return fail(r, e.kind() == board::InfraKind::lock_timeout ? pipeline::kDeclinedClass : "infrastructure",
+                  e.what());
+    }
+  }
   if (!step(job, cfg_.import_step, "import", &r, nullptr)) return r;
   // The runner is given the import's own function, as the real tool reads it
   // from the import (a toolchain file's `function:` overrides).
@@ -414,6 +431,7 @@ BackendResult ToolchainBackend::run(const BackendRequest& req) {
     v.lists["executor_flags"] = {"--torq-executor-map=" + map};
   }
   if (!step(job, compile, "compile", &r, nullptr)) return r;
+  slot.reset();
   r.accepted = true;
   const uint32_t runs = std::max<uint32_t>(1, req.runs);
   double total_ms = 0;

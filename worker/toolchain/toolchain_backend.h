@@ -24,6 +24,9 @@
 // lock_timeout, staging) is the error class `infrastructure` with the
 // InfraError's message, never the op's error; a runner that fails on the
 // board is `runtime` (non-zero exit), `crash` (exit 128+signal) or `timeout`.
+// With compile_lanes, a job imports and compiles holding one of the worker's
+// compile slots (board::CompileSlot) and gives it back before the board; a
+// job that finds every slot kept past its wait is declined (requeued).
 #pragma once
 
 #include <chrono>
@@ -44,6 +47,9 @@ struct BoardSettings {
   std::string owner;                 // who holds the lock, e.g. "torq-worker w1 pid N on host"
   std::chrono::milliseconds lock_timeout{std::chrono::minutes(10)};
   std::string remote_base = "/tmp";  // staging folders are <remote_base>/<stem>
+  // > 0: at most this many of the worker's job processes import and compile
+  // at once (board::CompileSlot); the slot is given back before the board.
+  int compile_lanes = 0;
   board::BoardOptions options;
 };
 
