@@ -14,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -337,6 +338,34 @@ TEST_F(BoardWorker, TwoBoardWorkersThroughput) {
   EXPECT_GT(rate[2], 0.0);
 }
 
+// Runs the coordinator and one board worker (--capacity N, the toolchain
+// file tc) to the end, calling `sample` every period_ms on a thread of its
+// own meanwhile; the worker's log. *wall_s: the run's wall time.
+std::string run_sampled(BoardFleet& f, const TestSshd& sshd, const std::string& model, const std::string& tc,
+                        int capacity,
+                        const std::function<void()>& sample, int period_ms, double* wall_s) {
+  std::atomic<bool> done{false};
+  std::thread watch([&] {
+    while (!done) {
+      sample();
+      std::this_thread::sleep_for(std::chrono::milliseconds(period_ms));
+    }
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  Proc coord = f.coordinator(model);
+  f.add_worker(sshd, tc, {"--no-health-check", "--capacity", std::to_string(capacity)});
+  auto code = coord.wait(240000);
+  *wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  done = true;
+  watch.join();
+  EXPECT_TRUE(code) << coord.output();
+  if (code) {
+    EXPECT_EQ(*code, 0) << coord.output();
+  }
+  f.stop_workers();
+  return f.workers[0].output();
+}
+
 // Issue 32: a board worker with --capacity 4 compiles on 4 lanes while the
 // board runs one module at a time. With the stand-in's latencies (1.5 s a
 // compile, 0.05 s a run; the ssh path adds ~0.2 s of board time a job) the
@@ -350,25 +379,10 @@ TEST_F(BoardWorker, LanesCompileWhileTheBoardRunsOneModuleAtATime) {
   const std::string tc = f.dir + "/standin-latency.yaml";
   std::ofstream(tc) << torq::fleet_test::slurp(torq::test::standin_yaml())
                     << "\nstand_in_latency: {compile_s: 1.5, run_s: 0.05}\n";
-  std::atomic<bool> done{false};
   size_t most_dirs = 0;  // job folders on the board at once: one job there at a time
-  std::thread watch([&] {
-    while (!done) {
-      most_dirs = std::max(most_dirs, board_dirs().size());
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-  });
-  const auto t0 = std::chrono::steady_clock::now();
-  Proc coord = f.coordinator(model);
-  f.add_worker(*sshd_, tc, {"--no-health-check", "--capacity", "4"});
-  auto code = coord.wait(240000);
-  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  done = true;
-  watch.join();
-  ASSERT_TRUE(code) << coord.output();
-  EXPECT_EQ(*code, 0) << coord.output();
-  f.stop_workers();
-  const std::string wlog = f.workers[0].output();
+  double wall_s = 0;
+  const std::string wlog =
+      run_sampled(f, *sshd_, model, tc, 4, [&] { most_dirs = std::max(most_dirs, board_dirs().size()); }, 2, &wall_s);
   const size_t jobs = count(wlog, "finished ");
   ASSERT_GT(jobs, 20u) << wlog;
   EXPECT_LT(wall_s, 0.5 * jobs * 1.55) << "the lanes did not compile while the board ran";
@@ -412,26 +426,14 @@ TEST_F(BoardWorker, JobsWaitingForTheBoardLeaveTheLanesCompiling) {
   fs::create_directories(work);
   std::ofstream(tc) << torq::fleet_test::slurp(torq::test::standin_yaml()) << "\nwork_dir: " << work
                     << "\nstand_in_latency: {compile_s: 0.6, run_s: 0.4}\n";
-  std::atomic<bool> done{false};
   size_t most_compiles = 0, most_busy = 0, most_dirs = 0;
-  std::thread watch([&] {
-    while (!done) {
-      const size_t compiles = processes_with("torq-compile", work), dirs = board_dirs().size();
-      most_compiles = std::max(most_compiles, compiles);
-      most_dirs = std::max(most_dirs, dirs);
-      most_busy = std::max(most_busy, compiles + dirs);
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  });
-  Proc coord = f.coordinator(model);
-  f.add_worker(*sshd_, tc, {"--no-health-check", "--capacity", "2"});
-  auto code = coord.wait(240000);
-  done = true;
-  watch.join();
-  ASSERT_TRUE(code) << coord.output();
-  EXPECT_EQ(*code, 0) << coord.output();
-  f.stop_workers();
-  const std::string wlog = f.workers[0].output();
+  double wall_s = 0;
+  const std::string wlog = run_sampled(f, *sshd_, model, tc, 2, [&] {
+    const size_t compiles = processes_with("torq-compile", work), dirs = board_dirs().size();
+    most_compiles = std::max(most_compiles, compiles);
+    most_dirs = std::max(most_dirs, dirs);
+    most_busy = std::max(most_busy, compiles + dirs);
+  }, 5, &wall_s);
   ASSERT_GT(count(wlog, "finished "), 20u) << wlog;
   EXPECT_NE(wlog.find("capacity 4"), std::string::npos) << "2 lanes and 2 jobs for the board: " << wlog;
   EXPECT_EQ(most_compiles, 2u) << "--capacity 2: two lanes compile at once, no more";
