@@ -23,9 +23,9 @@ void close_all(const std::vector<int>& fds) {
 
 // Takes an flock on one of `paths` (the first that is free), waiting up to
 // `timeout`: flock has no timeout, so try each, then sleep briefly (a
-// holder's step is the wait). Returns {fd, index}; the other files are
-// closed. `busy` says who kept them, for the lock_timeout error.
-std::pair<int, int> take_one(const std::vector<std::string>& paths, std::chrono::milliseconds timeout,
+// holder's step is the wait). Returns the held file's descriptor; the
+// others are closed. `busy` says who kept them, for the lock_timeout error.
+int take_one(const std::vector<std::string>& paths, std::chrono::milliseconds timeout,
                              const std::string& busy) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(paths.front()).parent_path(), ec);
@@ -45,7 +45,7 @@ std::pair<int, int> take_one(const std::vector<std::string>& paths, std::chrono:
         const int fd = fds[i];
         fds[i] = -1;
         close_all(fds);
-        return {fd, static_cast<int>(i)};
+        return fd;
       }
       if (errno != EWOULDBLOCK && errno != EINTR) {
         const int err = errno;
@@ -67,7 +67,7 @@ std::pair<int, int> take_one(const std::vector<std::string>& paths, std::chrono:
 std::string lanes_lock_path(const std::string& control_dir) { return control_dir + "/board.lock"; }
 
 LaneLock::LaneLock(const std::string& control_dir, std::chrono::milliseconds timeout) {
-  fd_ = take_one({lanes_lock_path(control_dir)}, timeout, "another lane of this worker kept the board").first;
+  fd_ = take_one({lanes_lock_path(control_dir)}, timeout, "another lane of this worker kept the board");
 }
 
 LaneLock::~LaneLock() {
@@ -78,7 +78,7 @@ CompileSlot::CompileSlot(const std::string& control_dir, int slots, std::chrono:
   if (slots < 1) throw std::invalid_argument("CompileSlot: slots must be at least 1");
   std::vector<std::string> paths;
   for (int i = 0; i < slots; ++i) paths.push_back(control_dir + "/compile." + std::to_string(i) + ".lock");
-  std::tie(fd_, index_) = take_one(paths, timeout, "the worker's other lanes kept every compile slot");
+  fd_ = take_one(paths, timeout, "the worker's other lanes kept every compile slot");
 }
 
 CompileSlot::~CompileSlot() {

@@ -41,11 +41,9 @@ class CompileSlot {
   ~CompileSlot();
   CompileSlot(const CompileSlot&) = delete;
   CompileSlot& operator=(const CompileSlot&) = delete;
-  int index() const { return index_; }  // which slot file is held
 
  private:
   int fd_ = -1;
-  int index_ = -1;
 };
 
 }  // namespace torq::board
