@@ -332,6 +332,10 @@ CLI::App* add_quantize(CLI::App& app, quant::QuantizeOptions& qo) {
                                              "where other processes keep the cores busy)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1024));
+  quant->add_flag("--measure,!--no-measure", qo.measure,
+                  "Run both models on the held-out input and report the quantization error (--no-measure: write the "
+                  "model only, for a caller that measures it itself)")
+      ->capture_default_str();
   return quant;
 }
 

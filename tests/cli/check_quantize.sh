@@ -5,7 +5,8 @@
 # and per channel); re-quantizing it and bad options are exit 2. FORMAT
 # qoperator (default qdq) also checks the report's count of integer ops and
 # that the model holds QLinearConv nodes. --threads 1 writes the same bytes
-# as every core. It also says where it is:
+# as every core, and --no-measure the same bytes without the error report.
+# It also says where it is:
 # "[progress]" lines (calibration, rewrite, measure) at $TORQ_PROGRESS_MS.
 # Usage: check_quantize.sh TORQ_GEN_CONFIG TORQ_SIM MODEL MIN_PCC WORKDIR [FORMAT]
 set -uo pipefail
@@ -45,6 +46,14 @@ done
 "$gen" quantize --model "$model" --output "$work/t0.onnx" --quant-format "$format" --num-calib 4 --threads 0 \
   >/dev/null 2>&1 || fail "quantize --threads 0: exit $?"
 cmp -s "$work/t0.onnx" "$work/t1.onnx" || fail "--threads 1 and --threads 0 wrote different models"
+# --no-measure (what a matrix run asks for: its tests measure the model
+# themselves) writes the same model, says it did not measure it, and prints
+# no error figures.
+out=$("$gen" quantize --model "$model" --output "$work/nm.onnx" --quant-format "$format" --num-calib 4 --threads 1 \
+      --no-measure 2>&1) || fail "quantize --no-measure: exit $?: $out"
+cmp -s "$work/t1.onnx" "$work/nm.onnx" || fail "--no-measure wrote a different model"
+grep -q "^not measured against the fp32 model (--no-measure)$" <<<"$out" || fail "--no-measure does not say so: $out"
+! grep -q "PCC\|quantization error per tensor" <<<"$out" || fail "--no-measure printed error figures: $out"
 out=$("$gen" quantize --model "$model" --threads -1 -o "$work/x" 2>&1); rc=$?
 [ "$rc" != 0 ] && grep -q -- "--threads" <<<"$out" || fail "--threads -1: exit $rc: $out"
 

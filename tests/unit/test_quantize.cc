@@ -8,6 +8,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "worker/engine/session.h"
 #include "worker/quant/calibrate.h"
 #include "worker/quant/qdq_rewrite.h"
 #include "worker/quant/quant_params.h"
@@ -150,6 +151,82 @@ TEST(QdqRewrite, RefusesQuantizedInputAndOldOpsets) {
 TEST(Calibration, SeedsAreHeldOutFromDiscoverysInput) {
   for (uint64_t s : {0ull, 1ull, 42ull})
     for (int k = 0; k < 64; ++k) EXPECT_NE(calibration_seed(s, k), s);
+}
+
+// What calibrate() must give, taken the plain way: every non-constant fp32
+// value of a whole run_all per calibration input, 0 and its finite elements
+// in order. Signs of zero bounds aside (no parameter sees them), the same
+// floats.
+std::map<std::string, Range> ranges_by_run_all(const onnx::ModelProto& m, int n, uint64_t seed) {
+  auto s = engine::Session::from_proto(m);
+  std::map<std::string, Range> want;
+  for (int k = 0; k < n; ++k)
+    for (const auto& [name, t] : s->run_all(s->random_inputs(calibration_seed(seed, k), -1.f, 1.f))) {
+      if (t.dtype() != engine::DType::kF32 || s->is_constant(name) || t.numel() == 0) continue;
+      const float* p = t.data<float>();
+      auto it = want.try_emplace(name, Range{0.f, 0.f}).first;
+      for (int64_t i = 0; i < t.numel(); ++i)
+        if (std::isfinite(p[i])) it->second.add(p[i]);
+    }
+  return want;
+}
+
+void expect_same_ranges(const std::map<std::string, Range>& got, const std::map<std::string, Range>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [name, w] : want) {
+    auto g = got.find(name);
+    ASSERT_NE(g, got.end()) << name;
+    EXPECT_EQ(g->second.lo, w.lo) << name;  // == : -0 equals +0
+    EXPECT_EQ(g->second.hi, w.hi) << name;
+  }
+}
+
+TEST(Calibration, RangesAreEveryActivationsOverWholeRuns) {
+  onnx::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(sim::build_demo_model()));
+  const auto got = calibrate(m, 3, 7, 1);
+  expect_same_ranges(got, ranges_by_run_all(m, 3, 7));
+  EXPECT_GT(got.size(), 5u);
+}
+
+TEST(Calibration, NaNAndInfinityWidenNoRange) {
+  // x (uniform [-1, 1], 37 elements: vector lanes and a tail) -> Log -> l:
+  // NaN for x < 0, -inf at 0 is never drawn but Log(x * 0) is (z); a range
+  // of finite elements only.
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  auto* x = g->add_input();
+  x->set_name("x");
+  x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  x->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(37);
+  auto* zero = g->add_initializer();
+  zero->set_name("zero");
+  zero->set_data_type(onnx::TensorProto::FLOAT);
+  zero->add_float_data(0.f);
+  const auto node = [&](const char* op, std::vector<std::string> in, const char* out) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    for (const auto& i : in) n->add_input(i);
+    n->add_output(out);
+  };
+  node("Log", {"x"}, "l");
+  node("Mul", {"x", "zero"}, "z0");
+  node("Log", {"z0"}, "z");
+  node("Add", {"l", "z"}, "y");  // NaN or -inf everywhere
+  g->add_output()->set_name("y");
+  const auto got = calibrate(m, 4, 1, 1);
+  expect_same_ranges(got, ranges_by_run_all(m, 4, 1));
+  const Range& l = got.at("l");
+  EXPECT_TRUE(std::isfinite(l.lo) && std::isfinite(l.hi)) << l.lo << " " << l.hi;
+  EXPECT_LT(l.lo, -1.f);  // log of the smallest positive draw
+  EXPECT_LE(l.hi, 0.f);
+  EXPECT_GE(got.at("x").lo, -1.f);
+  // y has no finite element at all: its range is 0 alone (it was NaN or
+  // -inf when a range started at a value's first element).
+  EXPECT_EQ(got.at("y").lo, 0.f);
+  EXPECT_EQ(got.at("y").hi, 0.f);
 }
 
 }  // namespace

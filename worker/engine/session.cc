@@ -692,11 +692,12 @@ std::vector<Tensor> Session::run_impl(const std::vector<Tensor>& feeds, std::map
   return out;
 }
 
-Session::Steps::Steps(Session* s, std::vector<Tensor> values) : s_(s), values_(std::move(values)) {}
+Session::Steps::Steps(Session* s, std::vector<Tensor> values, bool constants)
+    : s_(s), values_(std::move(values)), constants_(constants) {}
 Session::Steps::~Steps() = default;
 
-std::unique_ptr<Session::Steps> Session::start_steps(const std::vector<Tensor>& feeds) {
-  return std::unique_ptr<Steps>(new Steps(this, bind_inputs(feeds)));
+std::unique_ptr<Session::Steps> Session::start_steps(const std::vector<Tensor>& feeds, bool constants) {
+  return std::unique_ptr<Steps>(new Steps(this, bind_inputs(feeds), constants));
 }
 
 bool Session::Steps::done() const { return failed_ || (started_ && next_ >= s_->impl_->nodes.size()); }
@@ -711,7 +712,8 @@ std::vector<std::pair<std::string, Tensor>> Session::Steps::step() {
   if (!started_) {
     started_ = true;
     for (size_t id = 0; id < values_.size(); ++id)
-      if (values_[id].defined()) out.emplace_back(m.names[id], to_plain(values_[id], m.env));
+      if (values_[id].defined() && (constants_ || !m.constants[id].defined()))
+        out.emplace_back(m.names[id], to_plain(values_[id], m.env));
   }
   while (next_ < m.nodes.size() && m.nodes[next_].folded) ++next_;
   if (next_ >= m.nodes.size()) return out;

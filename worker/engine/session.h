@@ -114,20 +114,25 @@ class Session {
     ~Steps();
     bool done() const;
     // Executes the next node and returns the values it defined, plain, by
-    // name (the first call also returns the graph inputs and constants).
+    // name (the first call also returns the graph inputs, and the constants
+    // unless start_steps was told not to).
     // Throws EngineError as run() does; the values returned before stay
     // valid, and done() is true afterwards.
     std::vector<std::pair<std::string, Tensor>> step();
 
    private:
     friend class Session;
-    Steps(Session* s, std::vector<Tensor> values);
+    Steps(Session* s, std::vector<Tensor> values, bool constants);
     Session* s_;
     std::vector<Tensor> values_;
     size_t next_ = 0;
+    bool constants_ = true;
     bool started_ = false, failed_ = false;
   };
-  std::unique_ptr<Steps> start_steps(const std::vector<Tensor>& inputs);
+  // `constants` false: the steps never return the initializers and folded
+  // constants (a caller that reads activations only, as calibration does,
+  // saves a plain copy of every weight per run).
+  std::unique_ptr<Steps> start_steps(const std::vector<Tensor>& inputs, bool constants = true);
   // True when the named value is fixed at load (initializer or folded).
   bool is_constant(const std::string& name) const;
 

@@ -131,8 +131,11 @@ QuantizeReport quantize_model(const onnx::ModelProto& fp32, const QuantizeOption
     base::Progress::note("rewriting the graph as QOperator");
     r.qoperator = to_qoperator(r.qdq);
   }
-  base::Progress::note("measuring the quantized model against the fp32 one");
-  measure(fp32, &r, o.seed, o.threads);
+  if (o.measure) {
+    base::Progress::note("measuring the quantized model against the fp32 one");
+    measure(fp32, &r, o.seed, o.threads);
+    r.measured = true;
+  }
   return r;
 }
 
@@ -159,11 +162,7 @@ void print_qoperator(const QOperatorResult& q, std::ostream& out) {
       << by_op("stayed QDQ", q.stayed_qdq) << "\n";
 }
 
-void print_report(const QuantizeReport& r, const QuantizeOptions& o, const std::string& path, std::ostream& out) {
-  out << "quantized (static int8, " << o.format << ", " << (o.per_channel ? "per-channel" : "per-tensor")
-      << " weights, " << o.num_calib << " calibration inputs, seed " << o.seed << "): " << r.qdq.weights
-      << " weights, " << r.qdq.biases << " biases, " << r.qdq.activations << " activations\n";
-  if (r.qoperator) print_qoperator(*r.qoperator, out);
+void print_errors(const QuantizeReport& r, const QuantizeOptions& o, std::ostream& out) {
   out << std::setprecision(6) << "graph outputs vs fp32 (seed " << o.seed << ", held out from calibration): PCC "
       << r.output_pcc << ", max abs diff " << r.output_max_abs << "\n";
   out << "quantization error per tensor (worst rmse first, " << r.errors.size() << " tensors):\n";
@@ -172,6 +171,15 @@ void print_report(const QuantizeReport& r, const QuantizeOptions& o, const std::
     out << "  " << e.tensor << ": rmse " << e.rmse << ", mean abs " << e.mean_abs << ", max abs " << e.max_abs
         << " (" << e.size << " elements)\n";
   }
+}
+
+void print_report(const QuantizeReport& r, const QuantizeOptions& o, const std::string& path, std::ostream& out) {
+  out << "quantized (static int8, " << o.format << ", " << (o.per_channel ? "per-channel" : "per-tensor")
+      << " weights, " << o.num_calib << " calibration inputs, seed " << o.seed << "): " << r.qdq.weights
+      << " weights, " << r.qdq.biases << " biases, " << r.qdq.activations << " activations\n";
+  if (r.qoperator) print_qoperator(*r.qoperator, out);
+  if (r.measured) print_errors(r, o, out);
+  else out << "not measured against the fp32 model (--no-measure)\n";
   for (const auto& n : r.qdq.notes) out << "note: " << n << "\n";
   out << "wrote " << path << "\n";
 }

@@ -30,6 +30,12 @@ struct QuantizeOptions {
   // barriers) where other processes already keep every core busy: a matrix
   // run quantizes beside its workers (coordinator/matrix/quantized_variant).
   int threads = 0;
+  // Run both models on discovery's input (seed) to report the quantization
+  // error (QuantizeReport::errors, output_*). Off for a caller that measures
+  // the quantized model itself: a matrix run's int8 tests compare it with
+  // its fp32 original, and the two full runs holding every value were more
+  // than half of a quantization's CPU (issue 32).
+  bool measure = true;
 };
 
 struct QuantizeReport {
@@ -40,6 +46,7 @@ struct QuantizeReport {
   std::vector<pipeline::ConversionError> errors;  // per quantized tensor, worst rmse first
   double output_pcc = 0;      // graph outputs, quantized vs fp32, pooled
   double output_max_abs = 0;
+  bool measured = false;      // the three above were measured (QuantizeOptions::measure)
 };
 
 // Throws std::invalid_argument (bad options, already quantized) and engine
