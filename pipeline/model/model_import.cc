@@ -100,8 +100,11 @@ void convert_tensor(onnx::TensorProto* t, engine::Rounding r, std::vector<Conver
                     const std::string& name) {
   if (t->data_type() != onnx::TensorProto::FLOAT) return;
   const std::vector<float> f = f32_values(*t, name);
+  // On this thread, not OpenMP's: the coordinator converts beside workers
+  // that keep every core busy, where a team of threads only spun at its
+  // barriers, and the error sums below are one pass over f anyway (issue 32).
   std::vector<engine::bf16_t> b(f.size());
-  engine::convert_f32_to_bf16(f.data(), b.data(), f.size(), r);
+  for (size_t i = 0; i < f.size(); ++i) b[i] = engine::f32_to_bf16(f[i], r);
   ConversionError e;
   e.tensor = name;
   e.size = static_cast<int64_t>(f.size());
