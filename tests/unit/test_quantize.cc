@@ -8,6 +8,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "tests/unit/graph_builder.h"
 #include "worker/engine/session.h"
 #include "worker/quant/calibrate.h"
 #include "worker/quant/qdq_rewrite.h"
@@ -197,25 +198,13 @@ TEST(Calibration, NaNAndInfinityWidenNoRange) {
   m.set_ir_version(8);
   m.add_opset_import()->set_version(17);
   auto* g = m.mutable_graph();
-  auto* x = g->add_input();
-  x->set_name("x");
-  x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-  x->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(37);
-  auto* zero = g->add_initializer();
-  zero->set_name("zero");
-  zero->set_data_type(onnx::TensorProto::FLOAT);
-  zero->add_float_data(0.f);
-  const auto node = [&](const char* op, std::vector<std::string> in, const char* out) {
-    auto* n = g->add_node();
-    n->set_op_type(op);
-    for (const auto& i : in) n->add_input(i);
-    n->add_output(out);
-  };
-  node("Log", {"x"}, "l");
-  node("Mul", {"x", "zero"}, "z0");
-  node("Log", {"z0"}, "z");
-  node("Add", {"l", "z"}, "y");  // NaN or -inf everywhere
-  g->add_output()->set_name("y");
+  test::add_value(g->mutable_input(), "x", {37});
+  test::add_init(g, "zero", {}, {0.f});
+  test::add_node(g, "Log", {"x"}, {"l"});
+  test::add_node(g, "Mul", {"x", "zero"}, {"z0"});
+  test::add_node(g, "Log", {"z0"}, {"z"});
+  test::add_node(g, "Add", {"l", "z"}, {"y"});  // NaN or -inf everywhere
+  test::add_value(g->mutable_output(), "y", {37});
   const auto got = calibrate(m, 4, 1, 1);
   expect_same_ranges(got, ranges_by_run_all(m, 4, 1));
   const Range& l = got.at("l");
