@@ -7,7 +7,7 @@
 # workers were without work), and the coordinator's peak RSS, all read from
 # the coordinator's own summary ("phases" line); then the bound that the
 # coordinator side's CPU (its "cpu" line) puts on that speedup on 2 cores.
-# About 2 x 5 min on 2 cores for the zoo nightly (after ci/make-zoo.sh);
+# About 2 x 4 min on 2 cores for the zoo nightly (after ci/make-zoo.sh);
 # give a smaller SPEC or a -k to try it quicker.
 # Usage: tests/bench/nightly_scaling.sh [BUILD_DIR] [SPEC] [-- extra torq-coordinator args]
 #   env: PRESET (ci/nightly.sh's, default nightly)
