@@ -21,10 +21,10 @@ namespace torq::quant {
 uint64_t calibration_seed(uint64_t seed, int k);
 
 // Ranges of every non-constant float value (graph inputs and node outputs)
-// over num_calib runs, of its finite elements and 0 (an activation's int8
+// over num_calib runs: its finite elements and 0 (an activation's int8
 // range holds 0 exactly, activation_params; a value whose first element was
-// NaN or inf once kept that bound for good), on `threads` threads (0: the OpenMP default). Throws
-// engine errors (unsupported op, bad model).
+// NaN or inf once kept that bound for good). On `threads` threads (0: the
+// OpenMP default). Throws engine errors (unsupported op, bad model).
 std::map<std::string, Range> calibrate(const onnx::ModelProto& model, int num_calib, uint64_t seed, int threads = 0);
 
 }  // namespace torq::quant

@@ -131,11 +131,9 @@ QuantizeReport quantize_model(const onnx::ModelProto& fp32, const QuantizeOption
     base::Progress::note("rewriting the graph as QOperator");
     r.qoperator = to_qoperator(r.qdq);
   }
-  if (o.measure) {
-    base::Progress::note("measuring the quantized model against the fp32 one");
-    measure(fp32, &r, o.seed, o.threads);
-    r.measured = true;
-  }
+  if (!o.measure) return r;
+  base::Progress::note("measuring the quantized model against the fp32 one");
+  measure(fp32, &r, o.seed, o.threads);
   return r;
 }
 
@@ -178,7 +176,7 @@ void print_report(const QuantizeReport& r, const QuantizeOptions& o, const std::
       << " weights, " << o.num_calib << " calibration inputs, seed " << o.seed << "): " << r.qdq.weights
       << " weights, " << r.qdq.biases << " biases, " << r.qdq.activations << " activations\n";
   if (r.qoperator) print_qoperator(*r.qoperator, out);
-  if (r.measured) print_errors(r, o, out);
+  if (o.measure) print_errors(r, o, out);
   else out << "not measured against the fp32 model (--no-measure)\n";
   for (const auto& n : r.qdq.notes) out << "note: " << n << "\n";
   out << "wrote " << path << "\n";

@@ -43,10 +43,10 @@ struct QuantizeReport {
   std::optional<QOperatorResult> qoperator;       // --quant-format qoperator
   // The model written: the QOperator model when there is one, else the QDQ one.
   const onnx::ModelProto& model() const { return qoperator ? qoperator->model : qdq.model; }
+  // Measured only with QuantizeOptions::measure:
   std::vector<pipeline::ConversionError> errors;  // per quantized tensor, worst rmse first
   double output_pcc = 0;      // graph outputs, quantized vs fp32, pooled
   double output_max_abs = 0;
-  bool measured = false;      // the three above were measured (QuantizeOptions::measure)
 };
 
 // Throws std::invalid_argument (bad options, already quantized) and engine
