@@ -1,9 +1,13 @@
 // LaneLock: the lanes of one board worker (its job processes, issue 32)
 // take the board one at a time. Each lane compiles on its own; before the
 // board lock (the real tool's remote mkdir, polled every 250 ms over ssh) a
-// lane takes an flock on a file beside the board's control socket, tried
-// every few ms locally and released by the kernel when a lane dies. Other
-// hosts and people still meet the remote lock.
+// lane takes an flock on a file beside the board's control socket,
+// released by the kernel when a lane dies. A waiting lane sleeps until a
+// lock file is closed (inotify; a holder unlocks, then closes), so the
+// board goes to the next lane at once and waiting costs no polling; it
+// looks again every 200 ms regardless, and polls every few ms where
+// inotify is not to be had. Other hosts and people still meet the remote
+// lock.
 //
 // CompileSlot: at most N of those job processes import and compile at once
 // (--capacity N). A board worker holds a few more jobs than it has compile
