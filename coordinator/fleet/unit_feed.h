@@ -7,7 +7,8 @@
 //  - push() and close() are called by the preparing thread, take() and
 //    open() by the serving one; each side may call while the other does.
 //  - fd() (an eventfd) is readable from a push or close until the next
-//    take(): a broker polls it instead of waking on a timer.
+//    take(): a broker polls it instead of waking on a timer. A take()
+//    with nothing pushed since the last makes no system call.
 //  - Units come out in the order they were pushed.
 #pragma once
 
@@ -37,11 +38,12 @@ class UnitFeed {
   int fd() const { return fd_; }
 
  private:
-  void wake();
+  void wake_locked();
   int fd_ = -1;
   mutable std::mutex mu_;
   std::deque<RunUnit> ready_;
   bool closed_ = false;
+  bool signalled_ = false;  // under mu_: the fd is readable (a push or close not yet taken)
 };
 
 }  // namespace torq::coordinator
