@@ -1,10 +1,14 @@
 #include "coordinator/fleet/cache_writer.h"
 
 #include "pipeline/base/error.h"
+#include "pipeline/base/thread_name.h"
 
 namespace torq::coordinator {
 
-CacheWriter::CacheWriter(pipeline::Store& store) : store_(store), thread_([this] { loop(); }) {}
+CacheWriter::CacheWriter(pipeline::Store& store) : store_(store), thread_([this] {
+      base::name_this_thread("torq-cache");
+      loop();
+    }) {}
 
 CacheWriter::~CacheWriter() {
   try {

@@ -8,13 +8,17 @@
 #include <cstring>
 
 #include "pipeline/base/error.h"
+#include "pipeline/base/thread_name.h"
 
 namespace torq::coordinator {
 
 CommitWriter::CommitWriter(pipeline::Store& store, std::string run) : store_(store), run_(std::move(run)) {
   event_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (event_fd_ < 0) throw pipeline::PipelineError(std::string("commit writer: eventfd: ") + std::strerror(errno));
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this] {
+    base::name_this_thread("torq-commit");
+    loop();
+  });
 }
 
 CommitWriter::~CommitWriter() {

@@ -3,6 +3,7 @@
 #include "coordinator/matrix/matrix_run.h"
 #include "coordinator/matrix/probe_run.h"
 #include "pipeline/probe/probe_spec.h"
+#include "pipeline/base/thread_name.h"
 
 #include "pipeline/base/peak_rss.h"
 #include "pipeline/base/progress.h"
@@ -733,8 +734,14 @@ struct MatrixRun {
     store->put_run_meta(run_id, meta.dump());
     feed.emplace();
     start_quantizing();
-    preparer = std::thread([this] { prepare_all(); });
-    exporter = std::thread([this] { export_all(); });
+    preparer = std::thread([this] {
+      base::name_this_thread("torq-prepare");
+      prepare_all();
+    });
+    exporter = std::thread([this] {
+      base::name_this_thread("torq-export");
+      export_all();
+    });
     BrokerOptions bo = o.broker;
     bo.stop_flag = o.stop;
     bo.halt_flag = &halt;

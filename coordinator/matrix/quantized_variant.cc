@@ -9,6 +9,7 @@
 #include "coordinator/fleet/fmt.h"
 #include "coordinator/fleet/tool_process.h"
 #include "pipeline/core/sha256.h"
+#include "pipeline/base/thread_name.h"
 #include "pipeline/model/model_import.h"
 #include "pipeline/core/types.h"
 
@@ -57,7 +58,10 @@ QuantizeAhead::QuantizeAhead(std::vector<Request> requests, std::string cache_di
                              std::function<void(const std::string&)> log)
     : requests_(std::move(requests)), cache_dir_(std::move(cache_dir)), log_(std::move(log)), paths_(requests_.size()),
       errors_(requests_.size()) {
-  if (!requests_.empty()) thread_ = std::thread([this] { run(); });
+  if (!requests_.empty()) thread_ = std::thread([this] {
+    base::name_this_thread("torq-quantize");
+    run();
+  });
 }
 
 QuantizeAhead::~QuantizeAhead() {

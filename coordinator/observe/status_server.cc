@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "pipeline/base/error.h"
+#include "pipeline/base/thread_name.h"
 
 namespace torq::coordinator::observe {
 
@@ -87,6 +88,7 @@ StatusServer::StatusServer(const StatusBoard& board, const std::string& host_por
   if (bound <= 0) throw PipelineError("--http " + host_port + ": cannot listen there (in use, or not this host's)");
   url_ = "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(bound);
   thread_ = std::thread([this] {
+    base::name_this_thread("torq-http");
     svr_->listen_after_bind();
     listen_returned_ = true;
   });

@@ -1,4 +1,5 @@
 #include "pipeline/base/progress.h"
+#include "pipeline/base/thread_name.h"
 
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -59,7 +60,10 @@ Progress::Progress(std::string tool, std::FILE* out)
     std::lock_guard<std::mutex> g(g_active_mu);
     g_active = this;
   }
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this] {
+    name_this_thread("torq-progress");
+    loop();
+  });
 }
 
 Progress::~Progress() {
