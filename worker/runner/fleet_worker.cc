@@ -26,6 +26,7 @@
 #include "pipeline/model/model_import.h"
 #include "worker/runner/blob_fetch.h"
 #include "worker/runner/board_health.h"
+#include "worker/runner/cache_claim.h"
 #include "worker/runner/job_runner.h"
 #include "worker/runner/local_pool.h"
 
@@ -42,6 +43,9 @@ namespace {
 // (blob_fetch.h): each is a few ms of the poll loop's time.
 constexpr uint32_t kBlobChunkBytes = uint32_t{1} << 20;
 constexpr int kBlobWindow = 8;
+// How often a worker whose model another process sharing the cache is
+// fetching looks whether that fetch ended.
+constexpr int kSiblingPollMs = 50;
 // Messages queued to the coordinator at most (ZeroMQ's high-water mark).
 constexpr int kSendQueue = 100000;
 
@@ -116,6 +120,9 @@ struct FleetWorker::Impl {
   std::optional<zmq::socket_t> sock;
   std::map<std::string, std::vector<JobSpec>> parked;  // model hash -> jobs waiting for its blob
   std::map<std::string, std::unique_ptr<BlobFetch>> fetches;  // model hash -> its blob coming in chunks
+  std::map<std::string, CacheClaim> claims;            // model hash -> this worker's claim on fetching it
+  std::set<std::string> sibling_fetches;               // models another process sharing the cache fetches
+  Clock::time_point siblings_checked;
   std::set<std::string> active;                        // job ids parked or in the pool
   std::set<std::string> started;                       // of those, the ones a lane took (STARTED sent)
   std::map<std::string, std::string> unacked;          // job id -> RESULT message
@@ -431,14 +438,61 @@ struct FleetWorker::Impl {
   void submit_or_park(const JobSpec& job) {
     for (const std::string* hash : {&job.model_hash, &job.original_hash}) {
       if (hash->empty() || have_model(*hash)) continue;
-      auto& waiting = parked[*hash];
-      if (waiting.empty())
-        fetches[*hash] = std::make_unique<BlobFetch>(*hash, opt.cache_dir, kBlobChunkBytes, kBlobWindow,
-                                                     [this](const std::string& msg) { send(msg); });
-      waiting.push_back(job);
+      if (!parked.count(*hash) && !fetch_or_wait(*hash)) continue;
+      parked[*hash].push_back(job);
       return;
     }
     pool->submit(job);
+  }
+
+  // A model missing from the cache: fetched here when this worker can claim
+  // it (cache_claim.h), else left to the process sharing the cache that
+  // holds the claim. False when the model turned up meanwhile (that process
+  // finished between have_model() and the claim).
+  bool fetch_or_wait(const std::string& hash) {
+    std::optional<CacheClaim> claim = CacheClaim::try_take(opt.cache_dir, hash);
+    if (!claim) {
+      sibling_fetches.insert(hash);
+      log("model " + hash.substr(0, 16) + ": another process sharing the cache " + opt.cache_dir +
+          " is fetching it; its jobs wait for that");
+      return true;
+    }
+    if (have_model(hash)) return false;
+    start_fetch(hash, std::move(*claim));
+    return true;
+  }
+
+  void start_fetch(const std::string& hash, CacheClaim claim) {
+    claims.insert_or_assign(hash, std::move(claim));
+    fetches[hash] = std::make_unique<BlobFetch>(hash, opt.cache_dir, kBlobChunkBytes, kBlobWindow,
+                                                [this](const std::string& msg) { send(msg); });
+  }
+
+  // The models other processes sharing the cache were fetching: once their
+  // claim is free, the model is in the cache (verified like any cached
+  // model) and its jobs go on, or it is not (that fetch failed, or its
+  // process died) and this worker fetches it.
+  void poll_sibling_fetches() {
+    if (sibling_fetches.empty() || Clock::now() - siblings_checked < milliseconds(kSiblingPollMs)) return;
+    siblings_checked = Clock::now();
+    std::vector<std::string> ended;
+    for (const std::string& hash : sibling_fetches) {
+      std::optional<CacheClaim> claim = CacheClaim::try_take(opt.cache_dir, hash);
+      if (!claim) continue;
+      ended.push_back(hash);
+      if (!have_model(hash)) {
+        log("model " + hash.substr(0, 16) + ": the other process let go without it; fetching it here");
+        start_fetch(hash, std::move(*claim));
+      }
+    }
+    for (const std::string& hash : ended) {
+      sibling_fetches.erase(hash);
+      if (fetches.count(hash)) continue;
+      log("cached model " + hash.substr(0, 16) + " (fetched by another process sharing the cache)");
+      std::vector<JobSpec> jobs = std::move(parked[hash]);
+      parked.erase(hash);
+      for (const auto& j : jobs) submit_or_park(j);
+    }
   }
 
   // One chunk of a blob being fetched; when it is complete (or failed), its
@@ -454,6 +508,7 @@ struct FleetWorker::Impl {
       log("cached model " + m.hash.substr(0, 16) + " (" + std::to_string(f->second->total()) + " bytes)");
     }
     fetches.erase(f);
+    claims.erase(m.hash);  // after the rename: a waiting process finds the model
     std::vector<JobSpec> jobs = std::move(parked[m.hash]);
     parked.erase(m.hash);
     // A model that cannot be fetched or cached (a full or read-only disk,
@@ -574,6 +629,7 @@ int FleetWorker::run() {
     if (deadline >= 0) wait_ms = std::min<long>(wait_ms, deadline);
     if (!m.sleeping.empty())
       wait_ms = std::min<long>(wait_ms, std::chrono::ceil<milliseconds>(m.sleeping.front().first - now).count());
+    if (!m.sibling_fetches.empty()) wait_ms = std::min<long>(wait_ms, kSiblingPollMs);
     wait_ms = std::clamp<long>(wait_ms, 0, m.opt.heartbeat_ms);
     if (zmq_poll(items.data(), static_cast<int>(items.size()), wait_ms) < 0 && zmq_errno() != EINTR)
       throw PipelineError(std::string("zmq_poll: ") + zmq_strerror(zmq_errno()));
@@ -604,6 +660,7 @@ int FleetWorker::run() {
       m.report_started();
     } else
       m.bench_service();
+    m.poll_sibling_fetches();
     m.poll_health();
 
     now = Clock::now();
