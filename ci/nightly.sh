@@ -13,7 +13,8 @@
 #
 # Usage: ci/nightly.sh [OUT_DIR] [SPEC] [-- extra torq-coordinator args, e.g. -k resnet]
 #   env: WORKERS (default 2), BUILD_DIR (default build), PRESET (default nightly),
-#        HTTP (e.g. 127.0.0.1:8080: the coordinator's --http; default none)
+#        HTTP (e.g. 127.0.0.1:8080: the coordinator's --http; default none),
+#        WORKER_ARGS (more torq-worker arguments, e.g. "--prefetch 2"; default none)
 #   SPEC default configs/nightly.yaml (the zoo, build/zoo)
 # Exit: the coordinator's (0 all outcomes expected, 1 unexpected outcomes, 2 bad input,
 # also a zoo that cannot be built: no python3-torch),
@@ -54,7 +55,7 @@ HTTP_ARGS=()
   "${HTTP_ARGS[@]}" "$@" 2> "$OUT/coordinator.log" &
 coord=$!
 for ((i = 0; i < WORKERS; i++)); do
-  "$BIN/torq-worker" --connect "$EP" --target sim --id "nightly-w$i" --cache "$OUT/.worker-cache" \
+  "$BIN/torq-worker" --connect "$EP" --target sim --id "nightly-w$i" --cache "$OUT/.worker-cache" ${WORKER_ARGS:-} \
     2> "$OUT/worker$i.log" &
   pids+=($!)
 done
