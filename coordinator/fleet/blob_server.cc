@@ -1,7 +1,12 @@
 // Model blobs served in chunks, read off the broker's loop range by range (blob_server.h).
 #include "coordinator/fleet/blob_server.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "pipeline/base/error.h"
 
@@ -19,11 +24,44 @@ bool ready(const std::future<T>& f) {
 
 }  // namespace
 
+template <class T>
+bool BlobServer::Load<T>::ready() const {
+  if (!result.valid()) return false;
+  // Woken by this read's signal: its thread is returning the result now.
+  if (read->load(std::memory_order_acquire)) result.wait();
+  return torq::coordinator::ready(result);
+}
+
+template <class T, class F>
+BlobServer::Load<T> BlobServer::start(F read) {
+  ++reads_;
+  Load<T> l;
+  l.read = std::make_shared<std::atomic<bool>>(false);
+  l.result = std::async(std::launch::async, [read = std::move(read), done = l.read, fd = wake_fd_]() -> T {
+    struct Signal {  // also when the read throws
+      std::atomic<bool>& done;
+      int fd;
+      ~Signal() {
+        done.store(true, std::memory_order_release);
+        if (fd >= 0) eventfd_write(fd, 1);
+      }
+    } signal{*done, fd};
+    return read();
+  });
+  return l;
+}
+
+void BlobServer::open_wake_fd() {
+  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) throw PipelineError(std::string("blob server: eventfd: ") + std::strerror(errno));
+}
+
 BlobServer::~BlobServer() {
   for (auto& [hash, b] : blobs_) {
     if (b.size_load.valid()) b.size_load.wait();
     if (b.load.valid()) b.load.wait();
   }
+  if (wake_fd_ >= 0) ::close(wake_fd_);  // after every loader thread has signalled it
 }
 
 void BlobServer::request(const std::string& identity, const std::string& who, const FleetMessage& m) {
@@ -32,7 +70,7 @@ void BlobServer::request(const std::string& identity, const std::string& who, co
   b.waiting.push_back(Pending{identity, who, m.blob_offset, m.blob_max});
   if (b.sized || b.size_load.valid()) return;
   const pipeline::Store* store = &store_;
-  b.size_load = std::async(std::launch::async, [store, hash = m.hash] { return store->model_size(hash); });
+  b.size_load = start<std::optional<uint64_t>>([store, hash = m.hash] { return store->model_size(hash); });
 }
 
 bool BlobServer::loading() const {
@@ -43,19 +81,19 @@ bool BlobServer::loading() const {
 
 // Finished reads: the blob's size, or a range kept for its requests.
 void BlobServer::collect(const std::string& hash, Blob& b) {
-  if (ready(b.size_load)) {
+  if (b.size_load.ready()) {
     try {
-      b.size = b.size_load.get();
+      b.size = b.size_load.result.get();
     } catch (const PipelineError& e) {
       log_("blob " + hash + ": " + e.what());
     }
     b.sized = true;
   }
-  if (ready(b.load)) {
+  if (b.load.ready()) {
     Kept k;
     k.used = Clock::now();
     try {
-      if (auto bytes = b.load.get()) k.bytes = std::make_shared<const std::string>(std::move(*bytes));
+      if (auto bytes = b.load.result.get()) k.bytes = std::make_shared<const std::string>(std::move(*bytes));
     } catch (const PipelineError& e) {
       log_("blob " + hash + ": " + e.what());
     }
@@ -101,15 +139,20 @@ size_t BlobServer::answer(const std::string& hash, Blob& b, const Send& send, co
                           std::to_string(size) + " bytes)");
       continue;
     }
-    const Range r = p.max_bytes == 0
-                        ? Range{0, 0}
-                        : Range{p.offset, std::min<uint64_t>({p.max_bytes, pipeline::kMaxBlobChunkBytes, size - p.offset})};
+    // A chunk request is cut from the store chunk that holds its offset
+    // (read whole, once for the requests that fall in it), up to that
+    // chunk's end.
+    constexpr uint64_t kStoreChunk = pipeline::Store::kModelChunkBytes;
+    const uint64_t start_at = p.offset / kStoreChunk * kStoreChunk;
+    const Range r = p.max_bytes == 0 ? Range{0, 0} : Range{start_at, std::min<uint64_t>(kStoreChunk, size - start_at)};
+    const uint64_t len =
+        p.max_bytes == 0 ? 0 : std::min<uint64_t>({p.max_bytes, pipeline::kMaxBlobChunkBytes, start_at + r.second - p.offset});
     auto k = b.kept.find(r);
     if (k == b.kept.end()) {  // not read yet: read it (after the range being read, if any)
       if (!b.load.valid()) {
         const pipeline::Store* store = &store_;
         b.loading = r;
-        b.load = std::async(std::launch::async, [store, hash, r] {
+        b.load = start<std::optional<std::string>>([store, hash, r] {
           return r.second == 0 && r.first == 0 ? store->get_model(hash) : store->read_model(hash, r.first, r.second);
         });
       }
@@ -128,13 +171,16 @@ size_t BlobServer::answer(const std::string& hash, Blob& b, const Send& send, co
       send(p.identity, pipeline::encode_blob_reply(hash, nullptr));
       continue;
     }
-    const bool sent = send(p.identity, pipeline::encode_blob_chunk(hash, size, p.offset, bytes->data(), r.second));
-    served += sent && p.offset + r.second == size;
+    const bool sent =
+        send(p.identity, pipeline::encode_blob_chunk(hash, size, p.offset, bytes->data() + (p.offset - r.first), len));
+    served += sent && p.offset + len == size;
   }
   return served;
 }
 
 size_t BlobServer::serve(const Send& send, const Bad& bad) {
+  eventfd_t signals = 0;
+  eventfd_read(wake_fd_, &signals);  // reads that ended: collected below
   size_t served = 0;
   const auto now = Clock::now();
   for (auto it = blobs_.begin(); it != blobs_.end();) {

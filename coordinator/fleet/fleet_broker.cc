@@ -257,17 +257,18 @@ bool FleetBroker::run(const Source& next, const Done& done, const std::function<
     if (pulled > kPullSlice) wake = now;  // the slice ended with jobs left to pull: no wait
     if (!m.held.empty()) wake = std::min(wake, *m.release_at);
     for (auto& [id, w] : m.workers) wake = std::min({wake, w.expiry, w.last_sent + hb});
-    if (m.blobs.loading()) wake = std::min(wake, now + milliseconds(5));  // a blob being read: look again soon
     // A commit due by its delay; while a batch is being written, the
     // writer's fd wakes the loop instead (a past deadline would spin it).
     if (m.committing_since && !m.writer.busy()) wake = std::min(wake, *m.committing_since + Impl::kCommitDelay);
     const long wait_ms = std::max<long>(0, std::chrono::duration_cast<milliseconds>(wake - now).count());
-    // The router, the ZAP handler if any, the commit writer's batch, and a
-    // source being filled (while the queue has room to pull from it).
-    zmq_pollitem_t items[4] = {{m.router.handle(), 0, ZMQ_POLLIN, 0}};
+    // The router, the ZAP handler if any, the commit writer's batch, a
+    // blob read ending, and a source being filled (while the queue has room
+    // to pull from it).
+    zmq_pollitem_t items[5] = {{m.router.handle(), 0, ZMQ_POLLIN, 0}};
     int n_items = 1, zap_item = -1;
     if (m.zap) items[zap_item = n_items++] = {m.zap->handle(), 0, ZMQ_POLLIN, 0};
     if (m.writer.busy()) items[n_items++] = {nullptr, m.writer.fd(), ZMQ_POLLIN, 0};
+    if (m.blobs.loading()) items[n_items++] = {nullptr, m.blobs.wake_fd(), ZMQ_POLLIN, 0};
     if (m.opt.source_fd >= 0 && !stop_by && m.queued < m.opt.max_queued)
       items[n_items++] = {nullptr, m.opt.source_fd, ZMQ_POLLIN, 0};
     if (zmq_poll(items, n_items, wait_ms) < 0 && zmq_errno() != EINTR)

@@ -2,9 +2,12 @@
 // store: a blob of several store chunks served to two workers in chunks
 // whose bytes reassemble to the stored model, the whole blob to an old
 // worker, a request past the end refused, an unknown or damaged blob
-// answered as unknown, no serve() that waits for the store, and the ranges
-// kept for later workers within their byte budget.
+// answered as unknown, no serve() that waits for the store, the ranges
+// kept for later workers within their byte budget, a worker's 1 MiB
+// requests read once per store chunk, and the wake fd that says a read
+// ended.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <rocksdb/db.h>
 
 #include <algorithm>
@@ -171,12 +174,12 @@ TEST(BlobServer, KeptRangesStayWithinTheirBudgetAcrossBlobs) {
   auto store = pipeline::Store::open(d.path());
   std::map<std::string, std::string> blob;  // worker -> the blob it fetches
   for (const char* id : {"a", "b"}) {
-    std::string bytes = random_bytes(6 * (size_t{1} << 20) + 777);
+    std::string bytes = random_bytes(3 * pipeline::Store::kModelChunkBytes + 777);
     bytes[0] = id[0];  // two different blobs
     blob[id] = bytes;
     store->put_model(pipeline::sha256_hex(bytes), bytes);
   }
-  constexpr uint64_t kBudget = uint64_t{2} << 20;
+  constexpr uint64_t kBudget = 2 * pipeline::Store::kModelChunkBytes;  // ranges are whole store chunks
   constexpr uint32_t kChunk = 1u << 20;
   coordinator::BlobServer server(*store, [](const std::string&) {}, kBudget);
   std::map<std::string, std::string> got;
@@ -205,7 +208,7 @@ TEST(BlobServer, KeptRangesStayWithinTheirBudgetAcrossBlobs) {
   EXPECT_EQ(got["a"], blob["a"]);
   EXPECT_EQ(got["b"], blob["b"]);
   EXPECT_LE(most_kept, kBudget);
-  EXPECT_GE(most_kept, uint64_t{kChunk});  // ranges are kept (for other workers), within the budget
+  EXPECT_GE(most_kept, pipeline::Store::kModelChunkBytes);  // ranges are kept (for other workers), within the budget
   // A third worker fetches blob a again from the start: its first range was evicted, and is read again.
   const std::string hash_a = pipeline::sha256_hex(blob["a"]);
   std::map<std::string, Worker> workers;
@@ -214,4 +217,44 @@ TEST(BlobServer, KeptRangesStayWithinTheirBudgetAcrossBlobs) {
   ASSERT_EQ(workers["c"].replies.size(), 1u);
   EXPECT_EQ(workers["c"].replies[0].blob, blob["a"].substr(0, kChunk));
   EXPECT_LE(server.kept_bytes(), kBudget);
+}
+
+// A worker asks for 1 MiB at a time (worker/runner/fleet_worker.cc): each
+// 4 MiB store chunk is read once for its four requests, and the loop that
+// waits on wake_fd() is woken as each read ends, not by a timer.
+TEST(BlobServer, OneMiBRequestsReadEachStoreChunkOnceAndWakeTheLoop) {
+  test::TempDir d{"torq-blob-server"};
+  auto store = pipeline::Store::open(d.path());
+  const std::string bytes = random_bytes(3 * pipeline::Store::kModelChunkBytes + 4321);
+  const std::string hash = pipeline::sha256_hex(bytes);
+  store->put_model(hash, bytes);
+  coordinator::BlobServer server(*store, [](const std::string&) {});
+  constexpr uint32_t kAsk = 1u << 20;
+  std::string got;
+  uint64_t asked = 0;
+  int wakes = 0, waits = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (got.size() < bytes.size() && std::chrono::steady_clock::now() < until) {
+    for (; asked < bytes.size() && asked - got.size() < 8 * uint64_t{kAsk}; asked += kAsk)
+      server.request("w", "worker w", ask(hash, asked, kAsk));
+    server.serve(
+        [&](const std::string&, const std::string& payload) {
+          const FleetMessage m = pipeline::decode_fleet_message(payload.data(), payload.size());
+          EXPECT_EQ(m.blob_offset, got.size());
+          EXPECT_LE(m.blob.size(), kAsk);
+          got += m.blob;
+          return true;
+        },
+        [](const std::string& id, const std::string& why) { ADD_FAILURE() << id << ": " << why; });
+    if (got.size() < bytes.size() && server.loading()) {  // as the broker does: sleep on the fd
+      pollfd p{server.wake_fd(), POLLIN, 0};
+      ++waits;
+      wakes += poll(&p, 1, 5000) == 1;
+    }
+  }
+  EXPECT_EQ(got, bytes);
+  // The size, then one read per store chunk (4 of them): not one per request (13).
+  EXPECT_EQ(server.reads(), 5u);
+  EXPECT_EQ(wakes, waits) << "a wait on wake_fd() timed out while a read was under way";
+  EXPECT_GE(waits, 1);
 }
