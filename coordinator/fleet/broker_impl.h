@@ -222,6 +222,14 @@ struct FleetBroker::Impl {
   // ---- the source ----
   // A job the source wants: new, already known (recovered), or already done.
   void want(const JobSpec& spec);
+  // MODEL_HINT for the models of a job just queued, once per model, to the
+  // Good workers of its target: they fetch the model while they run the
+  // jobs before it, not after its first job reached them.
+  void hint_models(const JobSpec& spec);
+  std::set<std::string> hinted;  // models named to the workers so far
+  // The models of the next jobs queued for w's target, named to w: a worker
+  // that registered, or turned Good, after they were named.
+  void hint_queued_models(const Worker& w);
 
   // ---- device tags ----
   // Queued jobs whose required tags no registered worker of their target

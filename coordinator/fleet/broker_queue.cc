@@ -227,6 +227,35 @@ void FleetBroker::Impl::want(const JobSpec& spec) {
   ++wanted_open;
   enqueue(jobs.emplace(spec.id, std::move(j)).first->second);
   stats.table_peak = std::max(stats.table_peak, jobs.size());
+  hint_models(spec);
+}
+
+void FleetBroker::Impl::hint_queued_models(const Worker& w) {
+  // The next jobs of each queue (in dispatch order) are the ones that
+  // matter soon; a queue of 100,000 is not walked for each registration.
+  constexpr size_t kLookAhead = 4096;
+  const std::string target = queue_target(w.info.target);
+  std::set<std::string> named;
+  for (const auto& [key, q] : queues) {
+    if (std::get<0>(key) != target) continue;
+    size_t seen = 0;
+    for (auto it = q.begin(); it != q.end() && seen < kLookAhead; ++it, ++seen) {
+      const auto j = jobs.find(it->second);
+      if (j == jobs.end()) continue;
+      for (const std::string* h : {&j->second.spec.model_hash, &j->second.spec.original_hash})
+        if (!h->empty() && named.insert(*h).second) send(w.identity, encode_model_hint(*h));
+    }
+  }
+}
+
+void FleetBroker::Impl::hint_models(const JobSpec& spec) {
+  for (const std::string* hash : {&spec.model_hash, &spec.original_hash}) {
+    if (hash->empty() || !hinted.insert(*hash).second) continue;
+    const std::string target = queue_target(spec);
+    const std::string msg = encode_model_hint(*hash);
+    for (auto& [id, w] : workers)
+      if (!w.unreachable && w.info.health == "Good" && queue_target(w.info.target) == target) send(id, msg);
+  }
 }
 
 bool FleetBroker::Impl::missing_tags(Clock::time_point now) {

@@ -52,6 +52,7 @@ const char* fleet_type_name(FleetType t) {
     case FleetType::kBlobRequest: return "BLOB_REQUEST";
     case FleetType::kBlobReply: return "BLOB_REPLY";
     case FleetType::kStarted: return "STARTED";
+    case FleetType::kModelHint: return "MODEL_HINT";
   }
   return "?";
 }
@@ -113,6 +114,12 @@ std::string encode_job_started(const std::string& job_id) {
   flatbuffers::FlatBufferBuilder b(128);
   auto id = b.CreateString(job_id);
   return finish(b, fb::Message::JobStarted, fb::CreateJobStarted(b, id).Union());
+}
+
+std::string encode_model_hint(const std::string& hash) {
+  flatbuffers::FlatBufferBuilder b(128);
+  auto h = b.CreateString(hash);
+  return finish(b, fb::Message::ModelHint, fb::CreateModelHint(b, h).Union());
 }
 
 std::string encode_disconnect(const std::string& reason) {
@@ -221,6 +228,11 @@ FleetMessage decode_fleet_message(const void* data, size_t size, size_t max_byte
       m.type = FleetType::kStarted;
       m.job_id = flat_string(env->message_as_JobStarted()->job_id());
       if (m.job_id.empty()) throw PipelineError("STARTED without a job id");
+      return m;
+    case fb::Message::ModelHint:
+      m.type = FleetType::kModelHint;
+      m.hash = flat_string(env->message_as_ModelHint()->hash());
+      require_hash(m.hash, "MODEL_HINT");
       return m;
     case fb::Message::Disconnect:
       m.type = FleetType::kDisconnect;

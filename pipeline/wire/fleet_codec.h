@@ -29,7 +29,9 @@ namespace torq::pipeline {
 // coordinator would record as the op's error.
 // 3: a worker says when each job starts (STARTED); the lease of a job runs
 // for its own timeout from then (issue 30).
-inline constexpr uint16_t kFleetProtocolVersion = 3;
+// 4: the coordinator names the models of queued jobs (MODEL_HINT), so
+// workers fetch them ahead of the jobs (issue 32).
+inline constexpr uint16_t kFleetProtocolVersion = 4;
 // Largest fleet message a worker accepts (a whole model blob may travel in
 // one BLOB_REPLY). The coordinator accepts only kMaxMessageBytes and less.
 inline constexpr size_t kMaxFleetBlobBytes = size_t{1} << 30;
@@ -64,9 +66,10 @@ enum class FleetType {
   kBlobRequest,  // worker -> coordinator: model blob by hash
   kBlobReply,    // coordinator -> worker: the blob, or unknown
   kStarted,      // worker -> coordinator: a job left the local queue and runs
+  kModelHint,    // coordinator -> worker: jobs on this model are queued
 };
 // "READY", "JOB", "RESULT", "RESULT_ACK", "HEARTBEAT", "DISCONNECT",
-// "BLOB_REQUEST", "BLOB_REPLY", "STARTED".
+// "BLOB_REQUEST", "BLOB_REPLY", "STARTED", "MODEL_HINT".
 const char* fleet_type_name(FleetType t);
 
 // What a worker offers (READY).
@@ -113,6 +116,7 @@ std::string encode_result_message(const ExecResult& r);
 std::string encode_result_ack(const std::string& job_id);
 std::string encode_heartbeat();
 std::string encode_job_started(const std::string& job_id);
+std::string encode_model_hint(const std::string& hash);
 std::string encode_disconnect(const std::string& reason);
 // The whole blob (max_bytes 0), or the chunk of at most max_bytes at offset.
 std::string encode_blob_request(const std::string& hash, uint64_t offset = 0, uint32_t max_bytes = 0);

@@ -184,8 +184,10 @@ class FakeWorker {
     send(pipeline::encode_result_message(r));
   }
   void started(const std::string& job_id) { send(pipeline::encode_job_started(job_id)); }
-  // The next message other than HEARTBEAT within timeout_ms (sending our own
-  // heartbeats meanwhile when `alive`), or nullopt.
+  // The next message other than HEARTBEAT and MODEL_HINT within timeout_ms
+  // (sending our own heartbeats meanwhile when `alive`), or nullopt. The
+  // hints (models of queued jobs, which a real worker fetches ahead) are
+  // kept in hints(), in order.
   std::optional<pipeline::FleetMessage> next(int timeout_ms, bool alive = true) {
     const auto until = Clock::now() + std::chrono::milliseconds(timeout_ms);
     for (;;) {
@@ -201,12 +203,15 @@ class FakeWorker {
       if (!(item.revents & ZMQ_POLLIN)) continue;
       if (!s_.recv(m, zmq::recv_flags::dontwait)) continue;
       auto msg = pipeline::decode_fleet_message(m.data(), m.size(), pipeline::kMaxFleetBlobBytes);
-      if (msg.type != pipeline::FleetType::kHeartbeat) return msg;
+      if (msg.type == pipeline::FleetType::kModelHint) hints_.push_back(msg.hash);
+      else if (msg.type != pipeline::FleetType::kHeartbeat) return msg;
     }
   }
+  const std::vector<std::string>& hints() const { return hints_; }
 
  private:
   zmq::socket_t s_;
+  std::vector<std::string> hints_;
   Clock::time_point last_hb_{};
 };
 

@@ -2,6 +2,8 @@
 // Store, and scripted workers (raw DEALERs) that behave well or badly.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <flatbuffers/flatbuffers.h>
 
 #include <deque>
@@ -219,6 +221,35 @@ TEST(FleetBroker, DispatchHonoursCreditsAndMatchesExecutorAndTarget) {
   auto states = h.store().jobs(kRun);
   EXPECT_EQ(states.size(), 5u);
   for (auto& [id, st] : states) EXPECT_EQ(st.state, 'D') << id;
+}
+
+// MODEL_HINT (protocol 4): each model of the queued jobs is named once to a
+// Good worker of its target as it registers (jobs queued before it came),
+// and to none of another target.
+TEST(FleetBroker, ModelHintsNameEachQueuedModelOnceToTheWorkersOfItsTarget) {
+  const std::string other = pipeline::sha256_hex("another model");
+  std::vector<JobSpec> jobs = {job(0, Executor::kNss), job(1, Executor::kNss), job(2, Executor::kHost)};
+  JobSpec j = job(3, Executor::kNss);
+  j.model_hash = other;
+  j.id = other.substr(0, 16) + "/3/nss";
+  jobs.push_back(j);
+  Harness h("hints", {}, jobs);
+  h.start();
+  FakeWorker a(h.ctx, h.ep()), c(h.ctx, h.ep());
+  a.ready("a", "sim", {Executor::kNss, Executor::kHost}, 4);
+  c.ready("c", "astra", {Executor::kNss, Executor::kHost}, 4);
+  auto got = take_jobs(a, 4);
+  ASSERT_EQ(got.size(), 4u) << h.log();
+  EXPECT_TRUE(gets_no_job(c, 200));
+  std::vector<std::string> want = {kHash, other};
+  std::vector<std::string> hints = a.hints();
+  std::sort(want.begin(), want.end());
+  std::sort(hints.begin(), hints.end());
+  EXPECT_EQ(hints, want);
+  EXPECT_TRUE(c.hints().empty()) << c.hints().size() << " hints to a worker of another target";
+  for (const auto& g : got) a.result(g.id, g.executor);
+  ASSERT_TRUE(h.wait_finished(5000)) << h.log();
+  EXPECT_EQ(a.hints().size(), 2u) << "a model named twice";
 }
 
 // A worker with capacity 1 and prefetch 1 holds two leases; the second waits

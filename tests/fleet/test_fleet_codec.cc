@@ -109,6 +109,16 @@ TEST(FleetCodec, EveryMessageTypeRoundTrips) {
   EXPECT_THROW(decode_fleet_message(st_empty.data(), st_empty.size()), PipelineError);
   const std::string req = encode_blob_request(kHash);
   EXPECT_EQ(decode_fleet_message(req.data(), req.size()).hash, kHash);
+  const std::string hint = encode_model_hint(kHash);
+  m = decode_fleet_message(hint.data(), hint.size());
+  EXPECT_EQ(m.type, FleetType::kModelHint);
+  EXPECT_EQ(m.hash, kHash);
+  EXPECT_STREQ(fleet_type_name(m.type), "MODEL_HINT");
+  // A hint's hash names a file in the worker's cache: only 64 hex digits.
+  for (const std::string& bad : {std::string(), std::string("../../etc/passwd"), std::string(64, 'g')}) {
+    const std::string h = encode_model_hint(bad);
+    EXPECT_THROW(decode_fleet_message(h.data(), h.size()), PipelineError) << bad;
+  }
 }
 
 TEST(FleetCodec, RandomTruncatedAndOversizeBuffersAreErrors) {

@@ -4,7 +4,8 @@
 // others wait for its file, and take the claim over when its holder lets go
 // without the model or is killed (worker/runner/cache_claim.h). Real
 // coordinator and worker processes on loopback, real ONNX models; the
-// coordinator's summary counts the blobs it served.
+// coordinator's summary counts the blobs it served. Also MODEL_HINT: a
+// worker fetches the model of queued jobs before any of them reaches it.
 #include <gtest/gtest.h>
 #include <sys/file.h>
 
@@ -202,4 +203,33 @@ TEST(FleetSharedCache, AHolderKilledWithoutTheModelHandsTheFetchOver) {
   EXPECT_EQ(summary_number(out, "(\\d+) model blobs served"), 1) << out << logs;
   expect_cached(dir, hash);
   expect_all_results(dir, out, hash);
+}
+
+// MODEL_HINT (protocol 4): a worker hears of the models of queued jobs and
+// fetches them before any of their jobs reaches it. Here no job can reach
+// it yet (the coordinator waits for two workers), and the model is in its
+// cache all the same; without the hint it fetched a model only for a job.
+TEST(FleetModelHint, AWorkerFetchesTheQueuedJobsModelBeforeItsFirstJob) {
+  const std::string dir = fresh_dir("model-hint");
+  const std::string ep = endpoint(free_port());
+  const std::string model = matmul_relu_model(dir + "/m.onnx", 256, 1024);
+  const std::string hash = model_hash(model);
+  Proc coord = coordinator(dir, ep, model, 2);
+  ASSERT_TRUE(coord.wait_for("listening on", 120000)) << coord.output();
+  std::vector<Proc> workers;
+  workers.push_back(worker(dir, ep, "w1"));
+  ASSERT_TRUE(workers[0].wait_for("cached model " + hash.substr(0, 16) + " (", 30000)) << workers[0].output();
+  EXPECT_EQ(workers[0].output().find("finished"), std::string::npos) << workers[0].output();
+  expect_cached(dir, hash);
+  // The second worker (its own cache) lets the jobs go; the first has its model.
+  workers.push_back(Proc({bin("torq-worker"), "--connect", ep, "--id", "w2", "--cache", dir + "/cache-w2",
+                          "--capacity", "1", "-v"},
+                         dir + "/w2.log"));
+  const auto code = coord.wait(120000);
+  ASSERT_TRUE(code) << coord.output();
+  EXPECT_EQ(*code, 0) << coord.output();
+  const std::string logs = stop_workers(workers);
+  // w1's fetch, and w2's if a job reached it before w1 took them all.
+  EXPECT_GE(summary_number(coord.output(), "(\\d+) model blobs served"), 1) << coord.output() << logs;
+  expect_all_results(dir, coord.output(), hash);
 }

@@ -438,7 +438,8 @@ struct FleetWorker::Impl {
   void submit_or_park(const JobSpec& job) {
     for (const std::string* hash : {&job.model_hash, &job.original_hash}) {
       if (hash->empty() || have_model(*hash)) continue;
-      if (!parked.count(*hash) && !fetch_or_wait(*hash)) continue;
+      const bool coming = fetches.count(*hash) || sibling_fetches.count(*hash);  // (a hint's fetch)
+      if (!coming && !fetch_or_wait(*hash)) continue;
       parked[*hash].push_back(job);
       return;
     }
@@ -495,6 +496,14 @@ struct FleetWorker::Impl {
     }
   }
 
+  // Jobs on this model are coming: fetch it now (or let the process sharing
+  // the cache that fetches it do so), while the jobs before them run. A
+  // benchmark-mode worker needs no model.
+  void on_hint(const std::string& hash) {
+    if (!pool || fetches.count(hash) || sibling_fetches.count(hash) || have_model(hash)) return;
+    fetch_or_wait(hash);
+  }
+
   // One chunk of a blob being fetched; when it is complete (or failed), its
   // parked jobs go to the pool (or fail as error/fetch).
   void on_blob(const FleetMessage& m) {
@@ -538,6 +547,7 @@ struct FleetWorker::Impl {
     switch (m.type) {
       case FleetType::kJob: on_job(m.job); break;
       case FleetType::kBlobReply: on_blob(m); break;
+      case FleetType::kModelHint: on_hint(m.hash); break;
       case FleetType::kResultAck: unacked.erase(m.job_id); break;
       case FleetType::kHeartbeat: break;
       case FleetType::kDisconnect:
