@@ -143,66 +143,78 @@ TEST(FleetSharedCache, TwoWorkersOnOneCacheFetchTheModelOnce) {
   expect_all_results(dir, out, hash);
 }
 
-TEST(FleetSharedCache, AWorkerWaitsForTheHoldersFileAndFetchesNothing) {
-  const std::string dir = fresh_dir("shared-cache-adopt");
-  const std::string ep = endpoint(free_port());
-  const std::string model = matmul_relu_model(dir + "/m.onnx", 256, 1024);
-  const std::string hash = model_hash(model);
-  ClaimHolder holder(dir, hash);
-  ASSERT_TRUE(holder.held());
-  Proc coord = coordinator(dir, ep, model, 1);
-  ASSERT_TRUE(coord.wait_for("listening on", 120000)) << coord.output();
+// One worker whose model's claim a ClaimHolder holds from the start: the
+// run, once the worker says it waits for the holder.
+struct HeldClaimRun {
+  explicit HeldClaimRun(const std::string& name)
+      : dir(fresh_dir(name)),
+        ep(endpoint(free_port())),
+        model(matmul_relu_model(dir + "/m.onnx", 256, 1024)),
+        hash(model_hash(model)),
+        holder(dir, hash) {}
+  // Starts the coordinator and the worker; false (with the reason added as
+  // a failure) unless the worker came to wait for the holder.
+  bool start() {
+    EXPECT_TRUE(holder.held());
+    coord = coordinator(dir, ep, model, 1);
+    if (!coord.wait_for("listening on", 120000)) {
+      ADD_FAILURE() << coord.output();
+      return false;
+    }
+    workers.push_back(worker(dir, ep, "w1"));
+    if (!workers[0].wait_for(hash.substr(0, 16) + ": another process sharing the cache", 60000)) {
+      ADD_FAILURE() << workers[0].output();
+      return false;
+    }
+    return true;
+  }
+  // The coordinator's exit (0 expected), then the workers stopped: the
+  // coordinator's output and the workers' logs.
+  std::pair<std::string, std::string> finish() {
+    const auto code = coord.wait(120000);
+    EXPECT_TRUE(code && *code == 0) << coord.output();
+    const std::string logs = stop_workers(workers);
+    return {coord.output(), logs};
+  }
+  std::string dir, ep, model, hash;
+  ClaimHolder holder;
+  Proc coord;
   std::vector<Proc> workers;
-  workers.push_back(worker(dir, ep, "w1"));
-  ASSERT_TRUE(workers[0].wait_for(hash.substr(0, 16) + ": another process sharing the cache", 60000))
-      << workers[0].output();
+};
+
+TEST(FleetSharedCache, AWorkerWaitsForTheHoldersFileAndFetchesNothing) {
+  HeldClaimRun r("shared-cache-adopt");
+  ASSERT_TRUE(r.start());
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  EXPECT_EQ(workers[0].output().find("] cached model "), std::string::npos) << workers[0].output();
+  EXPECT_EQ(r.workers[0].output().find("] cached model "), std::string::npos) << r.workers[0].output();
   // The holder's fetch ends as a worker's does: the file renamed into place,
   // then the claim let go.
-  { std::ofstream(dir + "/cache/" + hash + ".onnx.tmp.holder", std::ios::binary) << imported_bytes(model); }
-  std::filesystem::rename(dir + "/cache/" + hash + ".onnx.tmp.holder", dir + "/cache/" + hash + ".onnx");
-  holder.kill_it();
-  const auto code = coord.wait(120000);
-  ASSERT_TRUE(code) << coord.output();
-  EXPECT_EQ(*code, 0) << coord.output();
-  const std::string logs = stop_workers(workers);
-  const std::string out = coord.output();
+  const std::string cached = r.dir + "/cache/" + r.hash + ".onnx";
+  { std::ofstream(cached + ".tmp.holder", std::ios::binary) << imported_bytes(r.model); }
+  std::filesystem::rename(cached + ".tmp.holder", cached);
+  r.holder.kill_it();
+  const auto [out, logs] = r.finish();
   EXPECT_EQ(summary_number(out, "(\\d+) model blobs served"), 0) << out << logs;
-  EXPECT_EQ(count(logs, "cached model " + hash.substr(0, 16) + " (fetched by another process sharing the cache)"),
+  EXPECT_EQ(count(logs, "cached model " + r.hash.substr(0, 16) + " (fetched by another process sharing the cache)"),
             1u)
       << logs;
-  expect_cached(dir, hash);
-  expect_all_results(dir, out, hash);
+  expect_cached(r.dir, r.hash);
+  expect_all_results(r.dir, out, r.hash);
 }
 
 TEST(FleetSharedCache, AHolderKilledWithoutTheModelHandsTheFetchOver) {
-  const std::string dir = fresh_dir("shared-cache-takeover");
-  const std::string ep = endpoint(free_port());
-  const std::string model = matmul_relu_model(dir + "/m.onnx", 256, 1024);
-  const std::string hash = model_hash(model);
-  ClaimHolder holder(dir, hash);
-  ASSERT_TRUE(holder.held());
-  Proc coord = coordinator(dir, ep, model, 1);
-  ASSERT_TRUE(coord.wait_for("listening on", 120000)) << coord.output();
-  std::vector<Proc> workers;
-  workers.push_back(worker(dir, ep, "w1"));
-  ASSERT_TRUE(workers[0].wait_for(hash.substr(0, 16) + ": another process sharing the cache", 60000))
-      << workers[0].output();
+  HeldClaimRun r("shared-cache-takeover");
+  ASSERT_TRUE(r.start());
   // A half-written file of the holder's, as a killed fetch leaves it.
-  { std::ofstream(dir + "/cache/" + hash + ".onnx.tmp.999999") << "partial"; }
-  holder.kill_it();
-  ASSERT_TRUE(workers[0].wait_for(hash.substr(0, 16) + ": the other process let go without it; fetching it here",
-                                  10000))
-      << workers[0].output();
-  const auto code = coord.wait(120000);
-  ASSERT_TRUE(code) << coord.output();
-  EXPECT_EQ(*code, 0) << coord.output();
-  const std::string logs = stop_workers(workers);
-  const std::string out = coord.output();
+  { std::ofstream(r.dir + "/cache/" + r.hash + ".onnx.tmp.999999") << "partial"; }
+  r.holder.kill_it();
+  EXPECT_TRUE(r.workers[0].wait_for(
+      r.hash.substr(0, 16) + ": the other process let go without it; fetching it here", 10000))
+      << r.workers[0].output();
+  const auto [out, logs] = r.finish();
   EXPECT_EQ(summary_number(out, "(\\d+) model blobs served"), 1) << out << logs;
-  expect_cached(dir, hash);
-  expect_all_results(dir, out, hash);
+  expect_cached(r.dir, r.hash);
+  expect_all_results(r.dir, out, r.hash);
 }
 
 // MODEL_HINT (protocol 4): a worker hears of the models of queued jobs and
