@@ -78,8 +78,11 @@ struct Worker {
   // Prefetch is bounded (issue 30): at most 4 jobs per unit of capacity
   // wait on a worker (a peer announcing prefetch 4096 took a whole queue).
   long prefetch() const { return std::min<long>(info.prefetch, 4L * info.capacity); }
+  // Takes jobs (and so MODEL_HINTs): reachable, not quarantined, Good and
+  // not draining.
+  bool takes_jobs() const { return !unreachable && !quarantined && info.health == "Good" && info.capacity > 0; }
   long credits() const {
-    if (unreachable || quarantined || info.health != "Good" || info.capacity == 0) return 0;
+    if (!takes_jobs()) return 0;
     return static_cast<long>(info.capacity) + prefetch() - static_cast<long>(leased.size());
   }
 };
@@ -223,12 +226,13 @@ struct FleetBroker::Impl {
   // A job the source wants: new, already known (recovered), or already done.
   void want(const JobSpec& spec);
   // MODEL_HINT for the models of a job just queued, once per model, to the
-  // Good workers of its target: they fetch the model while they run the
+  // workers of its target that take jobs (a draining worker would fetch a
+  // model it will not run): they fetch the model while they run the
   // jobs before it, not after its first job reached them.
   void hint_models(const JobSpec& spec);
   std::set<std::string> hinted;  // models named to the workers so far
   // The models of the next jobs queued for w's target, named to w: a worker
-  // that registered, or turned Good, after they were named.
+  // that registered, turned Good or stopped draining after they were named.
   void hint_queued_models(const Worker& w);
 
   // ---- device tags ----

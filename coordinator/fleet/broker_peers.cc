@@ -58,12 +58,13 @@ void FleetBroker::Impl::on_ready(const std::string& identity, const WorkerInfo& 
   note_health(info);
   auto it = workers.find(identity);
   if (it != workers.end()) {  // capacity change (0: draining), health or new offer; or a repeat
+    const bool took_jobs = it->second.takes_jobs();
     const WorkerInfo was = std::exchange(it->second.info, info);
     if (was.capacity != info.capacity || was.prefetch != info.prefetch || was.health != info.health ||
         was.executors != info.executors || was.tags != info.tags || was.target != info.target)
       log("worker " + info.worker_id + " updated: capacity " + std::to_string(info.capacity) + ", prefetch " +
           std::to_string(info.prefetch) + ", health " + info.health);
-    if (was.health != "Good" && info.health == "Good") hint_queued_models(it->second);
+    if (!took_jobs && it->second.takes_jobs()) hint_queued_models(it->second);
     return;
   }
   for (auto& [other, w] : workers)
@@ -104,7 +105,7 @@ void FleetBroker::Impl::on_ready(const std::string& identity, const WorkerInfo& 
       executors_csv(info.executors) + ", capacity " + std::to_string(info.capacity) +
       (info.prefetch ? " + prefetch " + std::to_string(info.prefetch) : "") + ", toolchain " +
       info.toolchain + (kept ? ", resumed " + std::to_string(kept) + " running jobs" : ""));
-  if (info.health == "Good") hint_queued_models(nw);
+  if (nw.takes_jobs()) hint_queued_models(nw);
 }
 
 bool FleetBroker::Impl::may_hold(const Job& j, const std::string& worker_id) {

@@ -254,7 +254,7 @@ void FleetBroker::Impl::hint_models(const JobSpec& spec) {
     const std::string target = queue_target(spec);
     const std::string msg = encode_model_hint(*hash);
     for (auto& [id, w] : workers)
-      if (!w.unreachable && w.info.health == "Good" && queue_target(w.info.target) == target) send(id, msg);
+      if (w.takes_jobs() && queue_target(w.info.target) == target) send(id, msg);
   }
 }
 

@@ -252,6 +252,31 @@ TEST(FleetBroker, ModelHintsNameEachQueuedModelOnceToTheWorkersOfItsTarget) {
   EXPECT_EQ(a.hints().size(), 2u) << "a model named twice";
 }
 
+// A draining worker (capacity 0) would fetch a model it will not run: it is
+// named no model, neither as jobs are queued nor as it registers; once it
+// takes jobs again, it is named the queued ones.
+TEST(FleetBroker, ADrainingWorkerIsNamedNoModelUntilItTakesJobsAgain) {
+  const std::string other = pipeline::sha256_hex("another model");
+  std::vector<JobSpec> jobs = {job(0, Executor::kNss), job(1, Executor::kNss)};
+  jobs[1].model_hash = other;
+  jobs[1].id = other.substr(0, 16) + "/1/nss";
+  Harness h("hints-drain", {}, jobs);
+  h.start();
+  FakeWorker d(h.ctx, h.ep());
+  d.ready("d", "sim", {Executor::kNss}, 0);
+  EXPECT_TRUE(gets_no_job(d, 400));
+  EXPECT_TRUE(d.hints().empty()) << d.hints().size() << " models named to a draining worker";
+  d.ready("d", "sim", {Executor::kNss}, 2);
+  auto got = take_jobs(d, 2);
+  ASSERT_EQ(got.size(), 2u) << h.log();
+  std::vector<std::string> want = {kHash, other}, hints = d.hints();
+  std::sort(want.begin(), want.end());
+  std::sort(hints.begin(), hints.end());
+  EXPECT_EQ(hints, want) << "the queued models, once each, when it takes jobs again";
+  for (const auto& g : got) d.result(g.id, g.executor);
+  ASSERT_TRUE(h.wait_finished(5000)) << h.log();
+}
+
 // A worker with capacity 1 and prefetch 1 holds two leases; the second waits
 // in its queue behind the first, and that wait must not count as an overrun
 // of its own timeout (600 ms + 200 ms slack here: it is answered at ~1000 ms).
