@@ -260,7 +260,7 @@ TEST_F(SshBoardTest, ALockLeftByASiblingLaneIsRecoveredByTheNextLane) {
   lanes.lanes_lock = work_ + "/ctl-lanes/board.lock";
   SshBoard cut(sshd_->address(), work_ + "/ctl-cut", "torq-worker w1-0 pid " + std::to_string(getpid()), lanes);
   cut.open();
-  cut.lock(2s);
+  cut.lock(2s, remote_dir_);
   EXPECT_NE(read_file(std::string(kLock) + "/owner").find("lanes=" + lanes.lanes_lock), std::string::npos);
   BoardOptions other = quiet_options();
   other.lanes_lock = work_ + "/ctl-other/board.lock";
@@ -281,8 +281,11 @@ TEST_F(SshBoardTest, ALockLeftByASiblingLaneIsRecoveredByTheNextLane) {
   EXPECT_NE(read_file(std::string(kLock) + "/owner").find("owner=torq-worker w1-1"), std::string::npos);
   EXPECT_NE(notes_.find("a lane of this worker (pid " + std::to_string(getpid()) + ") whose connection was cut"),
             std::string::npos) << notes_;
-  cut.unlock();  // its token is no longer the lock's: the sibling's lock stays
+  ASSERT_TRUE(fs::is_directory(remote_dir_));
+  cut.unlock(remote_dir_);  // its token is no longer the lock's: the sibling's lock stays, its own folder goes
   EXPECT_TRUE(fs::exists(kLock));
+  EXPECT_FALSE(fs::exists(remote_dir_));
+  EXPECT_NE(read_file(std::string(kLock) + "/owner").find("owner=torq-worker w1-1"), std::string::npos);
   sibling.close();
   EXPECT_FALSE(fs::exists(kLock));
 }

@@ -120,7 +120,10 @@ SshBoard::LockProbe SshBoard::probe_lock(const std::string& job_dir, const std::
   std::string script =
       "L=" + shell_quote(options_.lock_dir) + "\n"
       "if mkdir \"$L\" 2>/dev/null; then\n"
-      "  if printf '%s\\n' " + shell_join(lines) + " > \"$L/owner\" && cp \"$L/owner\" \"$L/info\"; then\n" +
+      // Both files by the shell's own printf: every program a board
+      // section starts costs the board (and a farm's host) a process.
+      "  if printf '%s\\n' " + shell_join(lines) + " > \"$L/owner\" && printf '%s\\n' " + shell_join(lines) +
+      " > \"$L/info\"; then\n" +
       make_dir +
       "    echo torq-lock=acquired; exit 0; fi\n"
       "  rm -rf \"$L\"; echo 'cannot write the lock owner file' >&2; exit 3\n"
@@ -199,13 +202,22 @@ void SshBoard::lock(std::chrono::milliseconds timeout, const std::string& job_di
 
 void SshBoard::unlock(const std::string& remove_dir) {
   if (!locked_) return;
-  std::string script;
+  // The lock goes only while its owner file still holds our token (a lock
+  // recovered as stale and taken by another is theirs); the job's folder
+  // and the lock go in one rm, and the token is matched by the shell: every
+  // program this section starts runs while the board is held.
+  std::string ours = "rm -rf -- \"$L\"", theirs = ":";
   if (!remove_dir.empty()) {
     check_remote_path(remove_dir);
-    script = "rm -rf -- " + shell_quote(remove_dir) + " || echo torq-rm=failed\n";
+    const std::string d = shell_quote(remove_dir);
+    ours = "rm -rf -- " + d + " \"$L\" || { [ -e " + d + " ] && echo torq-rm=failed; }";
+    theirs = "rm -rf -- " + d + " || echo torq-rm=failed";
   }
-  script += "L=" + shell_quote(options_.lock_dir) + "\n"
-            "grep -qx " + shell_quote("token=" + lock_token_) + " \"$L/owner\" 2>/dev/null && rm -rf \"$L\"; exit 0\n";
+  std::string script =
+      "L=" + shell_quote(options_.lock_dir) + "\nown=\n"
+      "{ while IFS= read -r l || [ -n \"$l\" ]; do [ \"$l\" = " + shell_quote("token=" + lock_token_) +
+      " ] && own=1; done < \"$L/owner\"; } 2>/dev/null\n"
+      "if [ -n \"$own\" ]; then " + ours + "\nelse " + theirs + "\nfi; exit 0\n";
   Remote r = control(bash_command(script));
   locked_ = false;
   made_dir_.clear();
