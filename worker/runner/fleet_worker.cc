@@ -438,12 +438,16 @@ struct FleetWorker::Impl {
   void submit_or_park(const JobSpec& job) {
     for (const std::string* hash : {&job.model_hash, &job.original_hash}) {
       if (hash->empty() || have_model(*hash)) continue;
-      const bool coming = fetches.count(*hash) || sibling_fetches.count(*hash);  // (a hint's fetch)
-      if (!coming && !fetch_or_wait(*hash)) continue;
+      if (!fetch_under_way(*hash) && !fetch_or_wait(*hash)) continue;  // (under way: a hint's fetch)
       parked[*hash].push_back(job);
       return;
     }
     pool->submit(job);
+  }
+
+  // Fetched here, or by the process sharing the cache that holds its claim.
+  bool fetch_under_way(const std::string& hash) const {
+    return fetches.count(hash) != 0 || sibling_fetches.count(hash) != 0;
   }
 
   // A model missing from the cache: fetched here when this worker can claim
@@ -500,7 +504,7 @@ struct FleetWorker::Impl {
   // the cache that fetches it do so), while the jobs before them run. A
   // benchmark-mode worker needs no model.
   void on_hint(const std::string& hash) {
-    if (!pool || fetches.count(hash) || sibling_fetches.count(hash) || have_model(hash)) return;
+    if (!pool || fetch_under_way(hash) || have_model(hash)) return;
     fetch_or_wait(hash);
   }
 
