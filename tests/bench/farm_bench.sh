@@ -23,6 +23,10 @@
 # coordinator's start to its exit), per job, and the efficiency its cores
 # allow (CPU-s / cores is a floor on the wall time when every process of
 # the farm shares them).
+# And that CPU split: the board side (each board's sshd with every process
+# it ran and reaped: shells, the run step, staging), which a real farm runs
+# on the boards, and the host side (the rest), with the efficiency the host
+# side alone would allow on this machine's cores.
 # Needs root (unshare --mount), sshd (openssh-server), the shared models.
 # About 10 minutes on 2 cores with the defaults.
 # Usage: tests/bench/farm_bench.sh [BUILD_DIR] [COMPILE_S=2] [RUN_S=0.05] [K:C ...=1:8 4:32 8:64]
@@ -64,7 +68,8 @@ cp "$tmp/client.pub" "$tmp/authorized_keys"
 sed -e '/^name:/a stand_in_latency: {compile_s: '"$compile_s"', run_s: '"$run_s"'}' \
   -e 's/^name: standin/name: standin-farm/' "$root/configs/toolchains/standin.yaml" >"$tmp/farm.yaml"
 
-# board N: an sshd on a free port with a private /tmp; sets board_port
+# board N: an sshd on a free port with a private /tmp; sets board_port and
+# board_pid
 # (not run in $(...): sshd would hold the substitution's pipe open).
 board() {
   local n=$1 port
@@ -94,6 +99,7 @@ EOF
     "mount --bind '$tmp/board$n/tmp' /tmp && exec /usr/sbin/sshd -D -e -f '$tmp/board$n/sshd_config'" \
     >/dev/null 2>"$tmp/board$n/sshd.log" &
   pids+=($!)
+  board_pid=$!  # sshd itself: unshare and sh exec it
   local up=""
   for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && up=1 && break; sleep 0.05; done
   [ -n "$up" ] || { echo "bench: board $n's sshd did not start:"; cat "$tmp/board$n/sshd.log"; exit 1; }
@@ -108,16 +114,20 @@ for kc in "${configs[@]}"; do
   run="$tmp/k$k-c$c"
   mkdir -p "$run"
   pids=()
+  boards=()
+  workers=()
   ep="tcp://127.0.0.1:$(free_port)"
   "$coord" --model "$model" --auto-convert-bf16 --target astra --bind "$ep" --db "$run/db" --export "$run/out" \
     --min-workers "$k" >"$run/coord.out" 2>"$run/coord.err" &
   cpid=$!
   for ((i = 0; i < k; i++)); do
     board "$i-$k"
+    boards+=("$board_pid")
     "$worker" --connect "$ep" --id "board$i" --cache "$run/cache$i" --target astra --backend toolchain \
       --toolchain "$tmp/farm.yaml" --board "root@127.0.0.1:$board_port" --ssh-key "$tmp/client" \
       --board-host-keys ignore --no-health-check --capacity $((c / k)) 2>"$run/worker$i.log" &
     pids+=($!)
+    workers+=($!)
   done
   read -r _ u0 n0 s0 i0 w0 _ </proc/stat
   rc=0
@@ -127,6 +137,28 @@ for kc in "${configs[@]}"; do
   busy_ticks=$(( (u1 + n1 + s1) - (u0 + n0 + s0) ))
   busy=$(awk -v b=$busy_ticks -v t=$(( (u1 + n1 + s1 + i1 + w1) - (u0 + n0 + s0 + i0 + w0) )) \
     'BEGIN{printf "%.0f", t ? 100 * b / t : 0}')
+  # The boards' side: the CPU of each sshd and of its processes, live (a
+  # connection's process lives while its ControlMaster does) or reaped
+  # (their children's time is in their parents' cutime and cstime).
+  board_ticks=$(python3 - "${boards[@]}" <<'PY'
+import os, sys
+stat = {}
+for d in os.listdir("/proc"):
+    if d.isdigit():
+        try:
+            f = open("/proc/%s/stat" % d).read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stat[int(d)] = (int(f[1]), sum(int(x) for x in f[11:15]))  # ppid; utime stime cutime cstime
+todo, ticks = [int(p) for p in sys.argv[1:]], 0
+while todo:
+    p = todo.pop()
+    if p in stat:
+        ticks += stat[p][1]
+        todo += [c for c, (pp, _) in stat.items() if pp == p]
+print(ticks)
+PY
+)
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   pids=()
@@ -153,11 +185,14 @@ print(sum(e.get("timing", {}).get("runtime_ms", 0) or 0 for op in r["ops"].value
   # coordinator) share its cores, which a real farm spreads over hosts and
   # boards.
   awk -v k="$k" -v c="$c" -v n="$jobs" -v cs="$compile_s" -v rs="$run_s" -v b="$busy_ticks" -v hz="$(getconf CLK_TCK)" \
-    -v p="$(nproc)" 'BEGIN {
+    -v p="$(nproc)" -v bt="$board_ticks" 'BEGIN {
     ideal = n * cs / c; if (n * rs / k > ideal) ideal = n * rs / k
     cpu = b / hz; floor = cpu / p; bound = floor > ideal ? ideal / floor : 1
     printf "bound: the run used %.0f CPU-s, %.0f ms per job; on %d cores the wall is at least %.1f s, so efficiency <= %.2f here\n",
       cpu, 1000 * cpu / n, p, floor, bound
+    bcpu = bt / hz; hcpu = cpu - bcpu; hfloor = hcpu / p; hbound = hfloor > ideal ? ideal / hfloor : 1
+    printf "       board side (the sshd of each board and all it ran: shells, the run step, staging) %.0f ms per job; host side (coordinator, workers, import and compile steps, ssh and scp clients) %.0f ms per job, which alone allows efficiency <= %.2f on %d cores\n",
+      1000 * bcpu / n, 1000 * hcpu / n, hbound, p
   }'
   grep -h "waiting for the board lock" "$run"/worker*.log | head -2 || true
 done
