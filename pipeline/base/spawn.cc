@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -96,6 +97,10 @@ Spawned spawn_process(const std::vector<std::string>& argv, const SpawnOptions& 
   s.start_errno = plan.start_errno;
   s.cwd_failed = plan.cwd_failed;
   return s;
+}
+
+int open_pidfd(pid_t pid) {
+  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));  // close-on-exec by default
 }
 
 }  // namespace torq::base

@@ -51,4 +51,11 @@ struct Spawned {
 
 Spawned spawn_process(const std::vector<std::string>& argv, const SpawnOptions& options);
 
+// A descriptor that polls readable once the child `pid` (not yet reaped)
+// has exited, so that a caller waiting for the child and its pipes sleeps
+// until something happens instead of looking every few milliseconds
+// (close-on-exec; the caller closes it). -1 when the kernel lacks
+// pidfd_open (before Linux 5.3): the caller then looks on a timer.
+int open_pidfd(pid_t pid);
+
 }  // namespace torq::base

@@ -40,23 +40,25 @@ void record_status(int status, ProcResult& r) {
   if (WIFSIGNALED(status)) r.term_signal = WTERMSIG(status);
 }
 
-// Collects the child's output until both pipes close or the deadline passes.
+// Collects the child's output until both pipes close or the deadline passes,
+// woken by its output or its exit (pidfd; without one, it looks every 50 ms).
 // Returns true when the child has been reaped.
-bool collect(pid_t pid, int out_fd, int err_fd, Clock::time_point deadline, ProcResult& r) {
-  pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+bool collect(pid_t pid, int pidfd, int out_fd, int err_fd, Clock::time_point deadline, ProcResult& r) {
+  pollfd fds[3] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}, {pidfd, POLLIN, 0}};
   std::string* sinks[2] = {&r.out, &r.err};
   bool reaped = false;
   int status = 0;
   while (fds[0].fd >= 0 || fds[1].fd >= 0) {
     if (!reaped && waitpid(pid, &status, WNOHANG) == pid) {
       reaped = true;
+      fds[2].fd = -1;
       record_status(status, r);
       // A grandchild may hold the pipes: give it a moment, not forever.
       deadline = std::min(deadline, Clock::now() + std::chrono::milliseconds(200));
     }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) break;
-    int rc = poll(fds, 2, static_cast<int>(std::min<long long>(left, 50)));
+    int rc = poll(fds, 3, static_cast<int>(std::min<long long>(left, fds[2].fd >= 0 ? 1 << 30 : 50)));
     if (rc < 0 && errno != EINTR) break;
     for (int i = 0; i < 2; ++i)
       if (fds[i].fd >= 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) && !drain(fds[i].fd, *sinks[i]))
@@ -65,14 +67,21 @@ bool collect(pid_t pid, int out_fd, int err_fd, Clock::time_point deadline, Proc
   return reaped;
 }
 
-// Waits for the child until the deadline; on expiry kills its group.
-void reap(pid_t pid, Clock::time_point deadline, ProcResult& r) {
+// Waits for the child until the deadline (on its pidfd, else looking every
+// 5 ms); on expiry kills its group.
+void reap(pid_t pid, int pidfd, Clock::time_point deadline, ProcResult& r) {
   int status = 0;
-  while (Clock::now() < deadline) {
+  for (auto now = Clock::now(); now < deadline; now = Clock::now()) {
     pid_t w = waitpid(pid, &status, WNOHANG);
     if (w == pid) { record_status(status, r); return; }
     if (w < 0 && errno != EINTR) return;
-    usleep(5000);
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+    if (pidfd < 0) {
+      usleep(5000);
+      continue;
+    }
+    pollfd p{pidfd, POLLIN, 0};
+    poll(&p, 1, static_cast<int>(std::min<long long>(left, 1 << 30)));
   }
   r.timed_out = true;
   kill(-pid, SIGKILL);
@@ -104,10 +113,12 @@ ProcResult run_process(const std::vector<std::string>& argv, int timeout_ms) {
   ::close(err_p[1]);
   ProcResult r;
   if (child.start_errno) r.err = argv[0] + ": " + std::strerror(child.start_errno) + "\n";
-  bool reaped = collect(pid, out_p[0], err_p[0], deadline, r);
+  const int pidfd = base::open_pidfd(pid);
+  bool reaped = collect(pid, pidfd, out_p[0], err_p[0], deadline, r);
   ::close(out_p[0]);
   ::close(err_p[0]);
-  if (!reaped) reap(pid, deadline, r);
+  if (!reaped) reap(pid, pidfd, deadline, r);
+  if (pidfd >= 0) ::close(pidfd);
   if (r.timed_out) r.exit_code = -1;
   r.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   return r;

@@ -36,6 +36,14 @@ bool drain(int fd, std::string& buf) {
   }
 }
 
+// poll()'s timeout: until `until` (rounded up, so that it never wakes just
+// before it), at most cap_ms when cap_ms >= 0.
+int poll_ms(Clock::time_point until, int cap_ms) {
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count();
+  const long long ms = std::max<long long>(0, left);
+  return static_cast<int>(cap_ms >= 0 ? std::min<long long>(ms, cap_ms) : std::min<long long>(ms, 1 << 30));
+}
+
 }  // namespace
 
 ProcessResult run_process(const std::vector<std::string>& argv, int timeout_ms, const std::string& cwd,
@@ -81,6 +89,9 @@ ProcessResult run_process(const std::vector<std::string>& argv, int timeout_ms, 
     r.err = child.cwd_failed ? "error: cannot enter " + cwd + ": " + std::strerror(child.start_errno) + "\n"
                              : "error: cannot execute " + argv[0] + ": " + std::strerror(child.start_errno) + "\n";
   const auto deadline = t0 + std::chrono::milliseconds(std::max(1, timeout_ms));
+  // Woken by the child's output or by its exit (pidfd); without a pidfd it
+  // looks every 20 ms (a lane used to wait up to 20 ms after each step).
+  const int pidfd = base::open_pidfd(pid);
   bool out_open = true, err_open = true, exited = false;
   int status = 0;
   Clock::time_point drain_until{};
@@ -98,14 +109,19 @@ ProcessResult run_process(const std::vector<std::string>& argv, int timeout_ms, 
       exited = true;
       drain_until = Clock::now() + std::chrono::milliseconds(200);
     }
-    if (exited && now >= drain_until) break;  // a grandchild that left the group holds the pipe
-    pollfd fds[2] = {{out_open ? out_pipe[0] : -1, POLLIN, 0}, {err_open ? err_pipe[0] : -1, POLLIN, 0}};
-    poll(fds, 2, 20);
+    // Done once both pipes closed; a grandchild that left the group may hold
+    // them open: not past drain_until.
+    if (exited && ((!out_open && !err_open) || now >= drain_until)) break;
+    pollfd fds[3] = {{out_open ? out_pipe[0] : -1, POLLIN, 0},
+                     {err_open ? err_pipe[0] : -1, POLLIN, 0},
+                     {exited ? -1 : pidfd, POLLIN, 0}};
+    poll(fds, 3, poll_ms(exited ? drain_until : deadline, exited || pidfd >= 0 ? -1 : 20));
     if (out_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) out_open = drain(out_pipe[0], r.out);
     if (err_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) err_open = drain(err_pipe[0], r.err);
   }
   close(out_pipe[0]);
   close(err_pipe[0]);
+  if (pidfd >= 0) close(pidfd);
   r.wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   if (!r.timed_out) {
     if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
