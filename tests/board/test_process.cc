@@ -19,17 +19,14 @@ TEST(BoardProcess, WaitsForTheChildWithoutWakingOnATimer) {
     const char* out;
   };
   for (const Case& c : {Case{"echo out; sleep 1; echo end", "out\nend\n"}, Case{"exec >&- 2>&-; sleep 1", ""}}) {
-    const long before = testing::thread_voluntary_switches();
-    const auto t0 = Clock::now();
-    const ProcResult r = run_process({"sh", "-c", c.script}, 10000);
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    const long switches = testing::thread_voluntary_switches() - before;
-    ASSERT_GE(before, 0) << "no /proc/thread-self/status";
+    ProcResult r;
+    const testing::Waited w = testing::measure_wait([&] { r = run_process({"sh", "-c", c.script}, 10000); });
+    ASSERT_GE(w.switches, 0) << "no /proc/thread-self/status";
     EXPECT_EQ(r.exit_code, 0) << c.script << ": " << r.err;
     EXPECT_FALSE(r.timed_out);
     EXPECT_EQ(r.out, c.out);
-    EXPECT_GE(ms, 1000) << c.script;
-    EXPECT_LE(switches, 10) << c.script << ": the wait woke " << switches << " times in " << ms << " ms";
+    EXPECT_GE(w.ms, 1000) << c.script;
+    EXPECT_LE(w.switches, 10) << c.script << ": the wait woke " << w.switches << " times in " << w.ms << " ms";
   }
 }
 

@@ -25,17 +25,14 @@ TEST(Subprocess, WaitsForTheChildWithoutWakingOnATimer) {
   };
   for (const Case& c : {Case{"echo out; echo err >&2; sleep 1; echo end", "out\nend\n", "err\n"},
                         Case{"exec >&- 2>&-; sleep 1", "", ""}}) {
-    const long before = testing::thread_voluntary_switches();
-    const auto t0 = Clock::now();
-    const ProcessResult r = run_process({"sh", "-c", c.script}, 10000);
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    const long switches = testing::thread_voluntary_switches() - before;
-    ASSERT_GE(before, 0) << "no /proc/thread-self/status";
+    ProcessResult r;
+    const testing::Waited w = testing::measure_wait([&] { r = run_process({"sh", "-c", c.script}, 10000); });
+    ASSERT_GE(w.switches, 0) << "no /proc/thread-self/status";
     EXPECT_TRUE(r.ok()) << c.script << ": exit " << r.exit_code << " " << r.err;
     EXPECT_EQ(r.out, c.out);
     EXPECT_EQ(r.err, c.err);
-    EXPECT_GE(ms, 1000) << c.script;
-    EXPECT_LE(switches, 10) << c.script << ": the wait woke " << switches << " times in " << ms << " ms";
+    EXPECT_GE(w.ms, 1000) << c.script;
+    EXPECT_LE(w.switches, 10) << c.script << ": the wait woke " << w.switches << " times in " << w.ms << " ms";
   }
 }
 
