@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "worker/engine/dnnl_util.h"
@@ -47,6 +49,43 @@ TEST(DnnlUtil, PlainImageToChannelsLastPutsEveryElementInPlace) {
         const Tensor back = to_plain(y, env);
         EXPECT_EQ(std::memcmp(back.raw(), x.raw(), x.nbytes()), 0);
       }
+}
+
+
+// A session's primitives run on whichever thread steps it (a worker's
+// lanes share a reference run), so they must not use oneDNN's per-thread
+// scratchpad: made with user_scratchpad() and run by execute(), a
+// convolution oneDNN computes through im2col and a GEMM (plain layouts:
+// the scratchpad holds the im2col buffer) gives on a thread that made no
+// primitive what it gives on its own. With oneDNN's scratchpad, that
+// thread has none: the run crashed.
+TEST(DnnlUtil, APrimitiveRunsOnAThreadThatDidNotMakeIt) {
+  DnnlEnv env;
+  using dt = dnnl::memory::data_type;
+  const dnnl::memory::desc src({1, 16, 32, 32}, dt::f32, ft::nchw), w({32, 16, 3, 3}, dt::f32, ft::oihw),
+      dst({1, 32, 32, 32}, dt::f32, ft::nchw);
+  std::optional<dnnl::convolution_forward> conv;
+  {
+    const auto lk = creation_lock();
+    const dnnl::convolution_forward::primitive_desc pd(
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
+                                        w, dst, {1, 1}, {1, 1}, {1, 1}),
+        user_scratchpad(), env.engine);
+    ASSERT_GT(pd.scratchpad_desc().get_size(), 0u) << pd.impl_info_str();
+    conv.emplace(pd);
+  }
+  Tensor x(DType::kF32, {1, 16, 32, 32}), k(DType::kF32, {32, 16, 3, 3}), here(DType::kF32, {1, 32, 32, 32}),
+      there(DType::kF32, {1, 32, 32, 32});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 17) * 0.25f - 2.f;
+  for (int64_t i = 0; i < k.numel(); ++i) k.data<float>()[i] = static_cast<float>(i % 7) * 0.125f - 0.375f;
+  const auto run = [&](Tensor& y) {
+    execute(env, *conv, {{DNNL_ARG_SRC, as_memory(x, src, env)}, {DNNL_ARG_WEIGHTS, as_memory(k, w, env)},
+                         {DNNL_ARG_DST, as_memory(y, dst, env)}});
+  };
+  run(here);
+  std::thread([&] { run(there); }).join();
+  EXPECT_EQ(std::memcmp(here.raw(), there.raw(), here.nbytes()), 0);
+  EXPECT_NE(here.data<float>()[5000], 0.f);
 }
 
 }  // namespace

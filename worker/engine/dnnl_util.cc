@@ -2,11 +2,50 @@
 
 #include <omp.h>
 
+#include <optional>
+
 #include "pipeline/base/error.h"
 
 namespace torq::engine {
 
 DnnlEnv::DnnlEnv() : engine(dnnl::engine::kind::cpu, 0), stream(engine) {}
+
+dnnl::memory DnnlEnv::scratchpad(const dnnl::memory::desc& md) {
+  const size_t bytes = md.get_size();
+  if (!scratch_.defined() || bytes > scratch_.nbytes()) scratch_ = Tensor(DType::kU8, {static_cast<int64_t>(bytes)});
+  return dnnl::memory(md, engine, scratch_.raw());
+}
+
+std::unique_lock<std::mutex> creation_lock() {
+  static std::mutex mu;
+  return std::unique_lock<std::mutex>(mu);
+}
+
+dnnl::primitive_attr user_scratchpad(dnnl::primitive_attr attr) {
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+void execute(DnnlEnv& env, const dnnl::primitive& p, std::unordered_map<int, dnnl::memory>& args) {
+  const_dnnl_primitive_desc_t pd = p.get_primitive_desc();
+  const dnnl_memory_desc_t* md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  if (md && dnnl_memory_desc_get_size(md) > 0) args[DNNL_ARG_SCRATCHPAD] = env.scratchpad(dnnl::memory::desc(*md));
+  p.execute(env.stream, args);
+  env.stream.wait();
+}
+
+void execute(DnnlEnv& env, const dnnl::primitive& p, std::unordered_map<int, dnnl::memory>&& args) {
+  execute(env, p, args);
+}
+
+void reorder(DnnlEnv& env, const dnnl::memory& from, const dnnl::memory& to) {
+  std::optional<dnnl::reorder> r;
+  {
+    const auto lk = creation_lock();
+    r.emplace(from, to, user_scratchpad());
+  }
+  execute(env, *r, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+}
 
 dnnl::memory::data_type dnnl_dtype(DType t) {
   switch (t) {
@@ -23,6 +62,7 @@ bool dnnl_bf16_supported() {
   static const bool supported = [] {
     try {
       dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+      const auto lk = creation_lock();
       const dnnl::memory::dims d{4, 4};
       const dnnl::memory::desc md(d, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::ab);
       dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(md, md, md), eng);
@@ -152,13 +192,13 @@ Tensor CachedReorder::operator()(const Tensor& t, const dnnl::memory::desc& md, 
   if (!prim_ || !(src_ == src_md) || !(dst_ == md)) {
     src_ = src_md;
     dst_ = md;
-    prim_.emplace(dnnl::reorder::primitive_desc(env.engine, src_md, env.engine, md));
+    const auto lk = creation_lock();
+    prim_.emplace(dnnl::reorder::primitive_desc(env.engine, src_md, env.engine, md, user_scratchpad()));
   }
   Tensor out = alloc_for_md(md, dtype, t.shape());
   auto src = as_memory(t, src_md, env);
   auto dst = as_memory(out, md, env);
-  prim_->execute(env.stream, src, dst);
-  env.stream.wait();
+  execute(env, *prim_, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
   return out;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <unordered_map>
 
@@ -18,12 +19,49 @@ struct Layout {
   dnnl::memory::desc md;
 };
 
-// One engine and stream per session (in-order stream; run-to-completion).
+// One engine and stream per session (in-order stream; run-to-completion),
+// and the scratchpad its primitives share.
+//
+// oneDNN's own scratchpad (scratchpad_mode::library, as Debian builds it:
+// DNNL_ENABLE_CONCURRENT_EXEC=OFF) is one buffer per thread, sized by the
+// primitives made on that thread, and a primitive must run on the thread
+// that made it. A session's run moves between threads (a worker's lanes
+// step one reference run in turn, worker/runner/model_state.h), and a
+// primitive run elsewhere uses that thread's buffer: a convolution oneDNN
+// runs through im2col crashed on a thread that had made no primitive
+// (tests/unit/test_dnnl_util.cc). So every primitive here is made with
+// scratchpad_mode::user (user_scratchpad) and runs with the session's
+// buffer (execute, reorder): a session runs on one thread at a time,
+// whichever it is.
 struct DnnlEnv {
   DnnlEnv();
   dnnl::engine engine;
   dnnl::stream stream;
+  // A memory of `md` (a primitive's scratchpad_desc) on this session's
+  // buffer, grown to the largest asked for. Valid until the next call.
+  dnnl::memory scratchpad(const dnnl::memory::desc& md);
+
+ private:
+  Tensor scratch_;  // bytes (64-byte aligned, as every tensor)
 };
+
+// oneDNN 2.6 makes a wrong fp32 convolution (whole channels of values like
+// 1e30, a few runs in a hundred) when a bf16 convolution is being made on
+// another thread at the same moment (tests/unit/test_session_threads.cc);
+// a worker's lanes and its reference runs make sessions concurrently. So
+// the engine makes every primitive descriptor and primitive, and nothing
+// else, while holding this process-wide lock. Running them is not locked.
+std::unique_lock<std::mutex> creation_lock();
+
+// `attr` with scratchpad_mode::user: every primitive the engine makes.
+dnnl::primitive_attr user_scratchpad(dnnl::primitive_attr attr = dnnl::primitive_attr());
+// Runs `p` (made with user_scratchpad) on env's stream with its scratchpad
+// and waits for it (`args` gets the scratchpad's entry).
+void execute(DnnlEnv& env, const dnnl::primitive& p, std::unordered_map<int, dnnl::memory>& args);
+void execute(DnnlEnv& env, const dnnl::primitive& p, std::unordered_map<int, dnnl::memory>&& args);
+// Copies `from` into `to` (their descriptors' layouts) with a reorder made
+// for the call, and waits for it.
+void reorder(DnnlEnv& env, const dnnl::memory& from, const dnnl::memory& to);
 
 // oneDNN data type for a float dtype (f32, bf16); throws Unsupported otherwise.
 dnnl::memory::data_type dnnl_dtype(DType t);

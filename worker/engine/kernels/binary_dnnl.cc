@@ -96,7 +96,8 @@ bool DnnlBinary::run(dnnl::algorithm alg, bool commutative, const Tensor& a, con
   }
 
   if (!prim_ || alg_ != alg || !(md0_ == md0) || !(md1_ == md1)) {
-    auto pd = dnnl::binary::primitive_desc(dnnl::binary::desc(alg, md0, md1, md0), env.engine);
+    const auto lk = creation_lock();
+    auto pd = dnnl::binary::primitive_desc(dnnl::binary::desc(alg, md0, md1, md0), user_scratchpad(), env.engine);
     alg_ = alg;
     md0_ = md0;
     md1_ = md1;
@@ -108,10 +109,9 @@ bool DnnlBinary::run(dnnl::algorithm alg, bool commutative, const Tensor& a, con
   const Tensor src0 = convert_keep_layout(*s0, cdt, env);
   src1 = reorder_to(src1, md1, cdt, env);
   out = alloc_for_md(md0, cdt, out_shape);
-  prim_->execute(env.stream, {{DNNL_ARG_SRC_0, as_memory(src0, md0, env)},
-                              {DNNL_ARG_SRC_1, as_memory(src1, md1, env)},
-                              {DNNL_ARG_DST, as_memory(out, md0, env)}});
-  env.stream.wait();
+  execute(env, *prim_, {{DNNL_ARG_SRC_0, as_memory(src0, md0, env)},
+                        {DNNL_ARG_SRC_1, as_memory(src1, md1, env)},
+                        {DNNL_ARG_DST, as_memory(out, md0, env)}});
   return true;
 }
 

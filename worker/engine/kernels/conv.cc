@@ -71,8 +71,7 @@ class ConvBase : public Kernel {
     point(DNNL_ARG_WEIGHTS, w_packed_);
     point(DNNL_ARG_DST, dst);
     if (b) point(DNNL_ARG_BIAS, *b);
-    prim_->execute(env.stream, args_);
-    env.stream.wait();
+    execute(env, *prim_, args_);
     if (own_swish_) vm::swish_f32(static_cast<float*>(dst.raw()), shape_numel(out_shape_));
     if (res) add_residual(*res, dst, env);
     ctx.output(0) = dst;
@@ -132,6 +131,7 @@ class ConvBase : public Kernel {
     dims strides(a.strides.begin(), a.strides.end()), dil, padl(pl.begin(), pl.end()), padr(pr.begin(), pr.end());
     for (int64_t d : a.dilations) dil.push_back(d - 1);
     auto& env = ctx.dnnl();
+    const auto lk = creation_lock();
     if (!transpose_) {
       const auto make_pd = [&](const FusedActivation* act) {
         auto d = b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
@@ -180,7 +180,7 @@ class ConvBase : public Kernel {
                                                      src_any, w_any, bias_md, dst_any, strides, dil, padl, padr)
                  : dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
                                                      src_any, w_any, dst_any, strides, dil, padl, padr);
-      dnnl::deconvolution_forward::primitive_desc pd(d, env.engine);
+      dnnl::deconvolution_forward::primitive_desc pd(d, user_scratchpad(), env.engine);
       own_swish_ = false;
       pd_src_ = pd.src_desc();
       pd_dst_ = pd.dst_desc();
@@ -251,7 +251,7 @@ class ConvBase : public Kernel {
   // The fused activation as a oneDNN eltwise post-op (the same jit code as
   // the eltwise primitive the unfused node runs on).
   static dnnl::primitive_attr post_ops(const FusedActivation* a) {
-    dnnl::primitive_attr attr;
+    dnnl::primitive_attr attr = user_scratchpad();
     if (!a) return attr;
     dnnl::post_ops ops;
     switch (a->kind) {
@@ -311,8 +311,7 @@ class ConvBase : public Kernel {
     Tensor operator()(const Tensor& w, const dnnl::memory::desc& dst, DType dtype, DnnlEnv& env) {
       Tensor out = Tensor::blocked(dtype, w.shape(), std::make_shared<Layout>(Layout{dst}), dst.get_size());
       dnnl::memory src_mem = as_memory(w, md, env), dst_mem = as_memory(out, dst, env);
-      dnnl::reorder(src_mem, dst_mem).execute(env.stream, src_mem, dst_mem);
-      env.stream.wait();
+      reorder(env, src_mem, dst_mem);
       return out;
     }
   };

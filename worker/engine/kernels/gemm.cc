@@ -63,9 +63,10 @@ class MatMulCore {
     const bool rebuild = !prim_ || !(a_md == a_md_) || !(b_md == b_md_) || !(c_md == c_md_) ||
                          !(bias_md == bias_md_) || alpha != alpha_;
     if (rebuild) {
+      const auto lk = creation_lock();
       const dnnl::memory::desc b_any = b_const ? dnnl::memory::desc(b_dims, data_t, dnnl::memory::format_tag::any) : b_md;
       auto d = bias ? dnnl::matmul::desc(a_md, b_any, bias_md, c_md) : dnnl::matmul::desc(a_md, b_any, c_md);
-      dnnl::primitive_attr attr;
+      dnnl::primitive_attr attr = user_scratchpad();
       if (alpha != 1.f) attr.set_output_scales(0, {alpha});
       dnnl::matmul::primitive_desc pd(d, attr, env.engine);
       prim_.emplace(pd);
@@ -84,8 +85,7 @@ class MatMulCore {
         b_packed_ = Tensor::blocked(b.dtype(), b.shape(), std::make_shared<Layout>(Layout{b_packed_md_}),
                                     b_packed_md_.get_size());
         dnnl::memory src_mem = as_memory(b, b_md, env), dst_mem = as_memory(b_packed_, b_packed_md_, env);
-        dnnl::reorder(src_mem, dst_mem).execute(env.stream, src_mem, dst_mem);
-        env.stream.wait();
+        reorder(env, src_mem, dst_mem);
       }
     }
     Tensor c(out_dtype, out_shape);
@@ -93,8 +93,7 @@ class MatMulCore {
                                                {DNNL_ARG_WEIGHTS, as_memory(b_packed_, b_packed_md_, env)},
                                                {DNNL_ARG_DST, as_memory(c, c_md, env)}};
     if (bias) args.emplace(DNNL_ARG_BIAS, as_memory(*bias, bias_md, env));
-    prim_->execute(env.stream, args);
-    env.stream.wait();
+    execute(env, *prim_, args);
     return c;
   }
 

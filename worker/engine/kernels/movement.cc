@@ -94,9 +94,10 @@ class ConcatKernel : public Kernel {
     std::vector<dnnl::memory::desc> mds;
     for (size_t i = 0; i < ctx.num_inputs(); ++i) mds.push_back(md_of(ctx.in(i)));
     if (prim_ && mds == cached_mds_) return true;
+    const auto lk = creation_lock();
     std::optional<dnnl::concat::primitive_desc> pd;
     try {
-      pd.emplace(axis, mds, ctx.dnnl().engine);
+      pd.emplace(axis, mds, ctx.dnnl().engine, user_scratchpad());
     } catch (const dnnl::error&) {
       return false;
     }
@@ -125,8 +126,7 @@ class ConcatKernel : public Kernel {
     for (size_t i = 0; i < mds.size(); ++i)
       args.emplace(DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), as_memory(ctx.in(i), mds[i], env));
     args.emplace(DNNL_ARG_DST, as_memory(out, dst_md_, env));
-    prim_->execute(env.stream, args);
-    env.stream.wait();
+    execute(env, *prim_, args);
     ctx.output(0) = out;
   }
 

@@ -79,8 +79,7 @@ Tensor reorder_into(const Tensor& src, const dnnl::memory::desc& src_md, const S
                     DnnlEnv& env) {
   Tensor out = alloc_for_md(dst_md, src.dtype(), shape);
   dnnl::memory from = as_memory(src, src_md, env), to = as_memory(out, dst_in_src_dims, env);
-  dnnl::reorder(from, to).execute(env.stream, from, to);
-  env.stream.wait();
+  reorder(env, from, to);
   return out;
 }
 

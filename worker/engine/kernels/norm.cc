@@ -35,8 +35,7 @@ Tensor run_same_layout(DnnlPlan& plan, const Tensor& x, CachedReorder& re, Kerne
   Tensor y = alloc_for_md(plan.md, plan.compute, x.shape());
   args[DNNL_ARG_SRC] = as_memory(src, plan.md, env);
   args[DNNL_ARG_DST] = as_memory(y, plan.md, env);
-  plan.prim.execute(env.stream, args);
-  env.stream.wait();
+  execute(env, plan.prim, args);
   return y;
 }
 
@@ -52,6 +51,7 @@ DnnlPlan make_dnnl_plan(const Tensor& x, KernelContext& ctx, bool eligible, Make
   try {
     p.compute = nn::compute_dtype(x.dtype(), ctx.rounding());
     p.md = nn::md_with_dtype(md_of(x), dnnl_dtype(p.compute));
+    const auto lk = creation_lock();
     p.prim = make_prim(p.md);
     p.dnnl = true;
   } catch (const dnnl::error&) {
@@ -163,7 +163,7 @@ class BatchNormKernel final : public Kernel {
                          dnnl::normalization_flags::use_shift;
       const dnnl::batch_normalization_forward::desc d(dnnl::prop_kind::forward_inference, md,
                                                       epsilon_, flags);
-      const dnnl::batch_normalization_forward::primitive_desc pd(d, ctx.dnnl().engine);
+      const dnnl::batch_normalization_forward::primitive_desc pd(d, user_scratchpad(), ctx.dnnl().engine);
       return dnnl::primitive(dnnl::batch_normalization_forward(pd));
     });
   }
@@ -239,7 +239,7 @@ class LrnKernel final : public Kernel {
       const dnnl::lrn_forward::desc d(dnnl::prop_kind::forward_inference,
                                       dnnl::algorithm::lrn_across_channels, md, size_, alpha_,
                                       beta_, bias_);
-      const dnnl::lrn_forward::primitive_desc pd(d, ctx.dnnl().engine);
+      const dnnl::lrn_forward::primitive_desc pd(d, user_scratchpad(), ctx.dnnl().engine);
       return dnnl::primitive(dnnl::lrn_forward(pd));
     });
   }

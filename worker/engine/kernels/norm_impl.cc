@@ -159,9 +159,10 @@ class LayerNormKernel final : public Kernel {
         if (has_bias_) flags = flags | dnnl::normalization_flags::use_shift;
         const auto prop = stats ? dnnl::prop_kind::forward_training
                                 : dnnl::prop_kind::forward_inference;
+        const auto lk = creation_lock();
         const dnnl::layer_normalization_forward::desc d(prop, plan_.data_md, plan_.stat_md,
                                                         epsilon_, flags);
-        const dnnl::layer_normalization_forward::primitive_desc pd(d, env.engine);
+        const dnnl::layer_normalization_forward::primitive_desc pd(d, user_scratchpad(), env.engine);
         plan_.prim = dnnl::layer_normalization_forward(pd);
         plan_.ok = true;
       } catch (const dnnl::error&) {
@@ -185,8 +186,7 @@ class LayerNormKernel final : public Kernel {
       args[DNNL_ARG_MEAN] = as_memory(mean, plan_.stat_md, env);
       args[DNNL_ARG_VARIANCE] = as_memory(var, plan_.stat_md, env);
     }
-    plan_.prim.execute(env.stream, args);
-    env.stream.wait();
+    execute(env, plan_.prim, args);
     if (stats) {
       for (int64_t o = 0; o < outer; ++o)
         inv.data<float>()[o] = static_cast<float>(

@@ -138,9 +138,10 @@ class PoolKernel final : public Kernel {
       const auto alg = spec_.kind == PoolKind::kMax ? dnnl::algorithm::pooling_max
                        : include_pad ? dnnl::algorithm::pooling_avg_include_padding
                                      : dnnl::algorithm::pooling_avg_exclude_padding;
+      const auto lk = creation_lock();
       const dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, p.src_md,
                                              dst_any, strides, kernel, dilation, pad_l, pad_r);
-      const dnnl::pooling_v2_forward::primitive_desc pd(d, ctx.dnnl().engine);
+      const dnnl::pooling_v2_forward::primitive_desc pd(d, user_scratchpad(), ctx.dnnl().engine);
       p.dst_md = pd.dst_desc();
       p.prim = dnnl::pooling_v2_forward(pd);
       p.dnnl = true;
@@ -160,9 +161,8 @@ class PoolKernel final : public Kernel {
       return;
     }
     y = alloc_for_md(plan_->dst_md, plan_->compute, plan_->geom.out_shape);
-    plan_->prim.execute(env.stream, {{DNNL_ARG_SRC, as_memory(src, plan_->src_md, env)},
-                                     {DNNL_ARG_DST, as_memory(y, plan_->dst_md, env)}});
-    env.stream.wait();
+    execute(env, plan_->prim, {{DNNL_ARG_SRC, as_memory(src, plan_->src_md, env)},
+                               {DNNL_ARG_DST, as_memory(y, plan_->dst_md, env)}});
     ctx.output(0) = std::move(y);
   }
 

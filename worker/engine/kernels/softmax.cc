@@ -66,11 +66,12 @@ class SoftmaxKernel final : public Kernel {
       ok_ = false;
       try {
         md_ = plain_md(dims, DType::kF32);
+        const auto lk = creation_lock();
         const auto alg = mode_ == Mode::kLogSoftmax ? dnnl::algorithm::softmax_log
                                                     : dnnl::algorithm::softmax_accurate;
         const dnnl::softmax_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, md_, md_,
                                                1);
-        const dnnl::softmax_v2_forward::primitive_desc pd(d, env.engine);
+        const dnnl::softmax_v2_forward::primitive_desc pd(d, user_scratchpad(), env.engine);
         prim_ = dnnl::softmax_v2_forward(pd);
         ok_ = true;
       } catch (const dnnl::error&) {
@@ -78,9 +79,7 @@ class SoftmaxKernel final : public Kernel {
       }
     }
     if (!ok_) return false;
-    prim_.execute(env.stream, {{DNNL_ARG_SRC, as_memory(x, md_, env)},
-                               {DNNL_ARG_DST, as_memory(y, md_, env)}});
-    env.stream.wait();
+    execute(env, prim_, {{DNNL_ARG_SRC, as_memory(x, md_, env)}, {DNNL_ARG_DST, as_memory(y, md_, env)}});
     return true;
   }
 

@@ -280,9 +280,7 @@ class UnaryKernel final : public Kernel {
     auto src_mem = as_memory(src, md, env);
     auto dst_mem = as_memory(out, md, env);
     for (size_t i = 0; i < prims_.size(); ++i)
-      prims_[i].execute(env.stream, {{DNNL_ARG_SRC, i == 0 ? src_mem : dst_mem},
-                                     {DNNL_ARG_DST, dst_mem}});
-    env.stream.wait();
+      execute(env, prims_[i], {{DNNL_ARG_SRC, i == 0 ? src_mem : dst_mem}, {DNNL_ARG_DST, dst_mem}});
     if (recipe_.nan_fix) fix_nan(src, out);
     return out;
   }
@@ -291,11 +289,12 @@ class UnaryKernel final : public Kernel {
   // of them is oneDNN's reference implementation.
   bool prepare(const dnnl::memory::desc& md, DnnlEnv& env) {
     if (prims_.empty() || !(md == md_)) {
+      const auto lk = creation_lock();
       prims_.clear();
       all_jit_ = true;
       for (const Step& s : recipe_.steps) {
         auto d = dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, s.alg, md, s.alpha, s.beta);
-        dnnl::eltwise_forward::primitive_desc pd(d, env.engine);
+        dnnl::eltwise_forward::primitive_desc pd(d, user_scratchpad(), env.engine);
         all_jit_ = all_jit_ && std::string(pd.impl_info_str()).rfind("ref", 0) != 0;
         prims_.emplace_back(pd);
       }
