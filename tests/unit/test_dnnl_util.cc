@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -64,22 +63,20 @@ TEST(DnnlUtil, APrimitiveRunsOnAThreadThatDidNotMakeIt) {
   using dt = dnnl::memory::data_type;
   const dnnl::memory::desc src({1, 16, 32, 32}, dt::f32, ft::nchw), w({32, 16, 3, 3}, dt::f32, ft::oihw),
       dst({1, 32, 32, 32}, dt::f32, ft::nchw);
-  std::optional<dnnl::convolution_forward> conv;
-  {
-    const auto lk = creation_lock();
-    const dnnl::convolution_forward::primitive_desc pd(
+  const auto pd = one_at_a_time([&] {
+    return dnnl::convolution_forward::primitive_desc(
         dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
                                         w, dst, {1, 1}, {1, 1}, {1, 1}),
         user_scratchpad(), env.engine);
-    ASSERT_GT(pd.scratchpad_desc().get_size(), 0u) << pd.impl_info_str();
-    conv.emplace(pd);
-  }
+  });
+  ASSERT_GT(pd.scratchpad_desc().get_size(), 0u) << pd.impl_info_str();
+  const dnnl::convolution_forward conv(pd);
   Tensor x(DType::kF32, {1, 16, 32, 32}), k(DType::kF32, {32, 16, 3, 3}), here(DType::kF32, {1, 32, 32, 32}),
       there(DType::kF32, {1, 32, 32, 32});
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 17) * 0.25f - 2.f;
   for (int64_t i = 0; i < k.numel(); ++i) k.data<float>()[i] = static_cast<float>(i % 7) * 0.125f - 0.375f;
   const auto run = [&](Tensor& y) {
-    execute(env, *conv, {{DNNL_ARG_SRC, as_memory(x, src, env)}, {DNNL_ARG_WEIGHTS, as_memory(k, w, env)},
+    execute(env, conv, {{DNNL_ARG_SRC, as_memory(x, src, env)}, {DNNL_ARG_WEIGHTS, as_memory(k, w, env)},
                          {DNNL_ARG_DST, as_memory(y, dst, env)}});
   };
   run(here);

@@ -39,12 +39,8 @@ void execute(DnnlEnv& env, const dnnl::primitive& p, std::unordered_map<int, dnn
 }
 
 void reorder(DnnlEnv& env, const dnnl::memory& from, const dnnl::memory& to) {
-  std::optional<dnnl::reorder> r;
-  {
-    const auto lk = creation_lock();
-    r.emplace(from, to, user_scratchpad());
-  }
-  execute(env, *r, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+  const dnnl::reorder r(one_at_a_time([&] { return dnnl::reorder::primitive_desc(from, to, user_scratchpad()); }));
+  execute(env, r, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
 }
 
 dnnl::memory::data_type dnnl_dtype(DType t) {
@@ -192,8 +188,8 @@ Tensor CachedReorder::operator()(const Tensor& t, const dnnl::memory::desc& md, 
   if (!prim_ || !(src_ == src_md) || !(dst_ == md)) {
     src_ = src_md;
     dst_ = md;
-    const auto lk = creation_lock();
-    prim_.emplace(dnnl::reorder::primitive_desc(env.engine, src_md, env.engine, md, user_scratchpad()));
+    prim_.emplace(one_at_a_time(
+        [&] { return dnnl::reorder::primitive_desc(env.engine, src_md, env.engine, md, user_scratchpad()); }));
   }
   Tensor out = alloc_for_md(md, dtype, t.shape());
   auto src = as_memory(t, src_md, env);

@@ -46,12 +46,20 @@ struct DnnlEnv {
 };
 
 // oneDNN 2.6 makes a wrong fp32 convolution (whole channels of values like
-// 1e30, a few runs in a hundred) when a bf16 convolution is being made on
-// another thread at the same moment (tests/unit/test_session_threads.cc);
-// a worker's lanes and its reference runs make sessions concurrently. So
-// the engine makes every primitive descriptor and primitive, and nothing
-// else, while holding this process-wide lock. Running them is not locked.
+// 1e30, a few runs in a hundred) when a bf16 convolution's primitive
+// descriptor is being made on another thread at the same moment
+// (tests/unit/test_session_threads.cc); a worker's lanes and its reference
+// runs make sessions concurrently. With oneDNN alone, holding a lock while
+// making the descriptors is enough, and holding it only while making the
+// primitives (their jit code) is not. So the engine makes every primitive
+// descriptor, and nothing else, while holding this process-wide lock:
+// `f` returns the descriptor.
 std::unique_lock<std::mutex> creation_lock();
+template <class F>
+auto one_at_a_time(F&& f) {
+  const auto lk = creation_lock();
+  return f();
+}
 
 // `attr` with scratchpad_mode::user: every primitive the engine makes.
 dnnl::primitive_attr user_scratchpad(dnnl::primitive_attr attr = dnnl::primitive_attr());

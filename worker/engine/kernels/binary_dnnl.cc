@@ -96,8 +96,9 @@ bool DnnlBinary::run(dnnl::algorithm alg, bool commutative, const Tensor& a, con
   }
 
   if (!prim_ || alg_ != alg || !(md0_ == md0) || !(md1_ == md1)) {
-    const auto lk = creation_lock();
-    auto pd = dnnl::binary::primitive_desc(dnnl::binary::desc(alg, md0, md1, md0), user_scratchpad(), env.engine);
+    const auto pd = one_at_a_time([&] {
+      return dnnl::binary::primitive_desc(dnnl::binary::desc(alg, md0, md1, md0), user_scratchpad(), env.engine);
+    });
     alg_ = alg;
     md0_ = md0;
     md1_ = md1;

@@ -65,10 +65,10 @@ bool ConcatNormRelu::unfused_norm_is_ncsp(const Shape& shape, float epsilon, Dnn
   try {
     const auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
                        dnnl::normalization_flags::use_shift;
-    const auto lk = creation_lock();
     const dnnl::batch_normalization_forward::desc d(dnnl::prop_kind::forward_inference, plain_md(shape, DType::kBF16),
                                                     epsilon, flags);
-    const dnnl::batch_normalization_forward::primitive_desc pd(d, user_scratchpad(), env.engine);
+    const auto pd = one_at_a_time(
+        [&] { return dnnl::batch_normalization_forward::primitive_desc(d, user_scratchpad(), env.engine); });
     ncsp_ = std::string(pd.impl_info_str()).rfind("ncsp_bnorm", 0) == 0;
   } catch (const dnnl::error&) {
     ncsp_ = false;

@@ -131,7 +131,6 @@ class ConvBase : public Kernel {
     dims strides(a.strides.begin(), a.strides.end()), dil, padl(pl.begin(), pl.end()), padr(pr.begin(), pr.end());
     for (int64_t d : a.dilations) dil.push_back(d - 1);
     auto& env = ctx.dnnl();
-    const auto lk = creation_lock();
     if (!transpose_) {
       const auto make_pd = [&](const FusedActivation* act) {
         auto d = b ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
@@ -140,7 +139,7 @@ class ConvBase : public Kernel {
                    : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
                                                      dnnl::algorithm::convolution_direct, src_any, w_any, dst_any,
                                                      strides, dil, padl, padr);
-        dnnl::convolution_forward::primitive_desc pd(d, post_ops(act), env.engine);
+        auto pd = one_at_a_time([&] { return dnnl::convolution_forward::primitive_desc(d, post_ops(act), env.engine); });
         // An input already blocked by the op before: keep its layout (in and
         // out) when the implementation oneDNN picks for its own layouts takes
         // it, so consecutive convolutions do not reorder between each other.
@@ -154,7 +153,8 @@ class ConvBase : public Kernel {
                                                         dnnl::algorithm::convolution_direct, src_same, w_any, dst_same,
                                                         strides, dil, padl, padr);
           try {
-            dnnl::convolution_forward::primitive_desc same(ds, post_ops(act), env.engine);
+            const auto same =
+                one_at_a_time([&] { return dnnl::convolution_forward::primitive_desc(ds, post_ops(act), env.engine); });
             if (same.impl_info_str() == pd.impl_info_str()) pd = same;
           } catch (const dnnl::error&) {
           }
@@ -180,7 +180,8 @@ class ConvBase : public Kernel {
                                                      src_any, w_any, bias_md, dst_any, strides, dil, padl, padr)
                  : dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
                                                      src_any, w_any, dst_any, strides, dil, padl, padr);
-      dnnl::deconvolution_forward::primitive_desc pd(d, user_scratchpad(), env.engine);
+      const auto pd =
+          one_at_a_time([&] { return dnnl::deconvolution_forward::primitive_desc(d, user_scratchpad(), env.engine); });
       own_swish_ = false;
       pd_src_ = pd.src_desc();
       pd_dst_ = pd.dst_desc();

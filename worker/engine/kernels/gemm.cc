@@ -63,12 +63,11 @@ class MatMulCore {
     const bool rebuild = !prim_ || !(a_md == a_md_) || !(b_md == b_md_) || !(c_md == c_md_) ||
                          !(bias_md == bias_md_) || alpha != alpha_;
     if (rebuild) {
-      const auto lk = creation_lock();
       const dnnl::memory::desc b_any = b_const ? dnnl::memory::desc(b_dims, data_t, dnnl::memory::format_tag::any) : b_md;
       auto d = bias ? dnnl::matmul::desc(a_md, b_any, bias_md, c_md) : dnnl::matmul::desc(a_md, b_any, c_md);
       dnnl::primitive_attr attr = user_scratchpad();
       if (alpha != 1.f) attr.set_output_scales(0, {alpha});
-      dnnl::matmul::primitive_desc pd(d, attr, env.engine);
+      const auto pd = one_at_a_time([&] { return dnnl::matmul::primitive_desc(d, attr, env.engine); });
       prim_.emplace(pd);
       b_packed_md_ = pd.weights_desc();
       a_md_ = a_md;

@@ -94,10 +94,9 @@ class ConcatKernel : public Kernel {
     std::vector<dnnl::memory::desc> mds;
     for (size_t i = 0; i < ctx.num_inputs(); ++i) mds.push_back(md_of(ctx.in(i)));
     if (prim_ && mds == cached_mds_) return true;
-    const auto lk = creation_lock();
     std::optional<dnnl::concat::primitive_desc> pd;
     try {
-      pd.emplace(axis, mds, ctx.dnnl().engine, user_scratchpad());
+      pd.emplace(one_at_a_time([&] { return dnnl::concat::primitive_desc(axis, mds, ctx.dnnl().engine, user_scratchpad()); }));
     } catch (const dnnl::error&) {
       return false;
     }

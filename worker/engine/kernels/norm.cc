@@ -51,7 +51,6 @@ DnnlPlan make_dnnl_plan(const Tensor& x, KernelContext& ctx, bool eligible, Make
   try {
     p.compute = nn::compute_dtype(x.dtype(), ctx.rounding());
     p.md = nn::md_with_dtype(md_of(x), dnnl_dtype(p.compute));
-    const auto lk = creation_lock();
     p.prim = make_prim(p.md);
     p.dnnl = true;
   } catch (const dnnl::error&) {
@@ -163,7 +162,9 @@ class BatchNormKernel final : public Kernel {
                          dnnl::normalization_flags::use_shift;
       const dnnl::batch_normalization_forward::desc d(dnnl::prop_kind::forward_inference, md,
                                                       epsilon_, flags);
-      const dnnl::batch_normalization_forward::primitive_desc pd(d, user_scratchpad(), ctx.dnnl().engine);
+      const auto pd = one_at_a_time([&] {
+        return dnnl::batch_normalization_forward::primitive_desc(d, user_scratchpad(), ctx.dnnl().engine);
+      });
       return dnnl::primitive(dnnl::batch_normalization_forward(pd));
     });
   }
@@ -239,7 +240,8 @@ class LrnKernel final : public Kernel {
       const dnnl::lrn_forward::desc d(dnnl::prop_kind::forward_inference,
                                       dnnl::algorithm::lrn_across_channels, md, size_, alpha_,
                                       beta_, bias_);
-      const dnnl::lrn_forward::primitive_desc pd(d, user_scratchpad(), ctx.dnnl().engine);
+      const auto pd =
+          one_at_a_time([&] { return dnnl::lrn_forward::primitive_desc(d, user_scratchpad(), ctx.dnnl().engine); });
       return dnnl::primitive(dnnl::lrn_forward(pd));
     });
   }

@@ -159,10 +159,10 @@ class LayerNormKernel final : public Kernel {
         if (has_bias_) flags = flags | dnnl::normalization_flags::use_shift;
         const auto prop = stats ? dnnl::prop_kind::forward_training
                                 : dnnl::prop_kind::forward_inference;
-        const auto lk = creation_lock();
         const dnnl::layer_normalization_forward::desc d(prop, plan_.data_md, plan_.stat_md,
                                                         epsilon_, flags);
-        const dnnl::layer_normalization_forward::primitive_desc pd(d, user_scratchpad(), env.engine);
+        const auto pd = one_at_a_time(
+            [&] { return dnnl::layer_normalization_forward::primitive_desc(d, user_scratchpad(), env.engine); });
         plan_.prim = dnnl::layer_normalization_forward(pd);
         plan_.ok = true;
       } catch (const dnnl::error&) {

@@ -138,10 +138,10 @@ class PoolKernel final : public Kernel {
       const auto alg = spec_.kind == PoolKind::kMax ? dnnl::algorithm::pooling_max
                        : include_pad ? dnnl::algorithm::pooling_avg_include_padding
                                      : dnnl::algorithm::pooling_avg_exclude_padding;
-      const auto lk = creation_lock();
       const dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, p.src_md,
                                              dst_any, strides, kernel, dilation, pad_l, pad_r);
-      const dnnl::pooling_v2_forward::primitive_desc pd(d, user_scratchpad(), ctx.dnnl().engine);
+      const auto pd = one_at_a_time(
+          [&] { return dnnl::pooling_v2_forward::primitive_desc(d, user_scratchpad(), ctx.dnnl().engine); });
       p.dst_md = pd.dst_desc();
       p.prim = dnnl::pooling_v2_forward(pd);
       p.dnnl = true;

@@ -66,12 +66,12 @@ class SoftmaxKernel final : public Kernel {
       ok_ = false;
       try {
         md_ = plain_md(dims, DType::kF32);
-        const auto lk = creation_lock();
         const auto alg = mode_ == Mode::kLogSoftmax ? dnnl::algorithm::softmax_log
                                                     : dnnl::algorithm::softmax_accurate;
         const dnnl::softmax_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, md_, md_,
                                                1);
-        const dnnl::softmax_v2_forward::primitive_desc pd(d, user_scratchpad(), env.engine);
+        const auto pd = one_at_a_time(
+            [&] { return dnnl::softmax_v2_forward::primitive_desc(d, user_scratchpad(), env.engine); });
         prim_ = dnnl::softmax_v2_forward(pd);
         ok_ = true;
       } catch (const dnnl::error&) {

@@ -289,12 +289,12 @@ class UnaryKernel final : public Kernel {
   // of them is oneDNN's reference implementation.
   bool prepare(const dnnl::memory::desc& md, DnnlEnv& env) {
     if (prims_.empty() || !(md == md_)) {
-      const auto lk = creation_lock();
       prims_.clear();
       all_jit_ = true;
       for (const Step& s : recipe_.steps) {
         auto d = dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, s.alg, md, s.alpha, s.beta);
-        dnnl::eltwise_forward::primitive_desc pd(d, user_scratchpad(), env.engine);
+        const auto pd =
+            one_at_a_time([&] { return dnnl::eltwise_forward::primitive_desc(d, user_scratchpad(), env.engine); });
         all_jit_ = all_jit_ && std::string(pd.impl_info_str()).rfind("ref", 0) != 0;
         prims_.emplace_back(pd);
       }
