@@ -3,7 +3,8 @@
 // and run metadata, in one RocksDB database with one column family each.
 //
 // Contracts shared by every method:
-//  - Every write is in the write-ahead log before the call returns, so a
+//  - Every write is in the write-ahead log before the call returns (model
+//    chunks are flushed to synced files instead, see put_model), so a
 //    kill -9 after a call returns loses nothing. Every write is also synced
 //    (WriteOptions.sync = true), so a power loss loses nothing either,
 //    except cache entries (advisory), leases (a lease lost with the machine
@@ -86,8 +87,10 @@ class Store {
 
   // Stores a model blob under its content hash, in chunks: neither the
   // whole blob nor a memtable of it is ever held (a 346 MB model, issue
-  // 32). The manifest is written last, synced: a blob whose writer died
-  // midway is unknown, never half there. Written once: storing a hash
+  // 32). The chunks do not go through the write-ahead log: they are
+  // flushed to the store's synced files before the manifest is written,
+  // last and synced, so a blob whose writer died midway is unknown, never
+  // half there, and one put_model returned is durable. Written once: storing a hash
   // that is already present compares the bytes chunk by chunk, a no-op
   // when they are identical and a PipelineError when they differ.
   static constexpr size_t kModelChunkBytes = size_t{4} << 20;
