@@ -58,11 +58,9 @@ bool dnnl_bf16_supported() {
   static const bool supported = [] {
     try {
       dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-      const auto lk = creation_lock();
       const dnnl::memory::dims d{4, 4};
       const dnnl::memory::desc md(d, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::ab);
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(md, md, md), eng);
-      (void)pd;
+      (void)one_at_a_time([&] { return dnnl::matmul::primitive_desc(dnnl::matmul::desc(md, md, md), eng); });
       return true;
     } catch (const dnnl::error&) {
       return false;
