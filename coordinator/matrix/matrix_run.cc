@@ -1111,6 +1111,24 @@ struct MatrixRun {
     // with its workers, that CPU is theirs to lose (issue 32).
     out << "cpu       coordinator " << fmt(base::cpu_seconds(false), 1) << " s, its child processes (int8 quantization, "
         << "local workers) " << fmt(base::cpu_seconds(true), 1) << " s, over a wall of " << fmt(wall_s, 1) << " s\n";
+    print_thread_cpu();
+  }
+
+  // The coordinator's own CPU by thread, the largest 8: the broker (main),
+  // the preparer, the exporter, the store's writers and RocksDB's; then the
+  // rest of the process's CPU (smaller threads, and threads that ended
+  // unnamed: ZeroMQ's I/O thread, gone with the broker's context).
+  void print_thread_cpu() const {
+    const auto threads = base::cpu_by_thread();
+    if (threads.empty()) return;
+    out << "threads  ";
+    double shown_s = 0;
+    for (size_t i = 0; i < threads.size() && i < 8 && threads[i].second >= 0.05; ++i) {
+      out << " " << threads[i].first << " " << fmt(threads[i].second, 1) << " s,";
+      shown_s += threads[i].second;
+    }
+    out << " others " << fmt(std::max(0.0, base::cpu_seconds(false) - shown_s), 1)
+        << " s (the coordinator's CPU by thread)\n";
   }
 
   int print_summary() const {

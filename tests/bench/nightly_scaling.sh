@@ -6,7 +6,8 @@
 # workers, when the first job went out, wall / job phase (how long the
 # workers were without work), and the coordinator's peak RSS, all read from
 # the coordinator's own summary ("phases" line); then the bound that the
-# coordinator side's CPU (its "cpu" line) puts on that speedup on 2 cores.
+# coordinator side's CPU (its "cpu" line) puts on that speedup on 2 cores,
+# and where its own CPU went with 2 workers (its "threads" line).
 # About 2 x 4 min on 2 cores for the zoo nightly (after ci/make-zoo.sh);
 # give a smaller SPEC or a -k to try it quicker.
 # Usage: tests/bench/nightly_scaling.sh [BUILD_DIR] [SPEC] [-- extra torq-coordinator args]
@@ -18,7 +19,7 @@ spec="${1:-$root/configs/nightly.yaml}"; shift || true
 [ "${1:-}" = "--" ] && shift
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 echo "== nightly scaling: $spec, $(nproc) cores, $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
-declare -A wall job first rss cpu
+declare -A wall job first rss cpu threads
 for w in 1 2; do
   out="$tmp/w$w"
   rc=0
@@ -35,6 +36,8 @@ for w in 1 2; do
   # cpu       coordinator C s, its child processes (...) K s, over a wall of W s
   cline=$(grep -E '^cpu +coordinator ' "$tmp/w$w.log" || true)
   cpu[$w]=$(sed -E 's/^cpu +coordinator ([0-9.]+) s, its child processes \([^)]*\) ([0-9.]+) s.*/\1 \2/' <<<"$cline")
+  # threads   main A s, torq-prepare B s, ..., others R s (the coordinator's CPU by thread)
+  threads[$w]=$(grep -E '^threads +' "$tmp/w$w.log" | sed -E 's/^threads +//; s/ \(the coordinator.s CPU by thread\)$//' || true)
   jobs=$(grep -E '^jobs ' "$tmp/w$w.log" | awk '{print $2}')
   awk -v w="$w" -v n="$jobs" -v f="${first[$w]}" -v j="${job[$w]}" -v t="${wall[$w]}" -v r="${rss[$w]}" -v rc="$rc" 'BEGIN{
     printf "nightly: workers %d, jobs %s, first job %.2f s, job phase %.1f s, wall %.1f s, wall/job phase %.2f, peak RSS %d MB (exit %d)\n",
@@ -51,6 +54,7 @@ read -r c_own c_kids <<<"${cpu[2]:-}"
 if [[ ${c_own:-} =~ ^[0-9.]+$ && ${c_kids:-} =~ ^[0-9.]+$ ]]; then
   awk -v j1="${job[1]}" -v a="$c_own" -v b="$c_kids" 'BEGIN{ c = a + b
     printf "bound: the coordinator side used %.1f s of CPU with 2 workers (its threads %.1f s, its tools %.1f s); on %d cores the job-phase speedup is at most 2 x T1 / (T1 + C) = %.2f\n", c, a, b, 2, 2 * j1 / (j1 + c) }'
+  echo "       its threads with 2 workers: ${threads[2]:-(no threads line)}"
 else
   echo "bound: no cpu line in the 2-worker summary"
 fi

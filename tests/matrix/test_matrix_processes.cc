@@ -646,6 +646,16 @@ TEST(MatrixConfigs, NightlyOverTheSharedModelsThroughCiNightlySh) {
   EXPECT_GT(std::stod(m[1]), 0.0);
   EXPECT_GT(std::stod(m[2]), 0.0);
   EXPECT_GT(std::stod(m[3]), 0.0);
+  // And its own CPU by thread, largest first: the broker (main), the
+  // preparer (12 imports), the exporter (24 tests' reports), the rest.
+  const std::regex threads_line(R"(\nthreads  ( [^\n]*) others ([\d.]+) s \(the coordinator's CPU by thread\)\n)");
+  ASSERT_TRUE(std::regex_search(out_text, m, threads_line)) << out_text;
+  const std::string threads = m[1];
+  for (const char* name : {"main", "torq-prepare", "torq-export"}) {
+    std::smatch t;
+    ASSERT_TRUE(std::regex_search(threads, t, std::regex(std::string(" ") + name + " ([\\d.]+) s,"))) << threads;
+    EXPECT_GT(std::stod(t[1]), 0.0) << name;
+  }
   // The HTML report as a browser shows it: headless Chromium's DOM against
   // the summary; the screenshot stays in out/report.png.
   auto [hc, hout] = run({"/usr/bin/bash", std::string(TORQ_SOURCE_DIR) + "/tests/html/check_real_report.sh",
