@@ -90,9 +90,10 @@ class Store {
   // 32). The chunks do not go through the write-ahead log: they are
   // flushed to the store's synced files before the manifest is written,
   // last and synced, so a blob whose writer died midway is unknown, never
-  // half there, and one put_model returned is durable. Written once: storing a hash
-  // that is already present compares the bytes chunk by chunk, a no-op
-  // when they are identical and a PipelineError when they differ.
+  // half there, and one put_model returned is durable. Written once:
+  // storing a hash that is already present compares the bytes chunk by
+  // chunk, a no-op when they are identical and a PipelineError when they
+  // differ.
   static constexpr size_t kModelChunkBytes = size_t{4} << 20;
   void put_model(const std::string& hash, const std::string& bytes);
   // The same, streamed: `write` hands the blob's bytes, in order, to the

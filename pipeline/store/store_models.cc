@@ -100,10 +100,10 @@ void Store::put_model(const std::string& hash, const std::function<void(const ba
   std::string chunk;
   chunk.reserve(kModelChunkBytes);
   uint64_t size = 0, chunks = 0;
-  // The chunks bypass the write-ahead log: a nightly's models (GBs) went
-  // through it twice over (the log, then the blob files), and filled it so
-  // often that every other column family's memtable was flushed early, a
-  // tenth of the coordinator's CPU (issue 32). They are durable once the
+  // The chunks bypass the write-ahead log: a nightly's models (GBs) were
+  // written twice through it (the log, then the blob files), and filled it
+  // so often that every other column family's memtable was flushed early: 7
+  // of the coordinator's 95 CPU-s on the nightly (issue 32). Durable once the
   // models memtable is flushed below, before the manifest names them; a
   // kill before that leaves no manifest, so no model, and the next put
   // writes it again.
