@@ -5,11 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
 #include <string>
 
 namespace torq::base {
@@ -34,20 +34,16 @@ struct EndRecorder {
 };
 
 // /proc/self/task/<tid>/stat: its comm and utime + stime in seconds; false
-// when the thread is gone.
+// when the thread is gone or the file is not what proc(5) says.
 bool read_task(const std::filesystem::path& stat, std::string* comm, double* seconds) {
   std::ifstream f(stat);
-  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   const size_t open = s.find('('), close = s.rfind(')');
   if (open == std::string::npos || close == std::string::npos || close < open) return false;
+  unsigned long utime = 0, stime = 0;  // fields 14 and 15, in clock ticks
+  if (std::sscanf(s.c_str() + close + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2)
+    return false;
   *comm = s.substr(open + 1, close - open - 1);
-  std::istringstream rest(s.substr(close + 1));
-  std::string field;
-  unsigned long long utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && rest >> field; ++i) {  // fields 14 and 15: utime, stime (clock ticks)
-    if (i == 14) utime = std::stoull(field);
-    if (i == 15) stime = std::stoull(field);
-  }
   *seconds = static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
   return true;
 }
@@ -72,11 +68,7 @@ std::vector<std::pair<std::string, double>> cpu_by_thread() {
   for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
     std::string comm;
     double seconds = 0;
-    try {
-      if (!read_task(task.path() / "stat", &comm, &seconds)) continue;
-    } catch (const std::exception&) {  // a field that is not a number: not a stat file we know
-      continue;
-    }
+    if (!read_task(task.path() / "stat", &comm, &seconds)) continue;
     by_name[task.path().filename() == main_tid ? "main" : comm] += seconds;
   }
   if (ec) return {};

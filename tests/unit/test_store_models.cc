@@ -4,6 +4,7 @@
 // damaged or half-written blob told apart from a model (issue 32).
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/base/spawn.h"
 #include "pipeline/store/store.h"
 #include "tests/unit/temp_dir.h"
 
@@ -65,6 +67,14 @@ std::string error_of(const std::function<void()>& fn) {
   return "";
 }
 
+// The bytes of the store's write-ahead logs (*.log) in dir.
+uintmax_t log_bytes(const std::string& dir) {
+  uintmax_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".log") n += e.file_size();
+  return n;
+}
+
 constexpr size_t kChunk = Store::kModelChunkBytes;
 
 }  // namespace
@@ -95,18 +105,6 @@ TEST(StoreModels, ABlobIsStoredInChunksAndReadBackWholeAndByRange) {
   EXPECT_FALSE(s->read_model("h9", 0, 1).has_value());
 }
 
-namespace {
-
-// The bytes of the store's write-ahead logs (*.log) in dir.
-uintmax_t log_bytes(const std::string& dir) {
-  uintmax_t n = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (e.path().extension() == ".log") n += e.file_size();
-  return n;
-}
-
-}  // namespace
-
 // A process that stored a model and was then SIGKILLed (no close, no
 // flush at exit): the model is whole in the store it left. Its chunks
 // never went through the write-ahead log (a nightly's GBs of models went
@@ -119,17 +117,12 @@ TEST(StoreModels, AStoredModelSurvivesAKillWithoutPassingThroughTheLog) {
   const size_t size = 3 * kChunk - 11;
   const unsigned seed = 7;
   int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    close(fds[0]);
-    close(fds[1]);
-    const std::string n = std::to_string(size), sd = std::to_string(seed);
-    execl(TORQ_STORE_WRITER, TORQ_STORE_WRITER, d.path().c_str(), "h1", n.c_str(), sd.c_str(), nullptr);
-    _exit(127);
-  }
+  ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0);
+  torq::base::SpawnOptions so;
+  so.stdout_fd = fds[1];
+  const pid_t pid = torq::base::spawn_process(
+                        {TORQ_STORE_WRITER, d.path(), "h1", std::to_string(size), std::to_string(seed)}, so)
+                        .pid;
   close(fds[1]);
   char said[16] = {};
   const ssize_t got = read(fds[0], said, sizeof said - 1);  // blocks until it stored or died
