@@ -5,6 +5,7 @@
 // from the content-addressed cache (no worker needed).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <regex>
 
 #include "tests/fleet/fleet_harness.h"
@@ -75,4 +76,40 @@ TEST(FleetBenchMode, BenchWorkersServeARunAndAnUnchangedRerunComesFromTheCache) 
   ASSERT_TRUE(code);
   EXPECT_EQ(*code, 2) << bad.output();
   EXPECT_NE(bad.output().find("bad bench executor"), std::string::npos) << bad.output();
+}
+
+// A sleep stands in for a lane: a worker that prefetches jobs beyond its
+// capacity still sleeps on --capacity of them at once, each from its
+// STARTED (the nightly-scaling bench's workers prefetch). Before, every job
+// held slept at once, so --prefetch 4 ran a capacity-1 worker 5 wide.
+TEST(FleetBenchMode, ASleepingWorkerRunsItsCapacityAtOnceWhateverItPrefetches) {
+  const std::string dir = fresh_dir("bench_mode_prefetch");
+  const std::string model = dir + "/demo.onnx";
+  {
+    Proc p({bin("torq-sim"), "demo", "--save", model}, dir + "/sim.log");
+    ASSERT_EQ(p.wait(60000), 0) << p.output();
+  }
+  const std::string ep = endpoint(free_port());
+  Proc sleeper({bin("torq-worker"), "--connect", ep, "--id", "sleep", "--cache", dir + "/c", "--capacity", "1",
+                "--prefetch", "4", "--heartbeat-ms", "200", "--bench-executor", "sleep:60"},
+               dir + "/w.log");
+  const auto t0 = std::chrono::steady_clock::now();
+  Proc coord({bin("torq-coordinator"), "--model", model, "--bind", ep, "--db", dir + "/db", "--heartbeat-ms", "200",
+              "--min-workers", "1"},
+             dir + "/coordinator.log");
+  auto code = coord.wait(120000);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(code) << coord.output();
+  EXPECT_EQ(*code, 0) << coord.output();
+  const std::string out = coord.output();
+  const long jobs = number(out, "(\\d+) run on the fleet");
+  ASSERT_EQ(jobs, 42) << out;
+  // One at a time: at least 42 x 60 ms = 2.52 s of sleeps; five at once
+  // (capacity + prefetch) would take about a fifth of that.
+  EXPECT_GE(wall, jobs * 0.060) << out;
+  EXPECT_LT(wall, jobs * 0.060 * 3 + 5) << out;
+  // Each job said when it started: the dispatch line counts the results.
+  EXPECT_EQ(number(out, "dispatch +(\\d+) results, latency"), jobs) << out;
+  sleeper.signal(SIGTERM);
+  EXPECT_EQ(sleeper.wait(20000), 0) << sleeper.output();
 }

@@ -115,7 +115,8 @@ struct FleetWorker::Impl {
   FleetWorkerOptions opt;
   std::optional<LocalPool> pool;  // real jobs; none in benchmark mode
   int bench_ms = 0;               // benchmark mode: answer after this many ms
-  std::deque<std::pair<Clock::time_point, JobSpec>> sleeping;  // benchmark mode, by due time
+  std::deque<std::pair<Clock::time_point, JobSpec>> sleeping;  // benchmark mode, by due time: at most --capacity
+  std::deque<JobSpec> bench_waiting;  // benchmark mode: prefetched beyond --capacity, in arrival order
   zmq::context_t ctx;
   std::optional<zmq::socket_t> sock;
   std::map<std::string, std::vector<JobSpec>> parked;  // model hash -> jobs waiting for its blob
@@ -387,18 +388,21 @@ struct FleetWorker::Impl {
   }
 
   // Benchmark mode: the result a job gets without running anything.
-  void bench_answer(const JobSpec& job, Clock::time_point started) {
+  void bench_answer(const JobSpec& job, Clock::time_point began) {
     ExecResult r;
     r.executor = job.executor;
     r.status = Status::kSuccess;
     r.tolerance_used = job.tolerance;
     r.runtime_ms = bench_ms;
     r.timing_runs = job.timing_runs;
-    r.host_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+    r.host_ms = std::chrono::duration<double, std::milli>(Clock::now() - began).count();
     r.toolchain = toolchain_identity() + " (bench " + opt.bench_executor + ")";
     send_result(job, std::move(r));
   }
-  // Benchmark mode: answers the sleeping jobs that are due.
+  // Benchmark mode: answers the sleeping jobs that are due, then starts
+  // the prefetched ones a lane is free for. Like a lane, a sleep runs one
+  // job at a time: --capacity of them at once, so --prefetch cannot turn
+  // the sleep into more parallel work than the worker offers.
   void bench_service() {
     const auto now = Clock::now();
     while (!sleeping.empty() && sleeping.front().first <= now) {
@@ -406,6 +410,17 @@ struct FleetWorker::Impl {
       sleeping.pop_front();
       bench_answer(job, due - milliseconds(bench_ms));
     }
+    while (!bench_waiting.empty() && sleeping.size() < static_cast<size_t>(opt.capacity)) {
+      bench_sleep(std::move(bench_waiting.front()), now);
+      bench_waiting.pop_front();
+    }
+  }
+  // Benchmark mode: a lane starts sleeping on the job (STARTED, as a pool
+  // lane says it: its timeout and lease run from now).
+  void bench_sleep(JobSpec job, Clock::time_point now) {
+    started.insert(job.id);
+    send(encode_job_started(job.id));
+    sleeping.emplace_back(now + milliseconds(bench_ms), std::move(job));
   }
 
   // ---- handlers ----
@@ -426,7 +441,8 @@ struct FleetWorker::Impl {
       }
     if (!pool) {  // benchmark mode: no engine, no model needed
       if (bench_ms == 0) bench_answer(job, Clock::now());
-      else sleeping.emplace_back(Clock::now() + milliseconds(bench_ms), job);
+      else if (sleeping.size() < static_cast<size_t>(opt.capacity)) bench_sleep(job, Clock::now());
+      else bench_waiting.push_back(job);
       return;
     }
     submit_or_park(job);
