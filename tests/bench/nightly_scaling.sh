@@ -11,14 +11,30 @@
 # About 2 x 4 min on 2 cores for the zoo nightly (after ci/make-zoo.sh);
 # give a smaller SPEC or a -k to try it quicker.
 # Usage: tests/bench/nightly_scaling.sh [BUILD_DIR] [SPEC] [-- extra torq-coordinator args]
-#   env: PRESET (ci/nightly.sh's, default nightly)
+#   env: PRESET (ci/nightly.sh's, default nightly), WORKER_ARGS (ci/nightly.sh's)
+#        JOB_SLEEP_MS=N: the workers answer each job after N ms without
+#          computing it (torq-worker --bench-executor sleep:N), as workers on
+#          cores of their own would; the coordinator's side is all real
+#          (preparation, int8 quantization, planning, dispatch, commit,
+#          export), so the speedup then says whether the coordinator keeps
+#          twice the workers busy. The outcomes are not real (every job is a
+#          success), so the coordinator exits 1 (unexpected outcomes).
+#          N = the 1-worker job phase / jobs of a real run (~3 ms) keeps the
+#          jobs' rate.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="$(cd "${1:-$root/build}" && pwd)"; shift || true
 spec="${1:-$root/configs/nightly.yaml}"; shift || true
 [ "${1:-}" = "--" ] && shift
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+sleep_ms="${JOB_SLEEP_MS:-}"
+if [ -n "$sleep_ms" ]; then
+  [[ $sleep_ms =~ ^[0-9]+$ ]] || { echo "bench: JOB_SLEEP_MS '$sleep_ms' is not a whole number of ms"; exit 2; }
+  export WORKER_ARGS="${WORKER_ARGS:-} --bench-executor sleep:$sleep_ms"
+fi
 echo "== nightly scaling: $spec, $(nproc) cores, $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
+[ -z "$sleep_ms" ] || echo "workers: every job a ${sleep_ms} ms sleep (--bench-executor; no CPU, outcomes not real): the coordinator's side alone on the cores"
+[ -z "${WORKER_ARGS:-}" ] || echo "worker args: $WORKER_ARGS"
 declare -A wall job first rss cpu threads
 for w in 1 2; do
   out="$tmp/w$w"
@@ -51,7 +67,11 @@ awk -v j1="${job[1]}" -v j2="${job[2]}" -v w1="${wall[1]}" -v w2="${wall[2]}" 'B
 # job phase T1 (one worker busy throughout, an upper estimate), the
 # speedup T1 / T2 is at most 2 T1 / (T1 + C).
 read -r c_own c_kids <<<"${cpu[2]:-}"
-if [[ ${c_own:-} =~ ^[0-9.]+$ && ${c_kids:-} =~ ^[0-9.]+$ ]]; then
+if [ -n "$sleep_ms" ] && [[ ${c_own:-} =~ ^[0-9.]+$ && ${c_kids:-} =~ ^[0-9.]+$ ]]; then
+  awk -v j2="${job[2]}" -v a="$c_own" -v b="$c_kids" 'BEGIN{
+    printf "coordinator: %.1f s of CPU with 2 workers (its threads %.1f s, its tools %.1f s) over a %.1f s job phase; the workers used none\n", a + b, a, b, j2 }'
+  echo "       its threads with 2 workers: ${threads[2]:-(no threads line)}"
+elif [[ ${c_own:-} =~ ^[0-9.]+$ && ${c_kids:-} =~ ^[0-9.]+$ ]]; then
   awk -v j1="${job[1]}" -v a="$c_own" -v b="$c_kids" 'BEGIN{ c = a + b
     printf "bound: the coordinator side used %.1f s of CPU with 2 workers (its threads %.1f s, its tools %.1f s); on %d cores the job-phase speedup is at most 2 x T1 / (T1 + C) = %.2f\n", c, a, b, 2, 2 * j1 / (j1 + c) }'
   echo "       its threads with 2 workers: ${threads[2]:-(no threads line)}"
