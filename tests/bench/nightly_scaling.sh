@@ -5,10 +5,12 @@
 # run's wall time at each worker count, their speedups from 1 to 2
 # workers, when the first job went out, wall / job phase (how long the
 # workers were without work), and the coordinator's peak RSS, all read from
-# the coordinator's own summary ("phases" line); then the bound that the
+# the coordinator's own summary ("phases" line), and the machine's cores
+# busy on average over the run (/proc/stat: every process on the machine,
+# the nightly's and any other load); then the bound that the
 # coordinator side's CPU (its "cpu" line) puts on that speedup on 2 cores,
 # and where its own CPU went with 2 workers (its "threads" line).
-# About 2 x 4 min on 2 cores for the zoo nightly (after ci/make-zoo.sh);
+# About 2 x 3 min on 2 cores for the zoo nightly (after ci/make-zoo.sh);
 # give a smaller SPEC or a -k to try it quicker.
 # Usage: tests/bench/nightly_scaling.sh [BUILD_DIR] [SPEC] [-- extra torq-coordinator args]
 #   env: PRESET (ci/nightly.sh's, default nightly), WORKER_ARGS (ci/nightly.sh's)
@@ -36,10 +38,14 @@ echo "== nightly scaling: $spec, $(nproc) cores, $(date -u +%FT%TZ), load $(cut 
 [ -z "$sleep_ms" ] || echo "workers: every job a ${sleep_ms} ms sleep (--bench-executor; no CPU, outcomes not real): the coordinator's side alone on the cores"
 [ -z "${WORKER_ARGS:-}" ] || echo "worker args: $WORKER_ARGS"
 declare -A wall job first rss cpu threads
+# The machine's busy and total CPU ticks so far (/proc/stat, all cores).
+ticks() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; exit}' /proc/stat; }
 for w in 1 2; do
   out="$tmp/w$w"
   rc=0
+  read -r busy0 total0 <<<"$(ticks)"
   BUILD_DIR="$build" WORKERS=$w "$root/ci/nightly.sh" "$out" "$spec" -- "$@" > "$tmp/w$w.log" 2>&1 || rc=$?
+  read -r busy1 total1 <<<"$(ticks)"
   line=$(grep -E '^phases ' "$tmp/w$w.log" || true)
   if [ -z "$line" ]; then
     echo "bench: the nightly with $w workers printed no phases line (exit $rc):"; tail -20 "$tmp/w$w.log"; exit 1
@@ -55,9 +61,10 @@ for w in 1 2; do
   # threads   main A s, torq-prepare B s, ..., others R s (the coordinator's CPU by thread)
   threads[$w]=$(grep -E '^threads +' "$tmp/w$w.log" | sed -E 's/^threads +//; s/ \(the coordinator.s CPU by thread\)$//' || true)
   jobs=$(grep -E '^jobs ' "$tmp/w$w.log" | awk '{print $2}')
-  awk -v w="$w" -v n="$jobs" -v f="${first[$w]}" -v j="${job[$w]}" -v t="${wall[$w]}" -v r="${rss[$w]}" -v rc="$rc" 'BEGIN{
-    printf "nightly: workers %d, jobs %s, first job %.2f s, job phase %.1f s, wall %.1f s, wall/job phase %.2f, peak RSS %d MB (exit %d)\n",
-      w, n, f, j, t, (j > 0 ? t / j : 0), r, rc }'
+  awk -v w="$w" -v n="$jobs" -v f="${first[$w]}" -v j="${job[$w]}" -v t="${wall[$w]}" -v r="${rss[$w]}" -v rc="$rc" \
+      -v b=$((busy1 - busy0)) -v a=$((total1 - total0)) -v c="$(nproc)" 'BEGIN{
+    printf "nightly: workers %d, jobs %s, first job %.2f s, job phase %.1f s, wall %.1f s, wall/job phase %.2f, peak RSS %d MB, cores busy %.2f of %d (exit %d)\n",
+      w, n, f, j, t, (j > 0 ? t / j : 0), r, (a > 0 ? c * b / a : 0), c, rc }'
 done
 awk -v j1="${job[1]}" -v j2="${job[2]}" -v w1="${wall[1]}" -v w2="${wall[2]}" 'BEGIN{
   printf "scaling: job-phase speedup 1->2 workers %.2f (goal 1.8), whole-nightly speedup %.2f (goal 1.6)\n", j1 / j2, w1 / w2 }'
