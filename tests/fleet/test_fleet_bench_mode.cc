@@ -20,15 +20,18 @@ long number(const std::string& out, const std::string& pattern) {
   return std::stol(m[1]);
 }
 
+// torq-sim's demo model (42 jobs) saved to `model`.
+void save_demo(const std::string& model, const std::string& dir) {
+  Proc p({bin("torq-sim"), "demo", "--save", model}, dir + "/sim.log");
+  ASSERT_EQ(p.wait(60000), 0) << p.output();
+}
+
 }  // namespace
 
 TEST(FleetBenchMode, BenchWorkersServeARunAndAnUnchangedRerunComesFromTheCache) {
   const std::string dir = fresh_dir("bench_mode");
   const std::string model = dir + "/demo.onnx";
-  {
-    Proc p({bin("torq-sim"), "demo", "--save", model}, dir + "/sim.log");
-    ASSERT_EQ(p.wait(60000), 0) << p.output();
-  }
+  ASSERT_NO_FATAL_FAILURE(save_demo(model, dir));
   const std::string ep = endpoint(free_port());
   Proc noop({bin("torq-worker"), "--connect", ep, "--id", "noop", "--cache", dir + "/c1", "--capacity", "4",
              "--heartbeat-ms", "200", "--bench-executor", "noop"},
@@ -85,10 +88,7 @@ TEST(FleetBenchMode, BenchWorkersServeARunAndAnUnchangedRerunComesFromTheCache) 
 TEST(FleetBenchMode, ASleepingWorkerRunsItsCapacityAtOnceWhateverItPrefetches) {
   const std::string dir = fresh_dir("bench_mode_prefetch");
   const std::string model = dir + "/demo.onnx";
-  {
-    Proc p({bin("torq-sim"), "demo", "--save", model}, dir + "/sim.log");
-    ASSERT_EQ(p.wait(60000), 0) << p.output();
-  }
+  ASSERT_NO_FATAL_FAILURE(save_demo(model, dir));
   const std::string ep = endpoint(free_port());
   Proc sleeper({bin("torq-worker"), "--connect", ep, "--id", "sleep", "--cache", dir + "/c", "--capacity", "1",
                 "--prefetch", "4", "--heartbeat-ms", "200", "--bench-executor", "sleep:60"},
