@@ -234,7 +234,8 @@ void add_fleet_device_options(CLI::App& app, WorkerArgs& a, CLI::Option* o_conne
                  "Fleet: while this file exists the device is in Maintenance and takes no jobs");
   app.add_option("--bench-executor", fo.bench_executor,
                  "Fleet, BENCHMARKING ONLY: answer jobs in this process without running the engine: "
-                 "'noop' (success at once) or 'sleep:MS' (success after MS ms, standing in for a board); "
+                 "'noop' (success at once) or 'sleep:MS' (success after MS ms, standing in for a board; "
+                 "--capacity jobs at once, prefetched ones wait); "
                  "results are not real measurements")
       ->needs(o_connect);
   app.add_option("--server-key", a.server_key, "Fleet/CURVE: file with the coordinator's public key (z85)");
