@@ -21,8 +21,8 @@
 #          export), so the speedup then says whether the coordinator keeps
 #          twice the workers busy. The outcomes are not real (every job is a
 #          success), so the coordinator exits 1 (unexpected outcomes).
-#          N = the 1-worker job phase / jobs of a real run (~3 ms) keeps the
-#          jobs' rate.
+#          N = the 1-worker job phase / jobs of a real run (~2.5 ms) keeps
+#          the jobs' rate.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="$(cd "${1:-$root/build}" && pwd)"; shift || true
@@ -74,13 +74,14 @@ awk -v j1="${job[1]}" -v j2="${job[2]}" -v w1="${wall[1]}" -v w2="${wall[2]}" 'B
 # job phase T1 (one worker busy throughout, an upper estimate), the
 # speedup T1 / T2 is at most 2 T1 / (T1 + C).
 read -r c_own c_kids <<<"${cpu[2]:-}"
-if [ -n "$sleep_ms" ] && [[ ${c_own:-} =~ ^[0-9.]+$ && ${c_kids:-} =~ ^[0-9.]+$ ]]; then
-  awk -v j2="${job[2]}" -v a="$c_own" -v b="$c_kids" 'BEGIN{
-    printf "coordinator: %.1f s of CPU with 2 workers (its threads %.1f s, its tools %.1f s) over a %.1f s job phase; the workers used none\n", a + b, a, b, j2 }'
-  echo "       its threads with 2 workers: ${threads[2]:-(no threads line)}"
-elif [[ ${c_own:-} =~ ^[0-9.]+$ && ${c_kids:-} =~ ^[0-9.]+$ ]]; then
-  awk -v j1="${job[1]}" -v a="$c_own" -v b="$c_kids" 'BEGIN{ c = a + b
-    printf "bound: the coordinator side used %.1f s of CPU with 2 workers (its threads %.1f s, its tools %.1f s); on %d cores the job-phase speedup is at most 2 x T1 / (T1 + C) = %.2f\n", c, a, b, 2, 2 * j1 / (j1 + c) }'
+if [[ ${c_own:-} =~ ^[0-9.]+$ && ${c_kids:-} =~ ^[0-9.]+$ ]]; then
+  if [ -n "$sleep_ms" ]; then
+    awk -v j2="${job[2]}" -v a="$c_own" -v b="$c_kids" 'BEGIN{
+      printf "coordinator: %.1f s of CPU with 2 workers (its threads %.1f s, its tools %.1f s) over a %.1f s job phase; the workers used none\n", a + b, a, b, j2 }'
+  else
+    awk -v j1="${job[1]}" -v a="$c_own" -v b="$c_kids" 'BEGIN{ c = a + b
+      printf "bound: the coordinator side used %.1f s of CPU with 2 workers (its threads %.1f s, its tools %.1f s); on %d cores the job-phase speedup is at most 2 x T1 / (T1 + C) = %.2f\n", c, a, b, 2, 2 * j1 / (j1 + c) }'
+  fi
   echo "       its threads with 2 workers: ${threads[2]:-(no threads line)}"
 else
   echo "bound: no cpu line in the 2-worker summary"

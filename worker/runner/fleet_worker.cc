@@ -441,8 +441,10 @@ struct FleetWorker::Impl {
       }
     if (!pool) {  // benchmark mode: no engine, no model needed
       if (bench_ms == 0) bench_answer(job, Clock::now());
-      else if (sleeping.size() < static_cast<size_t>(opt.capacity)) bench_sleep(job, Clock::now());
-      else bench_waiting.push_back(job);
+      else {
+        bench_waiting.push_back(job);
+        bench_service();  // a free lane starts it now
+      }
       return;
     }
     submit_or_park(job);
