@@ -28,6 +28,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "pipeline/base/file_bytes.h"
 #include "pipeline/base/peak_rss.h"
 #include "pipeline/base/stop_signals.h"
 #include "pipeline/base/toolchain_budget.h"
@@ -68,6 +69,8 @@ int keygen(const std::string& prefix) {
 }
 
 std::string read_key(const std::string& path) {
+  if (const std::string why = base::not_a_regular_file(path); !why.empty())
+    throw pipeline::PipelineError(path + ": cannot read a CURVE key: " + why);
   std::ifstream f(path);
   std::string k;
   if (!f || !(f >> k)) throw pipeline::PipelineError(path + ": cannot read a CURVE key");
@@ -78,6 +81,8 @@ std::string read_key(const std::string& path) {
 // # comment; blank lines and comment lines are skipped. ('#' is also a z85
 // character: a 40-character token that decodes is a key.)
 std::set<std::string> read_allow_list(const std::string& path) {
+  if (const std::string why = base::not_a_regular_file(path); !why.empty())
+    throw pipeline::PipelineError(path + ": cannot open the allow-list: " + why);
   std::ifstream f(path);
   if (!f) throw pipeline::PipelineError(path + ": cannot open the allow-list");
   std::set<std::string> keys;

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "pipeline/base/file_bytes.h"
 #include "coordinator/gen_config/discover.h"
 #include "coordinator/gen_config/probe_cli.h"
 #include "coordinator/gen_config/run_model.h"
@@ -359,6 +360,8 @@ int do_view(ViewArgs& v) {
   // With --model the one positional argument is the layer.
   if (!v.model.empty() && !v.config.empty() && v.layer.empty()) std::swap(v.config, v.layer);
   const std::string path = resolve_report(v.config, v.model, v.dir);
+  if (const std::string why = base::not_a_regular_file(path); !why.empty())
+    throw PipelineError(path + ": cannot open: " + why);
   std::ifstream f(path);
   if (!f) throw PipelineError(path + ": cannot open");
   std::stringstream ss;

@@ -17,6 +17,7 @@
 #include <regex>
 #include <sstream>
 
+#include "pipeline/base/file_bytes.h"
 #include "coordinator/fleet/tool_process.h"
 #include "pipeline/core/sha256.h"
 #include "pipeline/core/types.h"
@@ -45,6 +46,8 @@ void check_backend(const std::string& binary, const std::vector<std::string>& ba
 
 std::string toolchain_target(const std::string& toolchain_file) {
   std::ifstream f(toolchain_file, std::ios::binary);
+  if (const std::string why = base::not_a_regular_file(toolchain_file); !why.empty())
+    throw pipeline::PipelineError(toolchain_file + ": cannot open toolchain file: " + why);
   if (!f) throw pipeline::PipelineError(toolchain_file + ": cannot open toolchain file");
   std::stringstream ss;
   ss << f.rdbuf();

@@ -83,7 +83,7 @@ class Discover {
 
 void Discover::start() {
   if (o_.executors.empty()) throw PipelineError("no executor left to test (all skipped)");
-  if (!fs::exists(o_.model)) throw PipelineError(o_.model + ": cannot open model");
+  require_model_file(o_.model);
   check_writable_dir(o_.output_dir);
   store_dir_ = o_.output_dir + "/.torq-store";
   cache_dir_ = store_dir_ + "/models";

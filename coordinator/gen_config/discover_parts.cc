@@ -13,6 +13,7 @@
 #include "pipeline/model/mlir.h"
 #include "pipeline/model/model_import.h"
 #include "pipeline/report/profile_merge.h"
+#include "pipeline/base/file_bytes.h"
 #include "pipeline/base/yaml_strict.h"
 #include "pipeline/targets/target_profile.h"
 #include "worker/runner/preload.h"
@@ -39,6 +40,8 @@ std::map<Executor, std::string> read_targets(const std::string& file, const targ
   ss << f.rdbuf();
   base::YamlReader r(file);
   YAML::Node root = base::yaml_parse(ss.str(), file);
+  if (const std::string why = base::not_a_regular_file(file); !why.empty())
+    throw PipelineError(file + ": cannot open targets file: " + why);
   r.expect_map(root, {"nss", "css", "host"}, "targets");
   std::map<Executor, std::string> out;
   for (const auto& kv : root) {
@@ -224,6 +227,8 @@ void add_mlir_locations(const DiscoverOptions& o, const std::string& name, const
     ss << f.rdbuf();
     text = ss.str();
   }
+    if (const std::string why = base::not_a_regular_file(path); !why.empty())
+      throw PipelineError(path + ": cannot open MLIR file: " + why);
   for (const auto& p : set_layer_locations(text, proto, rep.layers)) log.line("MLIR " + path + ": " + p);
 }
 

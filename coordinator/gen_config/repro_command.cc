@@ -51,7 +51,7 @@ int run_repro(const ReproOptions& o, std::ostream& out, std::ostream& err) {
   try {
     const std::optional<Executor> executor = executor_from_name(o.executor);
     if (!executor) throw PipelineError("--executor '" + o.executor + "': expected nss, css or host");
-    if (!fs::exists(o.model)) throw PipelineError(o.model + ": cannot open model");
+    require_model_file(o.model);
     ImportOptions io;
     io.convert_bf16 = o.convert_bf16;
     io.rounding = o.rounding;

@@ -13,6 +13,7 @@
 #include "coordinator/gen_config/discover_parts.h"
 #include "coordinator/fleet/fp32_original.h"
 #include "coordinator/gen_config/local_serve.h"
+#include "pipeline/base/file_bytes.h"
 #include "pipeline/report/full_model.h"
 #include "pipeline/model/mlir.h"
 #include "pipeline/model/model_import.h"
@@ -67,6 +68,8 @@ struct ModelRun {
   bool prepare() {
     try {
       if (!o.log_file.empty()) {
+        if (const std::string why = base::not_a_writable_file(o.log_file); !why.empty())
+          throw PipelineError(o.log_file + ": cannot open log file: " + why);
         logf.open(o.log_file, std::ios::app);
         if (!logf) throw PipelineError(o.log_file + ": cannot open log file");
       }
@@ -84,7 +87,7 @@ struct ModelRun {
 
   // Checks the model and the flags, imports the model into `u` and cuts the subgraph; throws.
   void import_model(ImportOptions& io) {
-    if (!fs::exists(o.model)) throw PipelineError(o.model + ": cannot open model");
+    require_model_file(o.model);
     if (o.subgraph_from.empty() != o.subgraph_to.empty())
       throw PipelineError("--subgraph-from and --subgraph-to go together");
     io.convert_bf16 = o.convert_bf16;

@@ -2,6 +2,7 @@
 // outcomes → JUnit, JSON, HTML and per-test report files.
 #include "coordinator/matrix/matrix_run.h"
 #include "coordinator/matrix/probe_run.h"
+#include "pipeline/base/file_bytes.h"
 #include "pipeline/probe/probe_spec.h"
 #include "pipeline/base/thread_name.h"
 
@@ -1181,9 +1182,8 @@ int validate_files(const std::vector<std::string>& files, std::ostream& out, std
   }
   std::vector<std::string> specs, configs;
   for (const auto& f : files) {
-    std::ifstream in(f);
-    if (!in) {
-      err << f << ": cannot open\n";
+    if (const std::string why = base::not_a_regular_file(f); !why.empty()) {
+      err << f << ": cannot open: " << why << "\n";
       return 2;
     }
     bool is_spec = false;

@@ -1,4 +1,5 @@
 #include "pipeline/base/toolchain_budget.h"
+#include "pipeline/base/file_bytes.h"
 
 #include <algorithm>
 #include <fstream>
@@ -15,6 +16,8 @@ uint32_t job_budget_ms(double import_s, double compile_s, double run_s, uint32_t
 }
 
 uint32_t toolchain_job_budget_ms(const std::string& path, uint32_t runs) {
+  if (const std::string why = base::not_a_regular_file(path); !why.empty())
+    throw std::runtime_error(path + ": cannot open toolchain file: " + why);
   std::ifstream f(path);
   if (!f) throw std::runtime_error(path + ": cannot open toolchain file");
   std::stringstream ss;

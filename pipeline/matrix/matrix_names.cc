@@ -1,8 +1,9 @@
 // Names of the matrix enums (matrix.h) and their parsing, plus the small
 // shared helpers of matrix_internal.h (locations, globs, names, file reading).
-#include <fstream>
+#include <optional>
 #include <sstream>
 
+#include "pipeline/base/file_bytes.h"
 #include "pipeline/matrix/matrix.h"
 #include "pipeline/matrix/matrix_internal.h"
 
@@ -108,12 +109,10 @@ std::string bad_name_reason(const std::string& name) {
 }
 
 std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw PipelineError(path + ": cannot open");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw PipelineError(path + ": cannot read");
-  return text.str();
+  std::string why;
+  std::optional<std::string> text = base::read_file_bytes(path, &why);
+  if (!text) throw PipelineError(path + ": cannot open: " + why);
+  return std::move(*text);
 }
 
 std::vector<std::pair<std::string, int>> ordered_distribution(const std::map<std::string, int>& dist) {

@@ -13,6 +13,7 @@
 #include <limits>
 #include <set>
 
+#include "pipeline/base/file_bytes.h"
 #include "pipeline/matrix/matrix.h"
 #include "pipeline/matrix/matrix_internal.h"
 #include "pipeline/base/error.h"
@@ -126,6 +127,11 @@ class SpecParser {
   std::vector<ModelEntry> models(const YAML::Node& n) const {
     std::vector<ModelEntry> out;
     std::map<std::string, std::string> name_at;  // name → location of its entry
+    // Refused here by its kind, never opened later: a FIFO would block the
+    // coordinator's preparation (and its exit) until something wrote to it.
+    for (const std::string& file : out)
+      if (const std::string why = base::not_a_regular_file(file); !why.empty())
+        r_.fail(at, "model file '" + file + "' " + why);
     for (const YAML::Node& item : r_.seq(n, "models")) {
       std::string name, config;
       std::vector<SubgraphRef> subgraphs;

@@ -210,6 +210,11 @@ std::string model_name_from_path(const std::string& path) {
   return name;
 }
 
+void require_model_file(const std::string& path) {
+  const std::string why = base::not_a_regular_file(path);
+  if (!why.empty()) throw PipelineError(path + ": cannot open model: " + why);
+}
+
 std::unique_ptr<ImportedModel> ImportedModel::from_file(const std::string& path, const ImportOptions& opts) {
   try {
     std::unique_ptr<onnx::ModelProto> proto;
@@ -221,8 +226,9 @@ std::unique_ptr<ImportedModel> ImportedModel::from_file(const std::string& path,
       if (map.data()) {
         proto = parse_mapped(map);
       } else {  // empty, not a regular file, or not mappable: read it
-        const std::optional<std::string> bytes = base::read_file_bytes(path);
-        if (!bytes) throw PipelineError(path + ": cannot open model");
+        std::string why;
+        const std::optional<std::string> bytes = base::read_file_bytes(path, &why);
+        if (!bytes) throw PipelineError(path + ": cannot open model: " + why);
         proto = parse(bytes->data(), bytes->size());
       }
     }

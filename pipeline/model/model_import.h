@@ -51,6 +51,12 @@ struct ConversionError {
   double max_abs = 0, mean_abs = 0, rmse = 0, max_rel = 0;
 };
 
+// Throws PipelineError "<path>: cannot open model: <why>" unless `path` is
+// a regular file this process can open: a FIFO, a device or a directory is
+// refused by its kind without blocking (base::not_a_regular_file). The
+// commands call it before any thread depends on the model.
+void require_model_file(const std::string& path);
+
 class ImportedModel {
  public:
   // Throws PipelineError "<path>: ..." for a missing, truncated, non-ONNX or

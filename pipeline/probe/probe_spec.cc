@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "pipeline/base/error.h"
+#include "pipeline/base/file_bytes.h"
 #include "pipeline/base/yaml_strict.h"
 #include "pipeline/core/sha256.h"
 #include "pipeline/probe/probe_ops.h"
@@ -161,6 +162,8 @@ ProbeSpec parse_probe_spec(const std::string& text, const std::string& filename)
 
 ProbeSpec load_probe_spec(const std::string& path) {
   std::ifstream f(path);
+  if (const std::string why = base::not_a_regular_file(path); !why.empty())
+    throw base::EngineError(base::ErrorKind::kInvalidInput, path + ": cannot open probe spec: " + why);
   if (!f) throw base::EngineError(base::ErrorKind::kInvalidInput, path + ": cannot open probe spec");
   std::stringstream ss;
   ss << f.rdbuf();

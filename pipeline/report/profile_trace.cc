@@ -8,6 +8,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "pipeline/base/file_bytes.h"
 #include "pipeline/core/types.h"
 
 namespace torq::pipeline {
@@ -255,6 +256,8 @@ std::vector<HostSpan> pair_events(const std::vector<HostEvent>& events, const st
 }
 
 std::string read_file(const std::string& path) {
+  if (const std::string why = base::not_a_regular_file(path); !why.empty())
+    throw PipelineError(path + ": cannot open: " + why);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw PipelineError(path + ": cannot open");
   std::ostringstream ss;

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "pipeline/base/file_bytes.h"
 #include "pipeline/core/json_limits.h"
 #include "pipeline/plan/recommend.h"
 #include "pipeline/report/atomic_file.h"
@@ -665,6 +666,8 @@ ModelReport report_from_json(const std::string& text, const std::string& path) {
 }
 
 ModelReport read_report_file(const std::string& path) {
+  if (const std::string why = base::not_a_regular_file(path); !why.empty())
+    throw PipelineError(path + ": cannot open: " + why);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw_errno(path, "cannot open", errno);
   std::ostringstream ss;

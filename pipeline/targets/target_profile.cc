@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "pipeline/base/config_dir.h"
+#include "pipeline/base/file_bytes.h"
 #include "pipeline/base/error.h"
 #include "pipeline/base/yaml_strict.h"
 
@@ -179,6 +180,8 @@ std::string TargetProfile::targets_dir() { return base::targets_dir(); }
 
 TargetProfile TargetProfile::resolve(const std::string& name_or_path, const OpCatalog& catalog) {
   if (name_or_path.find('/') != std::string::npos || name_or_path.find(".yaml") != std::string::npos)
+  if (const std::string why = base::not_a_regular_file(path); !why.empty())
+    throw EngineError(ErrorKind::kInvalidInput, path + ": cannot open profile: " + why);
     return load(name_or_path, catalog);
   const std::string path = targets_dir() + "/" + name_or_path + ".yaml";
   if (!std::filesystem::exists(path))

@@ -13,6 +13,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "pipeline/base/file_bytes.h"
 #include "worker/engine/act_fusion.h"
 #include "worker/engine/bias_fusion.h"
 #include "worker/engine/gelu_fusion.h"
@@ -573,12 +574,11 @@ std::unique_ptr<Session> Session::from_bytes(const std::string& bytes, SessionOp
 }
 
 std::unique_ptr<Session> Session::from_file(const std::string& path, SessionOptions opts) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw EngineError(ErrorKind::kInvalidInput, path + ": cannot open");
-  std::stringstream ss;
-  ss << f.rdbuf();
+  std::string why;
+  const std::optional<std::string> bytes = base::read_file_bytes(path, &why);
+  if (!bytes) throw EngineError(ErrorKind::kInvalidInput, path + ": cannot open: " + why);
   try {
-    return from_bytes(ss.str(), std::move(opts));
+    return from_bytes(*bytes, std::move(opts));
   } catch (const EngineError& e) {
     if (e.kind() == ErrorKind::kInvalidModel && e.node().empty())
       throw EngineError(e.kind(), path + ": " + e.reason());

@@ -7,6 +7,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "pipeline/base/error.h"
+#include "pipeline/base/file_bytes.h"
 
 namespace torq::engine {
 
@@ -86,12 +87,11 @@ static bool ends_with(const std::string& s, const std::string& suffix) {
 
 Tensor read_tensor_file(const std::string& path) {
   if (ends_with(path, ".npy")) return read_npy(path);
-  std::ifstream f(path, std::ios::binary);
-  if (!f) bad_input(path + ": cannot open");
-  std::stringstream ss;
-  ss << f.rdbuf();
+  std::string why;
+  const std::optional<std::string> bytes = base::read_file_bytes(path, &why);
+  if (!bytes) bad_input(path + ": cannot open: " + why);
   onnx::TensorProto p;
-  if (!p.ParseFromString(ss.str())) bad_input(path + ": not a serialized ONNX TensorProto");
+  if (!p.ParseFromString(*bytes)) bad_input(path + ": not a serialized ONNX TensorProto");
   try {
     return tensor_from_proto(p);
   } catch (const EngineError& e) {
@@ -103,6 +103,7 @@ void write_tensor_file(const Tensor& t, const std::string& path) {
   if (ends_with(path, ".npy")) return write_npy(t, path);
   onnx::TensorProto p;
   tensor_to_proto(t, &p);
+  if (const std::string why = base::not_a_writable_file(path); !why.empty()) bad_input(path + ": cannot write: " + why);
   std::ofstream f(path, std::ios::binary);
   if (!f || !p.SerializeToOstream(&f)) bad_input(path + ": cannot write");
 }
@@ -128,6 +129,7 @@ static const char* npy_descr(DType t) {
 }
 
 Tensor read_npy(const std::string& path) {
+  if (const std::string why = base::not_a_regular_file(path); !why.empty()) bad_input(path + ": cannot open: " + why);
   std::ifstream f(path, std::ios::binary);
   if (!f) bad_input(path + ": cannot open");
   char magic[8];
@@ -201,6 +203,7 @@ void write_npy(const Tensor& t, const std::string& path) {
   const size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
+  if (const std::string why = base::not_a_writable_file(path); !why.empty()) bad_input(path + ": cannot write: " + why);
   std::ofstream f(path, std::ios::binary);
   if (!f) bad_input(path + ": cannot write");
   f.write("\x93NUMPY\x01\x00", 8);

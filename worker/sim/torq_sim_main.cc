@@ -15,6 +15,7 @@
 
 #include "worker/engine/compare.h"
 #include "pipeline/base/error.h"
+#include "pipeline/base/file_bytes.h"
 #include "worker/engine/session.h"
 #include "worker/engine/tensor_io.h"
 #include "worker/sim/conformance.h"
@@ -176,6 +177,8 @@ int main(int argc, char** argv) {
     if (*demo) {
       std::string bytes = torq::sim::build_demo_model();
       if (!demo_save.empty()) {
+        if (const std::string why = torq::base::not_a_writable_file(demo_save); !why.empty())
+          throw EngineError(ErrorKind::kInvalidInput, demo_save + ": cannot write: " + why);
         std::ofstream f(demo_save, std::ios::binary);
         f << bytes;
         if (!f) throw EngineError(ErrorKind::kInvalidInput, demo_save + ": cannot write");
