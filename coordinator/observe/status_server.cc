@@ -1,13 +1,14 @@
 #include "coordinator/observe/status_server.h"
 
+#include "coordinator/observe/http_client.h"
+#include "coordinator/observe/http_server.h"
+
 #include <arpa/inet.h>
-#include <httplib.h>
 #include <netinet/in.h>
 
 #include <fstream>
 
 #include "pipeline/base/error.h"
-#include "pipeline/base/thread_name.h"
 
 namespace torq::coordinator::observe {
 
@@ -71,89 +72,76 @@ std::string read_token(const std::string& path) {
 }
 
 StatusServer::StatusServer(const StatusBoard& board, const std::string& host_port, const std::string& token)
-    : board_(board), token_(token), svr_(std::make_unique<httplib::Server>()) {
+    : board_(board), token_(token) {
   const auto [host, port] = split_address(host_port);
   if (!is_loopback_host(host) && token_.empty())
     throw PipelineError("--http " + host_port + ": not a loopback address; give --http-token FILE to serve it");
-  // Two threads: a person and a scraper at a time; the run's own threads stay free.
-  svr_->new_task_queue = [] { return new httplib::ThreadPool(2); };
-  svr_->set_read_timeout(5, 0);
-  svr_->set_write_timeout(5, 0);
-  svr_->set_payload_max_length(4096);  // GETs only
-  svr_->set_keep_alive_timeout(1);       // a reloading page's connection does not hold the exit up
-  routes();
-  int bound = port;
-  if (port == 0) bound = svr_->bind_to_any_port(host);
-  else if (!svr_->bind_to_port(host, port)) bound = -1;
-  if (bound <= 0) throw PipelineError("--http " + host_port + ": cannot listen there (in use, or not this host's)");
-  url_ = "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(bound);
-  thread_ = std::thread([this] {
-    base::name_this_thread("torq-http");
-    svr_->listen_after_bind();
-    listen_returned_ = true;
-  });
-  // stop() does nothing to a server not yet listening: a run that ends at
-  // once (a bad spec) would leave the thread in accept() and the join hung.
-  while (!svr_->is_running() && !listen_returned_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  try {
+    server_ = std::make_unique<HttpServer>(host, port, [this](const HttpRequest& req) { return handle(req); },
+                                           HttpServer::Limits{});
+  } catch (const PipelineError& e) {
+    throw PipelineError("--http " + host_port + ": cannot listen there (" + e.what() + ")");
+  }
+  url_ = "http://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+         std::to_string(server_->port());
 }
 
-StatusServer::~StatusServer() {
-  svr_->stop();
-  if (thread_.joinable()) thread_.join();
-}
+StatusServer::~StatusServer() = default;
 
-void StatusServer::routes() {
-  svr_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    // Without a token only a loopback Host is served: a web page whose name
-    // rebinds to 127.0.0.1 cannot read the status through the browser.
-    if (token_.empty() && !is_loopback_host(split_host_header(req.get_header_value("Host")))) {
-      res.status = 403;
-      res.set_content("403: Host is not a loopback address (give the coordinator --http-token)\n", "text/plain");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (token_.empty() || same_secret(req.get_header_value("Authorization"), "Bearer " + token_))
-      return httplib::Server::HandlerResponse::Unhandled;
+HttpReply StatusServer::handle(const HttpRequest& req) const {
+  HttpReply res;
+  const auto header = [&req](const char* name) {
+    const std::string* v = req.header(name);
+    return v ? *v : std::string();
+  };
+  // Without a token only a loopback Host is served: a web page whose name
+  // rebinds to 127.0.0.1 cannot read the status through the browser.
+  if (token_.empty() && !is_loopback_host(split_host_header(header("Host")))) {
+    res.status = 403;
+    res.body = "403: Host is not a loopback address (give the coordinator --http-token)\n";
+    return res;
+  }
+  if (!token_.empty() && !same_secret(header("Authorization"), "Bearer " + token_)) {
     res.status = 401;
-    res.set_header("WWW-Authenticate", "Bearer realm=\"torq-coordinator\"");
-    res.set_content("401: a bearer token is required (Authorization: Bearer <token>)\n", "text/plain");
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  svr_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics_text(board_.snapshot()), "text/plain; version=0.0.4; charset=utf-8");
-  });
-  svr_->Get("/api/status", [this](const httplib::Request&, httplib::Response& res) {
+    res.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"torq-coordinator\"");
+    res.body = "401: a bearer token is required (Authorization: Bearer <token>)\n";
+    return res;
+  }
+  if (req.path == "/metrics") {
+    res.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    res.body = metrics_text(board_.snapshot());
+  } else if (req.path == "/api/status") {
     // Error messages are a tool's bytes: invalid UTF-8 is replaced, not a 500.
-    res.set_content(to_json(board_.snapshot()).dump(1, ' ', false, nlohmann::json::error_handler_t::replace),
-                    "application/json");
-  });
-  svr_->Get("/", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(live_page(board_.snapshot(), 2), "text/html; charset=utf-8");
-  });
+    res.content_type = "application/json";
+    res.body = to_json(board_.snapshot()).dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+  } else if (req.path == "/") {
+    res.content_type = "text/html; charset=utf-8";
+    res.body = live_page(board_.snapshot(), 2);
+  } else {
+    res.status = 404;
+    res.body = "404: " + req.path + " is not served (/metrics, /api/status, /)\n";
+  }
+  return res;
 }
 
 int print_remote_status(const std::string& url, const std::string& token, bool json, std::ostream& out,
-                        std::ostream& err) {
-  httplib::Client cli(url);
-  if (!cli.is_valid()) {
-    err << "torq-coordinator: status: " << url << ": not an http://HOST:PORT URL\n";
+                        std::ostream& err, const HttpGetLimits& limits) {
+  std::vector<std::pair<std::string, std::string>> headers;
+  if (!token.empty()) headers.emplace_back("Authorization", "Bearer " + token);
+  HttpResponse res;
+  try {
+    res = http_get(url, "/api/status", headers, limits);
+  } catch (const HttpClientError& e) {
+    err << "torq-coordinator: status: " << e.what() << "\n";
     return 2;
   }
-  cli.set_connection_timeout(5, 0);
-  cli.set_read_timeout(10, 0);
-  httplib::Headers headers;
-  if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
-  const auto res = cli.Get("/api/status", headers);
-  if (!res) {
-    err << "torq-coordinator: status: cannot reach " << url << " (" << httplib::to_string(res.error()) << ")\n";
-    return 2;
-  }
-  if (res->status != 200) {
-    err << "torq-coordinator: status: " << url << "/api/status answered " << res->status
-        << (res->status == 401 ? " (give the coordinator's --http-token FILE)" : "") << "\n";
+  if (res.status != 200) {
+    err << "torq-coordinator: status: " << url << "/api/status answered " << res.status
+        << (res.status == 401 ? " (give the coordinator's --http-token FILE)" : "") << "\n";
     return 2;
   }
   try {
-    const nlohmann::json j = nlohmann::json::parse(res->body);
+    const nlohmann::json j = nlohmann::json::parse(res.body);
     const RunStatus s = status_from_json(j);
     if (json) out << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else out << status_text(s);
