@@ -19,7 +19,6 @@ PKGS=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   librocksdb-dev libyaml-cpp-dev libdnnl-dev
   nlohmann-json3-dev libcli11-dev libssl-dev
-  libcpp-httplib-dev        # torq-coordinator --http: /metrics, /api/status, the live page
   libgoogle-perftools-dev   # tcmalloc, the coordinators' allocator (coordinator/CMakeLists.txt)
   ocl-icd-opencl-dev
   openssh-client            # worker/board: ssh/scp to boards
