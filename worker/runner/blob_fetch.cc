@@ -4,10 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "pipeline/base/error.h"
 #include "pipeline/core/sha256.h"
+#include "worker/runner/cache_room.h"
 
 namespace torq::runner {
 
@@ -17,6 +20,7 @@ using pipeline::PipelineError;
 
 BlobFetch::BlobFetch(std::string hash, std::string cache_dir, uint32_t chunk_bytes, int window, Send send)
     : hash_(std::move(hash)),
+      cache_dir_(cache_dir),
       path_(cache_dir + "/" + hash_ + ".onnx"),
       tmp_(path_ + ".tmp." + std::to_string(getpid())),
       chunk_(std::max<uint32_t>(1, chunk_bytes)),
@@ -63,6 +67,19 @@ BlobFetch::State BlobFetch::fail(const std::string& why) {
   return State::kFailed;
 }
 
+// A write or close that failed: a full filesystem (or quota) is the
+// cache's lack of room, said with the room left once the partial file is
+// gone; anything else is the cache's write failure.
+BlobFetch::State BlobFetch::write_failed() {
+  const int err = errno;
+  if (err != ENOSPC && err != EDQUOT)
+    return fail(tmp_ + ": cannot write the model cache" + (err ? std::string(" (") + std::strerror(err) + ")" : ""));
+  no_room_ = true;
+  fail("");
+  error_ = no_room_reason(cache_dir_, hash_, total_, cache_free_bytes(cache_dir_));
+  return State::kFailed;
+}
+
 BlobFetch::State BlobFetch::on_chunk(const FleetMessage& m) {
   if (!error_.empty()) return fail(error_);
   if (!m.blob_known) return fail("model " + hash_ + " is unknown to the coordinator");
@@ -70,6 +87,11 @@ BlobFetch::State BlobFetch::on_chunk(const FleetMessage& m) {
     sized_ = true;
     total_ = m.blob_total;
     requested_ = std::min(requested_, total_);
+    // Nothing of a blob that cannot fit is written (issue 60).
+    if (const uint64_t free = cache_free_bytes(cache_dir_); total_ > free) {
+      no_room_ = true;
+      return fail(no_room_reason(cache_dir_, hash_, total_, free));
+    }
   } else if (m.blob_total != total_) {
     return fail("model blob " + hash_ + " changed size during its fetch (" + std::to_string(total_) + " -> " +
                 std::to_string(m.blob_total) + " bytes)");
@@ -81,8 +103,9 @@ BlobFetch::State BlobFetch::on_chunk(const FleetMessage& m) {
     return State::kRunning;
   }
   resync_ = false;
+  errno = 0;
   file_.write(m.blob.data(), static_cast<std::streamsize>(m.blob.size()));
-  if (!file_) return fail(tmp_ + ": cannot write the model cache");
+  if (!file_) return write_failed();
   digest_.update(m.blob);
   received_ += m.blob.size();
   if (received_ < total_) {
@@ -90,8 +113,9 @@ BlobFetch::State BlobFetch::on_chunk(const FleetMessage& m) {
     request_more();
     return State::kRunning;
   }
+  errno = 0;
   file_.close();
-  if (!file_) return fail(tmp_ + ": cannot write the model cache");
+  if (!file_) return write_failed();
   if (digest_.hex() != hash_) return fail("model blob " + hash_ + " failed SHA-256 verification");
   std::error_code ec;
   fs::rename(tmp_, path_, ec);

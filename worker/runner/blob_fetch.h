@@ -16,6 +16,11 @@
 //  - Errors (unknown blob, SHA-256 mismatch, a size that changes, a cache
 //    write failure) end the fetch: on_chunk returns kFailed and error()
 //    says why. The temporary file is removed unless the fetch completed.
+//  - A blob the cache has no room for (its size, from the first reply,
+//    above the filesystem's free bytes; or a write failing with ENOSPC or
+//    EDQUOT) fails with no_room() set and error() saying
+//    cache_room.h's no_room_reason(), before any byte of it is written
+//    when the size says so.
 #pragma once
 
 #include <cstdint>
@@ -45,13 +50,15 @@ class BlobFetch {
   void restart();
 
   const std::string& error() const { return error_; }
+  bool no_room() const { return no_room_; }  // failed for lack of room in the cache
   uint64_t total() const { return total_; }
 
  private:
   void request_more();
   State fail(const std::string& why);
+  State write_failed();
 
-  std::string hash_, path_, tmp_;
+  std::string hash_, cache_dir_, path_, tmp_;
   uint32_t chunk_;
   int window_;
   Send send_;
@@ -59,6 +66,7 @@ class BlobFetch {
   pipeline::Sha256 digest_;     // over the chunks as they arrive
   bool sized_ = false;          // total_ known (the first reply came)
   bool resync_ = false;         // asked again from received_: skip chunks until that one
+  bool no_room_ = false;
   uint64_t total_ = 0, received_ = 0, requested_ = 0;
   std::string error_;
 };

@@ -15,7 +15,10 @@
 //    connection (ZeroMQ is still connecting it), at doubling intervals.
 //  - A lease that arrives while the device is not Good goes back unrun as
 //    error class "declined"; a health change is sent (READY) before the
-//    result that caused it.
+//    result that caused it. Health backs off (board_health.h): repeated
+//    infrastructure errors delay the check and then make the device Bad;
+//    a model the cache has no room for makes it Bad at once, with that
+//    reason, until its check finds the room (cache_room.h).
 //  - A JOB whose model is not in the cache parks until its blob is in: the
 //    blob comes in 1 MiB chunks, 8 asked for at a time (BLOB_REQUEST with
 //    offset and max_bytes; blob_fetch.h), written to a temporary file and
@@ -71,8 +74,8 @@ struct FleetWorkerOptions {
   // Device tags offered (a matrix target may require them) and device
   // health (worker/runner/board_health.h): a check runs before the first
   // job, every health_interval_s and after an infrastructure error; a Bad
-  // device retries from health_retry_s, doubling. While maintenance_file
-  // exists the worker is in Maintenance and takes no jobs.
+  // device retries from health_retry_s, doubling up to 1 h. While
+  // maintenance_file exists the worker is in Maintenance and takes no jobs.
   std::vector<std::string> tags;
   bool health_checks = true;
   uint32_t health_timeout_ms = 60000;  // the check's budget (a toolchain's: its steps' sum)
