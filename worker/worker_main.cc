@@ -10,7 +10,9 @@
 //  --backend sim|toolchain [--toolchain FILE.yaml]: what runs the executor
 //    (worker/runner/backend.h): the engine under the executor profiles
 //    (default), or the Torq tools per the toolchain file (a bad file: exit 2
-//    with file:line:col). --check-backend validates and exits (0 or 2).
+//    with file:line:col). --check-backend validates, runs each tool of the
+//    file once (`--version` / `--help`, worker/toolchain/toolchain_probe.h)
+//    and exits 0, or 2 naming a tool that cannot run and why.
 //  --board [USER@]HOST[:PORT] [--ssh-key FILE] [--board-lock-timeout-s N] [--board-host-keys accept-new|ignore]
 //    (with --backend toolchain): compile here, run the module on the board
 //    over ssh (worker/toolchain/toolchain_backend.h, board mode); --capacity
@@ -46,6 +48,7 @@
 #include "worker/sim/demo_model.h"
 #include "worker/sim/sim_backend.h"
 #include "worker/toolchain/toolchain_backend.h"
+#include "worker/toolchain/toolchain_probe.h"
 
 using namespace torq;
 
@@ -130,8 +133,10 @@ std::unique_ptr<runner::Backend> make_backend(const BackendChoice& b, int thread
 }
 
 // Validates the choice (the toolchain file) before serving anything: exit
-// code 0, or 2 with the message on stderr.
-int check_backend(const BackendChoice& b) {
+// code 0, or 2 with the message on stderr. With probe (--check-backend),
+// also runs each of the file's tools once (toolchain_probe.h; not the run
+// step's with --board: it runs on the board) and refuses one that cannot run.
+int check_backend(const BackendChoice& b, bool probe) {
   if (b.kind == "toolchain" && b.toolchain_file.empty()) {
     std::fprintf(stderr, "torq-worker: error: --backend toolchain needs --toolchain FILE.yaml\n");
     return 2;
@@ -154,6 +159,15 @@ int check_backend(const BackendChoice& b) {
   }
   try {
     make_backend(b, 1);
+    if (!probe || b.kind != "toolchain") return 0;
+    const toolchain::ToolchainConfig cfg = toolchain::ToolchainConfig::load(b.toolchain_file);
+    std::string refused;
+    for (const auto& p : toolchain::probe_tools(cfg, !b.board.empty())) {
+      if (p.ok) std::printf("torq-worker: toolchain %s: %s\n", cfg.name.c_str(), toolchain::describe(p).c_str());
+      else refused += (refused.empty() ? "" : "\n") + toolchain::describe(p);
+    }
+    if (!refused.empty())
+      throw std::runtime_error("toolchain " + b.toolchain_file + ": a tool cannot run\n" + refused);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "torq-worker: error: %s\n", e.what());
     return 2;
@@ -248,7 +262,8 @@ void add_backend_options(CLI::App& app, BackendChoice& backend, bool& check_only
                                             "toolchain (the Torq tools per --toolchain)")
       ->check(CLI::IsMember({"sim", "toolchain"}))->capture_default_str();
   app.add_option("--toolchain", backend.toolchain_file, "Toolchain file (configs/toolchains/*.yaml) for --backend toolchain");
-  app.add_flag("--check-backend", check_only, "Validate --backend/--toolchain and exit (0 ok, 2 bad)");
+  app.add_flag("--check-backend", check_only,
+               "Validate --backend/--toolchain, run each tool once (--version/--help) and exit (0 ok, 2 bad)");
   app.add_option("--board", backend.board,
                  "With --backend toolchain: compile here, run on this board over ssh, [USER@]HOST[:PORT] "
                  "(--capacity lanes compile here at once; the board runs one module at a time under its lock)");
@@ -413,7 +428,7 @@ int main(int argc, char** argv) {
   add_preload_options(app, a.preload, a.preload_rounding);
   CLI11_PARSE(app, argc, argv);
   resolve_options(app, a);
-  if (const int rc = check_backend(a.backend); rc != 0 || a.check_only) return rc;
+  if (const int rc = check_backend(a.backend, a.check_only); rc != 0 || a.check_only) return rc;
   absolute_backend_paths(a.backend);
   if (const int rc = check_mode(a)) return rc;
   if (!a.fo.connect.empty()) return serve_as_fleet_worker(app, a);

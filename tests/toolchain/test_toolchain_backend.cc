@@ -381,7 +381,9 @@ TEST(ToolchainDiscover, ARunFailureReachesTheReportWithTheToolsDiagnostic) {
   std::ofstream(model, std::ios::binary) << sim::build_demo_model();
   // The device fails host modules only: the workers' health check (the
   // demo where the compiler decides: css) still passes.
+  // (--check-backend's probe, `bad-run --help`, goes to the persona.)
   const std::string tool = script(dir, "bad-run",
+                                  "case \"$1\" in --help) exec \"" + bin("torq-sim") + "\" torq-run-module --help;; esac\n"
                                   "if [ \"$1\" = host ]; then echo 'error: HAL_ERROR: out of device memory' >&2; exit 3; fi\n"
                                   "shift\nexec \"" + bin("torq-sim") + "\" torq-run-module \"$@\"");
   ASSERT_TRUE(write_standin_with_run(dir, "\"" + tool + "\", \"{executor}\""));
@@ -433,8 +435,10 @@ bool write_standin_recording_compiles(const std::string& dir) {
   std::string yaml = slurp(standin_yaml());
   const std::string from = "compile:\n  argv: [\"{torq_sim}\", torq-compile,";
   if (yaml.find(from) == std::string::npos) return false;
-  const std::string tool = script(dir, "rec-compile", "echo \"$*\" >> \"" + dir + "/compiles\"\nexec \"" +
-                                                          bin("torq-sim") + "\" torq-compile \"$@\"");
+  // (--check-backend's probe, `rec-compile --version`, is no compile.)
+  const std::string tool = script(dir, "rec-compile", "[ \"$1\" = --version ] || echo \"$*\" >> \"" + dir +
+                                                          "/compiles\"\nexec \"" + bin("torq-sim") +
+                                                          "\" torq-compile \"$@\"");
   yaml.replace(yaml.find(from), from.size(), "compile:\n  argv: [\"" + tool + "\",");
   std::ofstream(dir + "/tc.yaml") << yaml;
   setenv("TORQ_SIM_BIN", bin("torq-sim").c_str(), 1);
@@ -451,7 +455,9 @@ TEST(ToolchainDiscover, LocationsComeFromTheToolchainsOwnImport) {
   std::string yaml = slurp(standin_yaml());
   const std::string from = "import:\n  argv: [\"{torq_sim}\", torq-import-onnx,";
   ASSERT_NE(yaml.find(from), std::string::npos);
+  // (--check-backend's probe, `import-plus-one --help`, goes to the persona.)
   const std::string tool = script(dir, "import-plus-one",
+                                  "case \"$1\" in --help) exec \"" + bin("torq-sim") + "\" torq-import-onnx --help;; esac\n"
                                   "\"" + bin("torq-sim") + "\" torq-import-onnx \"$@\" || exit $?\n"
                                   "out=$3; { echo '// a header line'; cat \"$out\"; } > \"$out.tmp\" && mv \"$out.tmp\" \"$out\"");
   yaml.replace(yaml.find(from), from.size(), "import:\n  argv: [\"" + tool + "\",");

@@ -35,10 +35,10 @@
 //    1 on a runtime error ("error: ..."), 2 on bad arguments.
 //
 // Profiling CSVs come from the profile's cost model, in the columns of the
-// real tools (DESIGN §5): compile `taskId,elapsed_time(us),timestamp(us),
-// event,location,bytes` (events DMA In, Slice <n>, CSS, DMA Out) and runtime
-// `dispatch_name,invocation_id,action_id,timestamp_us,event` (<TYPE>_BEGIN /
-// <TYPE>_END).
+// real tools (worker/sim/persona_profiling.h). Each persona answers the
+// probe of torq-worker --check-backend as its real tool does
+// (worker/sim/persona_probes.h): torq-compile --version, torq-run-module
+// --help, torq-import-onnx --help, exit 0.
 #pragma once
 
 #include <string>

@@ -1,5 +1,6 @@
 #include "worker/toolchain/toolchain_backend.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,21 +42,32 @@ struct ToolchainBackend::Job {
   std::vector<TensorType> out_types;
   std::vector<std::string> env;  // NAME=VALUE for every step
   Clock::time_point deadline;
+  dev_t dir_dev = 0;  // the scratch folder as made: a folder at that path
+  ino_t dir_ino = 0;  // that is not this one is not the job's
+  // True, with r the infrastructure error, when the scratch folder is gone.
+  bool vanished(const std::string& during, BackendResult* r) const;
 };
 
 namespace {
-
-std::string torq_sim_path() {
-  if (const char* env = std::getenv("TORQ_SIM_BIN")) return env;
-  const std::string beside = self_dir() + "/torq-sim";
-  return access(beside.c_str(), X_OK) == 0 ? beside : "torq-sim";
-}
 
 BackendResult& fail(BackendResult& r, const std::string& cls, const std::string& msg) {
   r.ok = false;
   r.error_class = cls;
   r.error_message = msg;
   return r;
+}
+
+// True when the job's scratch folder is gone (or another folder took its
+// path): removed under the job by another process, a /tmp cleaner say.
+// Then r is the infrastructure error (toolchain_backend.h): requeued, never
+// the op's result.
+bool work_dir_vanished(const std::string& dir, dev_t dev, ino_t ino, const std::string& during, BackendResult* r) {
+  struct stat st {};
+  if (stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == dev && st.st_ino == ino) return false;
+  fail(*r, pipeline::kInfrastructureClass,
+       "the job's work dir " + dir + " vanished during " + during +
+           ": removed by another process (a /tmp cleaner?); not the op's result, the job is requeued");
+  return true;
 }
 
 // The declared type of each graph output of the sub-model.
@@ -78,6 +90,14 @@ bool output_types(const onnx::ModelProto& m, std::vector<TensorType>* out, std::
   return true;
 }
 
+// The tool a step's argv runs, as messages name it: its file name, with a
+// torq-sim persona's name.
+std::string tool_of(const std::vector<std::string>& argv) {
+  std::string tool = fs::path(argv[0]).filename().string();
+  if (argv.size() > 1 && argv[1].rfind("torq-", 0) == 0) tool += " " + argv[1];  // a persona of torq-sim
+  return tool;
+}
+
 // Removes the job's scratch folder unless asked to keep it.
 struct Scratch {
   std::string dir;
@@ -89,6 +109,10 @@ struct Scratch {
 };
 
 }  // namespace
+
+bool ToolchainBackend::Job::vanished(const std::string& during, BackendResult* r) const {
+  return work_dir_vanished(dir, dir_dev, dir_ino, during, r);
+}
 
 std::string board_control_dir(const std::string& cache_dir, const board::BoardAddress& a) {
   std::string key = a.host + "-" + std::to_string(a.port);
@@ -233,14 +257,15 @@ bool ToolchainBackend::run_on_board(const Job& job, const Step& run_step, bool p
     return false;
   } catch (const std::exception& e) {  // a local file the steps did not write (not the board's fault)
     release();
-    fail(*r, "runtime", std::string("run step on board ") + board::to_string(bs.address) + ": " + e.what());
+    if (!job.vanished("the run step on board " + board::to_string(bs.address), r))
+      fail(*r, "runtime", std::string("run step on board ") + board::to_string(bs.address) + ": " + e.what());
     return false;
   }
   return r->error_class.empty();
 }
 
 bool ToolchainBackend::step(const Job& job, const Step& s, const std::string& which, BackendResult* r,
-                            double* wall_ms) {
+                            double* wall_ms, const std::string& writes) {
   std::vector<std::string> argv;
   try {
     argv = expand_argv(s.argv, job.values);
@@ -250,17 +275,29 @@ bool ToolchainBackend::step(const Job& job, const Step& s, const std::string& wh
   }
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(job.deadline - Clock::now()).count();
   const long long limit = std::min<long long>(static_cast<long long>(s.timeout_s * 1000), std::max<long long>(1, left));
+  const std::string tool = tool_of(argv);
   ProcessResult p;
   try {
     p = run_process(argv, static_cast<int>(limit), job.dir, job.env);
   } catch (const std::exception& e) {
-    fail(*r, which == "run" ? "runtime" : which, which + " step: " + e.what());
+    if (!job.vanished("the " + which + " step (" + tool + ")", r))
+      fail(*r, which == "run" ? "runtime" : which, which + " step: " + e.what());
     return false;
   }
   if (wall_ms) *wall_ms = p.wall_ms;
-  if (p.ok()) return true;
-  std::string tool = fs::path(argv[0]).filename().string();
-  if (argv.size() > 1 && argv[1].rfind("torq-", 0) == 0) tool += " " + argv[1];  // a persona of torq-sim
+  // Whatever the tool said: a folder removed under it is no verdict on the op.
+  if (job.vanished("the " + which + " step (" + tool + ")", r)) return false;
+  if (p.ok()) {
+    // Exit 0 is not enough: the step's product must be there (a compile
+    // that wrote no module is the compile's failure, not the run's).
+    if (writes.empty() || !job.values.scalars.count(writes)) return true;
+    const std::string& path = job.values.scalars.at(writes);
+    const long long size = file_size(path);
+    if (size > 0) return true;
+    fail(*r, which, tool + " exited 0 but wrote " + (size == 0 ? "an empty " : "no ") +
+                        (writes == "vmfb" ? "module" : "MLIR") + " at " + path);
+    return false;
+  }
   std::string diag = diagnostic_excerpt(p.err.empty() ? p.out : p.err);
   std::string cls = which == "run" ? "runtime" : which, what;
   if (p.timed_out) {
@@ -277,18 +314,58 @@ bool ToolchainBackend::step(const Job& job, const Step& s, const std::string& wh
   return false;
 }
 
+namespace {
+
+// The op_type of the node whose result graph output `name` is ("" for none).
+std::string producer_of(const onnx::ModelProto& m, const std::string& name) {
+  for (const auto& n : m.graph().node())
+    for (const auto& o : n.output())
+      if (o == name) return n.op_type();
+  return "";
+}
+
+}  // namespace
+
 bool ToolchainBackend::read_outputs(const Job& job, BackendResult* r) {
+  std::string tool = "run tool";
+  try {
+    tool = tool_of(expand_argv(cfg_.run_step.argv, job.values));
+  } catch (const std::exception&) {
+  }
+  const std::string where = "run step (" + tool + ")";
   for (size_t i = 0; i < job.out_types.size(); ++i) {
+    if (job.vanished("the " + where, r)) return false;
     const std::string file = job.values.outputs[i].file;
     const TensorType& t = job.out_types[i];
+    int64_t numel = 1;
+    for (int64_t d : t.shape) numel *= d;
+    const long long want = numel * static_cast<long long>(engine::dtype_size(t.dtype));
+    // nss returns a bf16 MatMul/Gemm in f32 (configs/targets/nss.yaml,
+    // widen_output): only such an output may come back at f32's size (an
+    // assigned run's module narrows it, as the compiler does).
+    const std::string op = producer_of(*job.req->model, job.req->model->graph().output(static_cast<int>(i)).name());
+    const bool may_widen = t.dtype == engine::DType::kBF16 && job.req->executor == pipeline::Executor::kNss &&
+                           !job.req->assigned_run && (op == "MatMul" || op == "Gemm");
+    const long long widened = numel * 4;
+    const long long have = file_size(file);
+    const std::string which = "output " + std::to_string(i) + " (" + fs::path(file).filename().string() + ")";
+    if (have < 0) {
+      fail(*r, "runtime", where + " exited 0 but wrote no " + which + " at " + file);
+      return false;
+    }
+    if (have != want && !(may_widen && have == widened)) {
+      std::string expected = std::to_string(want) + " (" + iree_type(t.dtype, t.shape) + ")";
+      if (may_widen)
+        expected += " or " + std::to_string(widened) + " (" + iree_type(engine::DType::kF32, t.shape) +
+                    ", nss widening a bf16 " + op + ")";
+      fail(*r, "runtime", where + " wrote " + which + " of " + std::to_string(have) + " bytes, expected " + expected +
+                              ": the tool's output does not match the sub-model's type, so it is not read");
+      return false;
+    }
     try {
-      // A bf16 result the executor widened to f32 (nss MatMul/Gemm: bf16 in,
-      // f32 out) comes back as f32: read it as such.
-      const long long f32_bytes = static_cast<long long>(engine::Tensor(engine::DType::kF32, t.shape).numel()) * 4;
-      const bool widened = t.dtype == engine::DType::kBF16 && file_size(file) == f32_bytes;
-      r->outputs.push_back(read_raw(file, widened ? engine::DType::kF32 : t.dtype, t.shape));
+      r->outputs.push_back(read_raw(file, have == want ? t.dtype : engine::DType::kF32, t.shape));
     } catch (const std::exception& e) {
-      fail(*r, "runtime", std::string("run step: output ") + std::to_string(i) + ": " + e.what());
+      if (!job.vanished("the " + where, r)) fail(*r, "runtime", where + ": " + which + ": " + e.what());
       return false;
     }
   }
@@ -354,6 +431,8 @@ BackendResult ToolchainBackend::run(const BackendRequest& req) {
   if (!mkdtemp(templ.data())) return fail(r, "runtime", "cannot create a scratch folder in " + base);
   Scratch scratch{templ, cfg_.keep_work_dir};
   job.dir = templ;
+  struct stat made {};
+  if (stat(job.dir.c_str(), &made) == 0) job.dir_dev = made.st_dev, job.dir_ino = made.st_ino;
   TemplateValues& v = job.values;
   v.scalars = {{"onnx", job.dir + "/model.onnx"}, {"mlir", job.dir + "/model.mlir"}, {"vmfb", job.dir + "/model.vmfb"},
                {"workdir", job.dir}, {"chip", cfg_.chip}, {"hw_type", cfg_.hw_type}, {"function", cfg_.function},
@@ -382,6 +461,7 @@ BackendResult ToolchainBackend::run(const BackendRequest& req) {
       v.outputs.push_back({job.dir + "/out" + std::to_string(i) + ".bin", shape_text(job.out_types[i].shape),
                            iree_dtype_name(job.out_types[i].dtype)});
   } catch (const std::exception& e) {
+    if (job.vanished("the job's staging", &r)) return r;
     return fail(r, "runtime", std::string("cannot stage the job: ") + e.what());
   }
   // --collect-profile: the tools' own profiling flags (DESIGN §5).
@@ -414,7 +494,14 @@ BackendResult ToolchainBackend::run(const BackendRequest& req) {
                   e.what());
     }
   }
-  if (!step(job, cfg_.import_step, "import", &r, nullptr)) return r;
+  // A step that exits 0 must have written what its argv names: the import
+  // {mlir}, the compile {vmfb}.
+  auto product = [](const Step& st, const std::string& name) {
+    for (const auto& item : st.argv)
+      if (item.find("{" + name + "}") != std::string::npos) return name;
+    return std::string();
+  };
+  if (!step(job, cfg_.import_step, "import", &r, nullptr, product(cfg_.import_step, "mlir"))) return r;
   // The runner is given the import's own function, as the real tool reads it
   // from the import (a toolchain file's `function:` overrides).
   if (cfg_.function.empty()) {
@@ -430,7 +517,7 @@ BackendResult ToolchainBackend::run(const BackendRequest& req) {
     // with --torq-disable-slices it would not read the map at all.
     v.lists["executor_flags"] = {"--torq-executor-map=" + map};
   }
-  if (!step(job, compile, "compile", &r, nullptr)) return r;
+  if (!step(job, compile, "compile", &r, nullptr, product(compile, "vmfb"))) return r;
   slot.reset();
   r.accepted = true;
   const uint32_t runs = std::max<uint32_t>(1, req.runs);

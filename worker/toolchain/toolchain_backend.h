@@ -8,8 +8,16 @@
 // compile -> `compile` (both: not accepted), run -> `runtime` (non-zero
 // exit), `crash` (killed by a signal) or `timeout` (past the step's timeout;
 // its process group is killed). The message keeps the tool's own diagnostic
-// (the first useful lines of its stderr). runtime_ms is the measured wall
-// time of the run step (mean over the timing runs).
+// (the first useful lines of its stderr). A step that exits 0 without the
+// file its argv names ({mlir} for the import, {vmfb} for the compile), or
+// with it empty, failed ("torq-compile exited 0 but wrote no module at P":
+// `compile`). Each output file must be exactly its declared shape and dtype
+// in size (a bf16 MatMul/Gemm output on nss may also be f32's: nss widens
+// it); any other size is the run's error (`runtime`) with both sizes. A
+// scratch folder that is gone after a step (or another folder at its path:
+// a /tmp cleaner) is `infrastructure`, whatever the step said: requeued,
+// never the op's result. runtime_ms is the measured wall time of the run
+// step (mean over the timing runs).
 //
 // Board mode (torq-worker --board [USER@]HOST[:PORT], issue 10): import and
 // compile run here as above; the run step runs on the board over ssh
@@ -71,8 +79,12 @@ class ToolchainBackend : public runner::Backend {
 
  private:
   struct Job;
-  // Runs one step; false with r's error set when it failed.
-  bool step(const Job& job, const Step& s, const std::string& which, runner::BackendResult* r, double* wall_ms);
+  // Runs one step; false with r's error set when it failed. `writes`: the
+  // placeholder ("mlir", "vmfb") of the file an exit 0 must leave non-empty.
+  bool step(const Job& job, const Step& s, const std::string& which, runner::BackendResult* r, double* wall_ms,
+            const std::string& writes = "");
+  // Reads the raw outputs, each of exactly its type's size; false with r's
+  // error set otherwise.
   bool read_outputs(const Job& job, runner::BackendResult* r);
   // An assigned run: writes the compiler JSON (op_assignments keyed on the
   // import's line:col) into the job folder; its path, or "" with *why_not.

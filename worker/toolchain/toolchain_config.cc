@@ -1,6 +1,9 @@
 #include "worker/toolchain/toolchain_config.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -259,6 +262,12 @@ std::string self_dir() {
   std::error_code ec;
   const auto self = fs::read_symlink("/proc/self/exe", ec);
   return ec ? std::string(".") : self.parent_path().string();
+}
+
+std::string torq_sim_path() {
+  if (const char* env = std::getenv("TORQ_SIM_BIN")) return env;
+  const std::string beside = self_dir() + "/torq-sim";
+  return access(beside.c_str(), X_OK) == 0 ? beside : "torq-sim";
 }
 
 }  // namespace torq::toolchain

@@ -109,5 +109,8 @@ std::vector<std::string> expand_argv(const std::vector<std::string>& argv, const
 
 // Directory of the running executable (for {worker_dir} and {torq_sim}).
 std::string self_dir();
+// {torq_sim}: $TORQ_SIM_BIN, else torq-sim beside the running executable
+// when there is one, else "torq-sim" (looked up on PATH).
+std::string torq_sim_path();
 
 }  // namespace torq::toolchain
