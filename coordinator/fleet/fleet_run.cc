@@ -14,6 +14,7 @@
 #include "pipeline/base/progress.h"
 #include "pipeline/base/peak_rss.h"
 #include "pipeline/model/model_import.h"
+#include "pipeline/report/atomic_file.h"
 #include "pipeline/report/report.h"
 
 namespace torq::coordinator {
@@ -75,10 +76,7 @@ void check_and_create_dirs(const FleetRunOptions& o) {
   const FleetSpec& spec = o.spec;
   if (spec.models.empty()) throw PipelineError("no models given (--model)");
   if (spec.executors.empty()) throw PipelineError("no executors to test");
-  if (!o.export_dir.empty()) {
-    fs::create_directories(o.export_dir);
-    if (!fs::is_directory(o.export_dir)) throw PipelineError(o.export_dir + ": cannot create export directory");
-  }
+  if (!o.export_dir.empty()) prepare_output_dir(o.export_dir);
   {
     std::error_code ec;  // RocksDB creates the last level only
     const fs::path parent = fs::path(o.db).parent_path();

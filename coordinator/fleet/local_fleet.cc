@@ -19,6 +19,7 @@
 
 #include "pipeline/base/file_bytes.h"
 #include "coordinator/fleet/tool_process.h"
+#include "pipeline/base/temp_files.h"
 #include "pipeline/core/sha256.h"
 #include "pipeline/core/types.h"
 
@@ -216,9 +217,7 @@ std::string LocalWorkers::private_endpoint() {
 PrivateEndpoint::PrivateEndpoint() : endpoint_(LocalWorkers::private_endpoint()) {}
 PrivateEndpoint::~PrivateEndpoint() { LocalWorkers::remove_endpoint_file(endpoint_); }
 
-std::string cache_import_path(const std::string& cache_dir) {
-  return cache_dir + "/import." + std::to_string(getpid()) + ".tmp";
-}
+std::string cache_import_path(const std::string& cache_dir) { return base::temp_path_for(cache_dir + "/import"); }
 
 void adopt_cache_file(const std::string& cache_dir, const std::string& hash, const std::string& import_dir) {
   const std::string tmp = cache_import_path(import_dir.empty() ? cache_dir : import_dir);
@@ -230,22 +229,6 @@ void adopt_cache_file(const std::string& cache_dir, const std::string& hash, con
   const std::string path = cache_dir + "/" + hash + ".onnx";
   std::filesystem::rename(tmp, path, ec);
   if (ec) throw pipeline::PipelineError(path + ": cannot write (" + ec.message() + ")");
-}
-
-void sweep_dead_temp_files(const std::string& dir, bool imports_only) {
-  static const std::regex kImport(R"(import\.(\d+)\.tmp)"), kAny(R"(import\.(\d+)\.tmp|.+\.tmp\.(\d+))");
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    std::smatch m;
-    const std::string name = e.path().filename().string();
-    if (!std::regex_match(name, m, imports_only ? kImport : kAny)) continue;
-    const std::string digits = m[1].matched ? m[1].str() : m[2].str();
-    if (digits.size() > 9) continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(digits));
-    if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
-    std::error_code rm;
-    std::filesystem::remove(e.path(), rm);
-  }
 }
 
 void LocalWorkers::remove_endpoint_file(const std::string& endpoint) {

@@ -25,6 +25,8 @@
 #include <thread>
 #include <vector>
 
+#include "pipeline/base/temp_files.h"
+
 namespace torq::coordinator {
 
 struct LocalWorkersOptions {
@@ -87,12 +89,10 @@ class PrivateEndpoint {
 // PipelineError.
 std::string cache_import_path(const std::string& cache_dir);
 void adopt_cache_file(const std::string& cache_dir, const std::string& hash, const std::string& import_dir = "");
-// Removes from `dir` the temporary files of the writes above and of the
-// workers' fetches (import.<pid>.tmp, <file>.tmp.<pid>; with imports_only,
-// the first kind alone, e.g. in a user's output directory) whose process no
-// longer runs on this machine: what a killed discover, run or worker left
-// mid-write (a 30 MB model each). Files of a live pid stay.
-void sweep_dead_temp_files(const std::string& dir, bool imports_only = false);
+// The import copy is import.tmp.<pid>, the one form of temporary files
+// (pipeline/base/temp_files.h), as are the workers' fetches
+// (<file>.tmp.<pid>): base::sweep_dead_temp_files() removes what a killed
+// discover, run or worker left mid-write (a 30 MB model each).
 
 class LocalWorkers {
  public:

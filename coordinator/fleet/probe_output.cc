@@ -12,6 +12,7 @@
 #include "pipeline/probe/envelope_predict.h"
 #include "pipeline/probe/envelope_report.h"
 #include "pipeline/probe/probe_diff.h"
+#include "pipeline/report/atomic_file.h"
 
 namespace torq::coordinator {
 
@@ -50,24 +51,6 @@ std::map<Executor, std::string> recorded_base(const std::string& dir) {
     if (fs::exists(path)) out[e] = path;
   }
   return out;
-}
-
-void write_file_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  std::error_code ec;
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    if (!f.flush()) {
-      fs::remove(tmp, ec);
-      throw PipelineError(path + ": cannot write");
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw PipelineError(path + ": cannot write (" + ec.message() + ")");
-  }
 }
 
 namespace {
@@ -138,8 +121,10 @@ ProbeSummary write_probe_outputs(const std::string& dir, const std::vector<Probe
                                  const targets::OpCatalog& catalog, const std::function<void(const std::string&)>& log) {
   ProbeSummary s;
   count_rows(rows, executors, s);
-  fs::create_directories(dir + "/profiles");
-  fs::create_directories(dir + "/base");
+  // A probe killed mid-write left <file>.tmp.<pid> in these: removed here.
+  prepare_output_dir(dir);
+  prepare_output_dir(dir + "/profiles");
+  prepare_output_dir(dir + "/base");
   for (const auto& [e, path] : base_files)
     if (fs::absolute(path) != fs::absolute(dir + "/base/" + executor_name(e) + ".yaml"))
       write_file_atomic(dir + "/base/" + executor_name(e) + ".yaml", read_text(path));

@@ -50,10 +50,6 @@ ProbeSummary write_probe_outputs(const std::string& dir, const std::vector<pipel
                                  const std::map<pipeline::Executor, targets::TargetProfile>& base,
                                  const std::map<pipeline::Executor, std::string>& base_files,
                                  const targets::OpCatalog& catalog, const std::function<void(const std::string&)>& log);
-// `text` written to `path` through a temporary file of this process and a
-// rename (none is left behind); throws PipelineError.
-void write_file_atomic(const std::string& path, const std::string& text);
-
 // The rows of a probe directory's probe.csv (or of a probe.csv path).
 std::vector<pipeline::probe::ProbeRow> read_probe_dir(const std::string& dir_or_csv);
 // The executors with an outcome in `rows`, in priority order.

@@ -9,6 +9,7 @@
 #include "coordinator/fleet/unit_run.h"
 #include "pipeline/model/mlir.h"
 #include "pipeline/plan/recommend.h"
+#include "pipeline/report/atomic_file.h"
 #include "pipeline/report/report_stream.h"
 
 namespace torq::coordinator {
@@ -23,9 +24,7 @@ std::vector<std::string> layer_locations(const RunUnit& u, const std::string& ex
   const std::string mlir = emit_torch_mlir(u.model->proto());
   if (!export_dir.empty()) {
     const std::string path = export_dir + "/" + u.model->name() + ".torch.mlir";
-    std::ofstream f(path);
-    f << mlir;
-    if (!f.flush()) throw PipelineError(path + ": cannot write");
+    write_file_atomic(path, mlir);
   }
   MlirMapping mm = map_layer_locations(mlir, u.model->proto());
   for (const auto& p : mm.problems) log(u.label + " MLIR: " + p);

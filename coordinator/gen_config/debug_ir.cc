@@ -8,6 +8,7 @@
 
 #include "pipeline/model/layer_nodes.h"
 #include "pipeline/model/mlir.h"
+#include "pipeline/report/atomic_file.h"
 
 namespace torq::coordinator {
 
@@ -64,9 +65,11 @@ std::string annotate_executors(const std::string& mlir, const std::vector<std::s
 std::vector<std::string> write_debug_ir(const std::string& dir, const std::string& name, const onnx::ModelProto& model,
                                         const std::vector<LayerInfo>& layers, const std::vector<Executor>& placed,
                                         const std::vector<double>& layer_ms) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw PipelineError("--debug-ir " + dir + ": cannot create (" + ec.message() + ")");
+  try {
+    prepare_output_dir(dir);
+  } catch (const PipelineError& e) {
+    throw PipelineError(std::string("--debug-ir: ") + e.what());
+  }
   // One executor per MLIR operator: a QDQ layer's Q/DQ run with its compute op.
   const std::vector<LayerNodes> groups = layer_nodes(model.graph());
   std::vector<int> operator_of(static_cast<size_t>(model.graph().node_size()), -1);
@@ -79,16 +82,12 @@ std::vector<std::string> write_debug_ir(const std::string& dir, const std::strin
         names[static_cast<size_t>(operator_of[static_cast<size_t>(p)])] = executor_name(placed[i]);
   const std::string mlir_path = dir + "/" + name + ".torch.mlir";
   const std::string table_path = dir + "/" + name + ".executors.txt";
-  {
-    std::ofstream f(mlir_path);
-    f << annotate_executors(emit_torch_mlir(model), names);
-    if (!f) throw PipelineError(mlir_path + ": cannot write");
-  }
-  std::ofstream t(table_path);
+  write_file_atomic(mlir_path, annotate_executors(emit_torch_mlir(model), names));
+  std::string t;
   char row[512];
   std::snprintf(row, sizeof row, "%-5s %-60s %-20s %-8s %-22s %12s\n", "index", "layer", "op", "executor",
                 "output shape", "sim_ms");
-  t << row;
+  t += row;
   for (size_t i = 0; i < layers.size(); ++i) {
     const onnx::NodeProto* n = i < groups.size() ? &model.graph().node(groups[i].compute) : nullptr;
     const std::string shape = n && n->output_size() ? shape_of(model, n->output(0)) : "?";
@@ -96,9 +95,9 @@ std::vector<std::string> write_debug_ir(const std::string& dir, const std::strin
     std::snprintf(row, sizeof row, "%-5zu %-60s %-20s %-8s %-22s %12s\n", i, layers[i].id.c_str(),
                   layers[i].op_type.c_str(), i < placed.size() ? executor_name(placed[i]) : "-", shape.c_str(),
                   ms.c_str());
-    t << row;
+    t += row;
   }
-  if (!t) throw PipelineError(table_path + ": cannot write");
+  write_file_atomic(table_path, t);
   return {mlir_path, table_path};
 }
 

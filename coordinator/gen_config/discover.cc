@@ -88,7 +88,7 @@ void Discover::start() {
   store_dir_ = o_.output_dir + "/.torq-store";
   cache_dir_ = store_dir_ + "/models";
   fs::create_directories(cache_dir_);
-  sweep_dead_temp_files(cache_dir_);
+  base::sweep_dead_temp_files(cache_dir_);
   // The sim backend's millisecond jobs go straight to a pool of job
   // processes (serve_on_pool); a toolchain's take the fleet's path: an
   // embedded FleetBroker on a private ipc:// endpoint, served by local

@@ -1,6 +1,10 @@
 #include "coordinator/gen_config/discover_parts.h"
 
 #include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <cctype>
 #include <cstdlib>
@@ -15,6 +19,8 @@
 #include "pipeline/report/profile_merge.h"
 #include "pipeline/base/file_bytes.h"
 #include "pipeline/base/yaml_strict.h"
+#include "pipeline/base/temp_files.h"
+#include "pipeline/report/atomic_file.h"
 #include "pipeline/targets/target_profile.h"
 #include "worker/runner/preload.h"
 #include "worker/toolchain/subprocess.h"
@@ -55,7 +61,7 @@ std::map<Executor, std::string> read_targets(const std::string& file, const targ
 }
 
 size_t export_layer_profiles(const ModelReport& rep, const std::string& dir) {
-  fs::create_directories(dir);
+  prepare_output_dir(dir);
   size_t n = 0;
   for (const auto& l : rep.layers)
     for (const auto& [e, r] : l.results) {
@@ -70,14 +76,14 @@ size_t export_layer_profiles(const ModelReport& rep, const std::string& dir) {
 }
 
 void check_writable_dir(const std::string& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw PipelineError("output dir " + dir + ": cannot create (" + ec.message() + ")");
-  const std::string probe = dir + "/.torq-write-test";
-  std::ofstream f(probe);
-  if (!f) throw PipelineError("output dir " + dir + ": not writable");
-  f.close();
-  fs::remove(probe, ec);
+  prepare_output_dir(dir);
+  // A file made and removed at once, in the temporary files' form (a kill
+  // in between leaves one the next start sweeps).
+  const std::string probe = base::temp_path_for(dir + "/.torq-write-test");
+  const int fd = base::create_temp_file(probe);
+  if (fd < 0) throw PipelineError("output directory " + dir + ": not writable: " + std::strerror(errno));
+  ::unlink(probe.c_str());
+  ::close(fd);
 }
 
 PlanOptions discover_plan(const DiscoverOptions& o, const std::string& model_name) {

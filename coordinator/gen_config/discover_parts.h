@@ -64,7 +64,9 @@ class DiscoverLog {
   bool shown_ = false;
 };
 
-// Throws PipelineError when the directory cannot be created or written.
+// Makes the output directory as pipeline::prepare_output_dir() does (its
+// dead writers' temporary files swept) and checks it can be written;
+// throws PipelineError with the real reason.
 void check_writable_dir(const std::string& dir);
 // --targets FILE: a YAML map from executor name to a profile file (relative
 // paths are relative to FILE). Every profile is validated now, so a typo is

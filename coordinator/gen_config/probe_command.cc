@@ -100,7 +100,7 @@ void Probe::start() {
   store_dir_ = o_.output_dir + "/.torq-store";
   cache_dir_ = store_dir_ + "/models";
   fs::create_directories(cache_dir_);
-  sweep_dead_temp_files(cache_dir_);
+  base::sweep_dead_temp_files(cache_dir_);
   const LocalWorkersOptions lo = probe_workers(o_, store_dir_, cache_dir_, endpoint_.str());
   if (o_.backend == "sim") pool_ = start_local_pool(lo);
   else workers_ = std::make_unique<LocalWorkers>(lo);  // the first round's: a round's end stops them

@@ -97,7 +97,7 @@ struct ModelRun {
     // to run (an output directory that does not exist holds no
     // configuration: the error below).
     if (fs::is_directory(o.output_dir)) {
-      sweep_dead_temp_files(o.output_dir, true);
+      base::sweep_dead_temp_files(o.output_dir);
       io.copy_to = cache_import_path(o.output_dir);
     }
     u.model = ImportedModel::from_file(o.model, io);
@@ -141,7 +141,7 @@ struct ModelRun {
   void start_workers(const ImportOptions& io) {
     store_dir = o.output_dir + "/.torq-store";
     fs::create_directories(store_dir + "/models");
-    sweep_dead_temp_files(store_dir + "/models");
+    base::sweep_dead_temp_files(store_dir + "/models");
     LocalWorkersOptions lo;
     lo.workers = std::max(1, o.workers);
     lo.endpoint = endpoint;

@@ -33,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "coordinator/fleet/assigned_run.h"
+#include "pipeline/base/temp_files.h"
 #include "pipeline/base/utc.h"
 #include "coordinator/fleet/assignment_file.h"
 #include "coordinator/fleet/fleet_run.h"
@@ -67,16 +68,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-void write_text(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    f.flush();
-    if (!f) throw PipelineError(path + ": cannot write");
-  }
-  fs::rename(tmp, path);
-}
+// Through <path>.tmp.<pid>: a killed run's is swept by the next; an error
+// says why ("ops.csv: cannot write: No space left on device").
+void write_text(const std::string& path, const std::string& text) { write_file_atomic(path, text); }
 
 // Why a collected test is not run at all (empty: it runs).
 std::string not_run_reason(const TestCase& t) {
@@ -497,8 +491,10 @@ struct MatrixRun {
   // Creates the export directory, clears an earlier run's outputs from it and opens the store.
   Exit prepare_export() {
     try {
-      fs::create_directories(export_dir);
-      if (!fs::is_directory(export_dir)) throw PipelineError(export_dir + ": cannot create the export directory");
+      prepare_output_dir(export_dir);  // the real reason when it cannot be; a killed run's temp files swept
+      std::error_code ls;  // and those in any test's reports, run again now or not
+      for (const auto& e : fs::directory_iterator(export_dir + "/reports", ls))
+        if (e.is_directory(ls)) base::sweep_dead_temp_files(e.path().string());
       // Outputs of an earlier run must not pass for this one's if it stops early.
       for (const char* f : {"junit.xml", "summary.json", "report.html", "suggested.yaml", "ops.csv", "ops.html"}) {
         std::error_code rm;
@@ -940,7 +936,7 @@ struct MatrixRun {
   // `u`, whose layers have op keys `keys`); throws.
   void collect_report(const std::string& id, const RunUnit& u, const std::vector<std::string>& keys) {
     const std::string dir = export_dir + "/reports/" + test_dir_name(id);
-    fs::create_directories(dir);
+    prepare_output_dir(dir);
     ModelReport rep = unit_report(u, *store, run_id, o.tolerance, dir, log);
     TestRun r = run_from_report(rep, u.full_result);
     select_compared(&r, spec.options.compare_with_original);

@@ -12,6 +12,7 @@
 #include "pipeline/base/toolchain_budget.h"
 #include "pipeline/probe/probe_catalog.h"
 #include "pipeline/probe/probe_spec.h"
+#include "pipeline/report/atomic_file.h"
 #include "pipeline/store/store.h"
 
 namespace torq::coordinator {
@@ -110,7 +111,7 @@ int run_probe_matrix(const MatrixRunOptions& o, const Spec& spec, std::ostream& 
   std::atomic<bool> workers_gone{false};
   ProbeFleet fleet;
   try {
-    fs::create_directories(export_dir);
+    prepare_output_dir(export_dir);
     fs::remove(export_dir + "/junit.xml");
     auto store = Store::open(db);
     const probe::ProbeSpec ps = probe::load_probe_spec(spec.probe->spec);

@@ -9,6 +9,7 @@
 #include "coordinator/fleet/fmt.h"
 #include "coordinator/fleet/tool_process.h"
 #include "pipeline/core/sha256.h"
+#include "pipeline/base/temp_files.h"
 #include "pipeline/base/thread_name.h"
 #include "pipeline/model/model_import.h"
 #include "pipeline/core/types.h"
@@ -30,7 +31,7 @@ std::string quantized_model(const std::string& fp32_path, bool per_channel, uint
   const fs::path out = dir / (name + "_quant.onnx");
   if (fs::exists(out)) return out.string();
   fs::create_directories(dir);
-  const fs::path tmp = dir / ("tmp-" + std::to_string(getpid()));
+  base::sweep_dead_temp_files(dir.string());
   // One thread: the workers keep every core busy while the next models are
   // prepared, and a multi-threaded calibration there spent about a third
   // more CPU than one thread (OpenMP's threads spinning at its barriers),
@@ -39,18 +40,18 @@ std::string quantized_model(const std::string& fp32_path, bool per_channel, uint
   // measured by the tool: its report goes nowhere here, and the variant's
   // tests measure the model against its fp32 original themselves.
   std::vector<std::string> argv{sibling_binary("torq-gen-config", "TORQ_GEN_CONFIG_BIN"), "quantize", "--model",
-                                fp32_path, "--output", tmp.string(), "--seed", std::to_string(seed),
+                                fp32_path, "--output", out.string(), "--seed", std::to_string(seed),
                                 "--threads", "1", "--no-measure"};
   if (per_channel) argv.push_back("--per-channel");
   const ToolRun r = run_tool(argv, running);
   if (r.exit_code != 0) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
     std::string msg = r.err.empty() ? "exit " + std::to_string(r.exit_code) : r.err;
     while (!msg.empty() && msg.back() == '\n') msg.pop_back();
     throw pipeline::PipelineError("int8 variant of " + fp32_path + ": torq-gen-config quantize failed: " + msg);
   }
-  fs::rename(tmp, out);
+  if (!fs::exists(out))
+    throw pipeline::PipelineError("int8 variant of " + fp32_path + ": torq-gen-config quantize exited 0 without writing " +
+                                  out.string());
   return out.string();
 }
 
@@ -58,6 +59,11 @@ QuantizeAhead::QuantizeAhead(std::vector<Request> requests, std::string cache_di
                              std::function<void(const std::string&)> log)
     : requests_(std::move(requests)), cache_dir_(std::move(cache_dir)), log_(std::move(log)), paths_(requests_.size()),
       errors_(requests_.size()) {
+  // A killed run's half-written variants, in any key's directory.
+  std::error_code ec;
+  if (!requests_.empty())
+    for (const auto& e : fs::directory_iterator(cache_dir_, ec))
+      if (e.is_directory(ec)) base::sweep_dead_temp_files(e.path().string());
   if (!requests_.empty()) thread_ = std::thread([this] {
     base::name_this_thread("torq-quantize");
     run();

@@ -2,8 +2,11 @@
 // model quantized by `torq-gen-config quantize` (a sibling tool: the
 // coordinator holds no tensors), with the variant's seed held out as
 // discover's own input. Cached by content: <cache_dir>/<key>/<name>_quant.onnx
-// where key hashes the fp32 bytes and the options, written under a
-// temporary name and renamed, so a killed run never leaves half a model.
+// where key hashes the fp32 bytes and the options. The tool writes it as
+// <name>_quant.onnx.tmp.<its pid> (flock held) and renames it, so a killed
+// run never leaves half a model under the final name; what a killed
+// quantization left is removed by the next quantized_model() of that key and
+// by the next QuantizeAhead on the cache (pipeline/base/temp_files.h).
 #pragma once
 
 #include <condition_variable>

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include "pipeline/report/atomic_file.h"
+
 namespace torq::pipeline {
 
 namespace {
@@ -28,11 +30,7 @@ std::string quoted(const std::string& s) {
   return q + "\"";
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-  if (!f) throw PipelineError(path + ": cannot write");
-}
+void write_file(const std::string& path, const std::string& text) { write_file_atomic(path, text); }
 
 }  // namespace
 

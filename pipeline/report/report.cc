@@ -707,11 +707,7 @@ void write_json_atomic(const std::string& path, const nlohmann::ordered_json& js
 }
 
 void write_report_files(const ModelReport& r, const std::string& output_dir) {
-  if (!output_dir.empty()) {
-    std::error_code ec;
-    fs::create_directories(output_dir, ec);
-    if (ec) throw PipelineError(output_dir + ": cannot create directory: " + ec.message());
-  }
+  if (!output_dir.empty()) prepare_output_dir(output_dir);
   write_json_atomic(report_path(output_dir, r.model_name), report_to_json(r));
   write_json_atomic(compiler_path(output_dir, r.model_name), compiler_json(r));
 }

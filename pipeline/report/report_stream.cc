@@ -82,9 +82,7 @@ std::vector<std::pair<std::string, Executor>> unique_assignments(std::vector<std
 ReportStreamWriter::ReportStreamWriter(const ModelReport& head, const std::string& output_dir) : head_(head) {
   head_.layers.clear();
   if (output_dir.empty()) return;
-  std::error_code ec;
-  fs::create_directories(output_dir, ec);
-  if (ec) throw PipelineError(output_dir + ": cannot create directory: " + ec.message());
+  prepare_output_dir(output_dir);
   compiler_path_ = compiler_path(output_dir, head_.model_name);
   report_.emplace(report_path(output_dir, head_.model_name));
   ojson doc = report_parts::report_head(head_);

@@ -115,8 +115,8 @@ TEST_F(RunCommand, CachesTheModelUnderItsHashAndLeavesNoTemporaryCopy) {
 }
 
 // Temporary files a killed discover, run or worker left mid-write (their
-// pid no longer runs) are removed by the next discover or run; those of a
-// live process stay.
+// pid no longer runs: <name>.tmp.<pid>, pipeline/base/temp_files.h) are
+// removed by the next discover or run; those of a live process stay.
 TEST_F(RunCommand, TemporaryFilesOfDeadProcessesAreSweptAndLiveOnesKept) {
   const pid_t child = fork();
   ASSERT_GE(child, 0);
@@ -126,22 +126,29 @@ TEST_F(RunCommand, TemporaryFilesOfDeadProcessesAreSweptAndLiveOnesKept) {
   const std::string models = out() + "/.torq-store/models";
   fs::create_directories(models);
   auto touch = [](const std::string& path) { std::ofstream(path) << "partial"; };
-  const std::vector<std::string> names{"import." + dead + ".tmp", "x.onnx.tmp." + dead, "import." + live + ".tmp",
-                                       "notes.tmp"};
+  const std::vector<std::string> names{"import.tmp." + dead, "x.onnx.tmp." + dead, "import.tmp." + live, "notes.tmp"};
   for (const auto& n : names) touch(models + "/" + n);
-  touch(out() + "/import." + dead + ".tmp");
-  touch(out() + "/import." + live + ".tmp");
-  touch(out() + "/x.tmp." + dead);  // a user's file, beside the reports: only import copies go there
+  touch(out() + "/import.tmp." + dead);
+  touch(out() + "/import.tmp." + live);
+  touch(out() + "/torq_gen_config_demo.json.tmp." + dead);  // a report a killed discover was writing
+  touch(out() + "/notes.tmp.txt");                          // not a name of ours
   ASSERT_NO_FATAL_FAILURE(discover_demo());
-  EXPECT_FALSE(fs::exists(models + "/import." + dead + ".tmp"));
+  EXPECT_FALSE(fs::exists(models + "/import.tmp." + dead));
   EXPECT_FALSE(fs::exists(models + "/x.onnx.tmp." + dead));
-  EXPECT_TRUE(fs::exists(models + "/import." + live + ".tmp"));
-  EXPECT_TRUE(fs::exists(models + "/notes.tmp"));  // not a name of ours
-  EXPECT_TRUE(fs::exists(out() + "/import." + dead + ".tmp"));  // discover sweeps the cache only
-  ASSERT_EQ(run().code, 0);
-  EXPECT_FALSE(fs::exists(out() + "/import." + dead + ".tmp"));
-  EXPECT_TRUE(fs::exists(out() + "/import." + live + ".tmp"));
-  EXPECT_TRUE(fs::exists(out() + "/x.tmp." + dead));
+  EXPECT_TRUE(fs::exists(models + "/import.tmp." + live));
+  EXPECT_TRUE(fs::exists(models + "/notes.tmp"));
+  EXPECT_FALSE(fs::exists(out() + "/torq_gen_config_demo.json.tmp." + dead));  // discover's output dir too
+  EXPECT_FALSE(fs::exists(out() + "/import.tmp." + dead));
+  touch(out() + "/import.tmp." + dead);
+  const auto r = run();
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("torq: removed " + out() + "/import.tmp." + dead +
+                          ": the temporary file of process " + dead + ", which no longer runs"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(out() + "/import.tmp." + dead));
+  EXPECT_TRUE(fs::exists(out() + "/import.tmp." + live));
+  EXPECT_TRUE(fs::exists(out() + "/notes.tmp.txt"));
 }
 
 TEST_F(RunCommand, AddsFullModelResultToTheReportAndNeverRewritesOps) {

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "pipeline/base/progress.h"
+#include "pipeline/report/atomic_file.h"
 #include "worker/engine/session.h"
 #include "worker/quant/calibrate.h"
 
@@ -189,9 +190,12 @@ int quantize_command(const QuantizeOptions& o, std::ostream& out, std::ostream& 
     auto model = pipeline::ImportedModel::from_file(o.model);
     QuantizeReport r = quantize_model(model->proto(), o);
     const std::string path = o.output.empty() ? default_output(o, model->name()) : o.output;
-    if (auto dir = std::filesystem::path(path).parent_path(); !dir.empty()) std::filesystem::create_directories(dir);
-    std::ofstream f(path, std::ios::binary);
-    if (!f || !r.model().SerializeToOstream(&f)) throw std::runtime_error(path + ": cannot write");
+    if (auto dir = std::filesystem::path(path).parent_path(); !dir.empty()) pipeline::prepare_output_dir(dir.string());
+    // Published whole through <path>.tmp.<pid> (a kill leaves no half model
+    // under the name; the next start in the directory sweeps the temporary).
+    std::string bytes;
+    if (!r.model().SerializeToString(&bytes)) throw std::runtime_error(path + ": cannot serialize the quantized model");
+    pipeline::write_file_atomic(path, bytes);
     print_report(r, o, path, out);
     return 0;
   } catch (const std::exception& e) {
