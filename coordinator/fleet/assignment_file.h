@@ -35,11 +35,21 @@ AssignmentFile assignment_from_report(const std::string& rpath, const std::strin
 
 // From compiler JSON `cpath` by "line:col" of the model's torch-mlir import
 // (`mlir_path` when it exists, else emitted from `proto`); never rewritten.
+// Strict, as the compiler's pass would read it: `model_name` must be
+// `model_name` (or the model it was quantized or cut from: "m" for
+// "m_quant" or "m_subgraph_1_3", as the real tool writes it); every op_assignments key a "<line>:<col>" (positive
+// integers) of one of `layers` in the import; every value
+// {"executor": "nss" | "css" | "host" | null} (the string "null", as the
+// seed's `edit --executor null` wrote, is null: the compiler decides); no
+// key twice. Anything else is a PipelineError naming the file, the key and
+// what was expected.
 AssignmentFile assignment_from_compiler(const std::string& cpath, const std::string& mlir_path,
-                                        const onnx::ModelProto& proto, const std::vector<pipeline::LayerInfo>& layers);
+                                        const onnx::ModelProto& proto, const std::string& model_name,
+                                        const std::vector<pipeline::LayerInfo>& layers);
 
-// A report or a compiler JSON, told apart by content (`ops` / `op_assignments`).
+// A report or a compiler JSON, told apart by content (`ops` / `op_assignments`);
+// `model_name` is the model's (checked against a compiler JSON's).
 AssignmentFile assignment_from_file(const std::string& path, const onnx::ModelProto& proto,
-                                    const std::vector<pipeline::LayerInfo>& layers);
+                                    const std::string& model_name, const std::vector<pipeline::LayerInfo>& layers);
 
 }  // namespace torq::coordinator

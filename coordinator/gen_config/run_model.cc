@@ -128,7 +128,8 @@ struct ModelRun {
       }
       plan = assignment_from_report(rpath, cpath, layers);
     }
-    else if (fs::exists(cpath)) plan = assignment_from_compiler(cpath, o.output_dir + "/" + name + ".torch.mlir", proto, layers);
+    else if (fs::exists(cpath))
+      plan = assignment_from_compiler(cpath, o.output_dir + "/" + name + ".torch.mlir", proto, name, layers);
     else
       throw PipelineError("no configuration for " + name + " in " + o.output_dir + " (looked for " + rpath + " and " +
                           cpath + "); run discovery first:\n  torq-gen-config discover --model " + o.model +

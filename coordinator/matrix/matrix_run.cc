@@ -295,7 +295,7 @@ RunUnit make_unit(const TestCase& t, const Spec& spec, const MatrixRunOptions& o
     u.range = resolve_range(*u.model, t.subgraph->from, t.subgraph->to);
     jt.result_key += "-s" + std::to_string(u.range->first) + "_" + std::to_string(u.range->last);
   } else if (t.mode == Mode::kRun && !t.model->config.empty()) {
-    const AssignmentFile af = assignment_from_file(t.model->config, u.model->proto(), u.model->layers());
+    const AssignmentFile af = assignment_from_file(t.model->config, u.model->proto(), u.model->name(), u.model->layers());
     u.fixed_assignment = true;
     u.assignment = af.assignment;
     u.passed_alone = af.passed_alone;

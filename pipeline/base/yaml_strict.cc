@@ -3,6 +3,10 @@
 #include <cstdint>
 
 #include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include <yaml-cpp/eventhandler.h>
 
 #include "pipeline/base/error.h"
 
@@ -118,12 +122,55 @@ double YamlReader::number(const YAML::Node& n, const std::string& what) const {
   if (!n.IsScalar()) fail(n, what + " must be a number");
   try {
     size_t pos = 0;
-    double v = std::stod(n.Scalar(), &pos);
+    const double v = std::stod(n.Scalar(), &pos);
     if (pos != n.Scalar().size()) throw std::invalid_argument("trailing");
+    if (!std::isfinite(v)) fail(n, what + " must be a finite number, got '" + n.Scalar() + "'");
     return v;
-  } catch (const std::exception&) {
+  } catch (const std::logic_error&) {  // invalid_argument, out_of_range
     fail(n, what + " must be a number, got '" + n.Scalar() + "'");
   }
+}
+
+namespace {
+
+std::string show(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+int64_t YamlReader::integer_in(const YAML::Node& n, const std::string& what, int64_t lo, int64_t hi) const {
+  const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  if (!n.IsScalar()) fail(n, what + " must be an integer in " + range);
+  int64_t v = 0;
+  try {
+    size_t pos = 0;
+    v = std::stoll(n.Scalar(), &pos);
+    if (pos != n.Scalar().size()) throw std::invalid_argument("trailing");
+  } catch (const std::exception&) {
+    fail(n, what + " must be an integer in " + range + ", got '" + n.Scalar() + "'");
+  }
+  if (v < lo || v > hi) fail(n, what + " must be an integer in " + range + ", got " + n.Scalar());
+  return v;
+}
+
+double YamlReader::number_in(const YAML::Node& n, const std::string& what, double lo, double hi, bool lo_open) const {
+  const std::string range = std::isinf(hi) ? std::string(lo_open ? "> " : ">= ") + show(lo)
+                                           : (lo_open ? "(" : "[") + show(lo) + ", " + show(hi) + "]";
+  const std::string want = std::isinf(hi) ? " must be a finite number " + range : " must be a number in " + range;
+  if (!n.IsScalar()) fail(n, what + want);
+  double v = 0;
+  try {
+    size_t pos = 0;
+    v = std::stod(n.Scalar(), &pos);
+    if (pos != n.Scalar().size()) throw std::invalid_argument("trailing");
+  } catch (const std::exception&) {
+    fail(n, what + want + ", got '" + n.Scalar() + "'");
+  }
+  if (!std::isfinite(v) || v < lo || (lo_open && v == lo) || v > hi) fail(n, what + want + ", got '" + n.Scalar() + "'");
+  return v;
 }
 
 int64_t YamlReader::integer(const YAML::Node& n, const std::string& what) const {
@@ -163,8 +210,35 @@ std::vector<YAML::Node> YamlReader::seq(const YAML::Node& n, const std::string& 
   return out;
 }
 
+namespace {
+
+// Where each document of a YAML stream starts (its '---' when it has one).
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> starts;
+  void OnDocumentStart(const YAML::Mark& m) override { starts.push_back(m); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+}  // namespace
+
 YAML::Node yaml_parse(const std::string& text, const std::string& filename) {
   try {
+    // YAML::Load reads the first document and drops the rest: a second one
+    // (a pasted file, a stray '---') is refused where it starts.
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentStarts docs;
+    if (parser.HandleNextDocument(docs) && parser.HandleNextDocument(docs) && docs.starts.size() > 1)
+      YamlReader(filename).fail(docs.starts[1], "a second YAML document starts here; this file holds one document "
+                                                "(remove the '---' and what follows, or merge it into the first)");
     return YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw EngineError(ErrorKind::kInvalidInput, filename + ":" + std::to_string(e.mark.line + 1) +

@@ -1,5 +1,8 @@
 // Strict YAML reading helpers: every error carries "file:line:col", unknown
-// and duplicate keys are errors, with a "did you mean" hint.
+// and duplicate keys are errors, with a "did you mean" hint. A file holds one
+// YAML document: a second one ('---') is refused where it starts, never
+// ignored. Numbers are finite (nan and inf are refused); a setting with a
+// range reads through integer_in / number_in, whose error names the range.
 #pragma once
 
 #include <set>
@@ -21,8 +24,14 @@ class YamlReader {
   void expect_map(const YAML::Node& n, const std::set<std::string>& allowed,
                   const std::string& what) const;
   std::string str(const YAML::Node& n, const std::string& what) const;
+  // A finite number ("nan", "inf" refused).
   double number(const YAML::Node& n, const std::string& what) const;
   int64_t integer(const YAML::Node& n, const std::string& what) const;
+  // An integer in [lo, hi]; otherwise "what must be an integer in [lo, hi], got V".
+  int64_t integer_in(const YAML::Node& n, const std::string& what, int64_t lo, int64_t hi) const;
+  // A finite number in [lo, hi] (with `lo_open`, in (lo, hi]); hi infinite:
+  // no upper bound. Otherwise "what must be a number in [lo, hi], got 'V'".
+  double number_in(const YAML::Node& n, const std::string& what, double lo, double hi, bool lo_open = false) const;
   bool boolean(const YAML::Node& n, const std::string& what) const;
   // One of `choices`; otherwise an error listing them (with a hint).
   std::string choice(const YAML::Node& n, const std::vector<std::string>& choices,
@@ -40,7 +49,8 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
 // candidate containing `word` counts as close).
 std::vector<std::string> closest(const std::string& word, const std::vector<std::string>& candidates, size_t n);
 
-// Parses text into a node; a syntax error becomes "file:line:col: message".
+// Parses text into a node; a syntax error becomes "file:line:col: message",
+// and so does a second document in the text (at its '---').
 YAML::Node yaml_parse(const std::string& text, const std::string& filename);
 
 }  // namespace torq::base

@@ -6,6 +6,7 @@
 // file or across files ("b.yaml:3:3: duplicate test ID 'x' (first at
 // a.yaml:5:3)"). target_overrides values are resolved here: each is the
 // entry's fields with the override's fields on top.
+#include <limits>
 #include <map>
 #include <set>
 
@@ -89,16 +90,10 @@ class ConfigReader {
     return e;
   }
 
-  double pcc(const YAML::Node& n) const {
-    const double v = r_.number(n, "required_pcc");
-    if (!(v >= -1 && v <= 1)) r_.fail(n, "required_pcc must be between -1 and 1, got '" + n.Scalar() + "'");
-    return v;
-  }
+  double pcc(const YAML::Node& n) const { return r_.number_in(n, "required_pcc", -1, 1); }
 
   double tolerance(const YAML::Node& n, const std::string& what) const {
-    const double v = r_.number(n, what);
-    if (!(v >= 0)) r_.fail(n, what + " must be >= 0, got '" + n.Scalar() + "'");
-    return v;
+    return r_.number_in(n, what, 0, std::numeric_limits<double>::infinity());
   }
 
   std::vector<std::string> names(const YAML::Node& n, const std::string& what) const {

@@ -3,8 +3,10 @@
 // globs expand now with glob(3) (each glob's matches sorted, entries kept in
 // list order, identical path+name pairs deduplicated); a glob matching no
 // file, a missing profile or test_config file, a duplicate name, a bad enum
-// or type, an unknown key or an invalid preset expression is a PipelineError
-// "file:line:col: message".
+// or type, a number out of its range, an unknown key, a second YAML document
+// or an invalid preset expression is a PipelineError "file:line:col:
+// message". A target's profiles and the probe spec are parsed too (their
+// errors carry their own file:line:col).
 #include <algorithm>
 #include <cmath>
 #include <glob.h>
@@ -18,6 +20,7 @@
 #include "pipeline/matrix/matrix_internal.h"
 #include "pipeline/base/error.h"
 #include "pipeline/base/yaml_strict.h"
+#include "pipeline/probe/probe_catalog.h"
 #include "pipeline/probe/probe_spec.h"
 
 namespace torq::pipeline::matrix {
@@ -25,6 +28,12 @@ namespace {
 
 namespace fs = std::filesystem;
 using engine::YamlReader;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// A variant's batch: the model's inputs are this many times larger.
+constexpr int64_t kMaxBatch = 4096;
+// Timing runs of one job: each is a full run of the compiled layer.
+constexpr int64_t kMaxTimingRuns = 10000;
 
 // As ImportedModel names models: the file stem; "model.onnx" files (one
 // model per directory, as in ../shared/models) take their directory's name.
@@ -121,17 +130,17 @@ class SpecParser {
     }
     if (rc != 0)
       r_.fail(at, "model glob '" + pattern + "' could not be expanded (glob error " + std::to_string(rc) + ")");
+    // Refused here by its kind, never opened later: a FIFO would block the
+    // coordinator's preparation (and its exit) until something wrote to it.
+    for (const std::string& file : out)
+      if (const std::string why = base::not_a_regular_file(file); !why.empty())
+        r_.fail(at, "model file '" + file + "' " + why);
     return out;
   }
 
   std::vector<ModelEntry> models(const YAML::Node& n) const {
     std::vector<ModelEntry> out;
     std::map<std::string, std::string> name_at;  // name → location of its entry
-    // Refused here by its kind, never opened later: a FIFO would block the
-    // coordinator's preparation (and its exit) until something wrote to it.
-    for (const std::string& file : out)
-      if (const std::string why = base::not_a_regular_file(file); !why.empty())
-        r_.fail(at, "model file '" + file + "' " + why);
     for (const YAML::Node& item : r_.seq(n, "models")) {
       std::string name, config;
       std::vector<SubgraphRef> subgraphs;
@@ -215,18 +224,10 @@ class SpecParser {
       v.name = r_.str(item["name"], "variant name");
       check_name(item["name"], v.name, "variant name");
     }
-    if (item["batch"]) {
-      const int64_t b = r_.integer(item["batch"], "batch");
-      if (b < 1 || b > std::numeric_limits<int>::max())
-        r_.fail(item["batch"], "batch must be >= 1, got " + std::to_string(b));
-      v.batch = static_cast<int>(b);
-    }
+    if (item["batch"]) v.batch = static_cast<int>(r_.integer_in(item["batch"], "batch", 1, kMaxBatch));
     if (item["inputs"]) v.random_inputs = r_.choice(item["inputs"], {"activations", "random"}, "inputs") == "random";
-    if (item["seed"]) {
-      const int64_t seed = r_.integer(item["seed"], "seed");
-      if (seed < 0) r_.fail(item["seed"], "seed must be >= 0, got " + std::to_string(seed));
-      v.seed = static_cast<uint64_t>(seed);
-    }
+    if (item["seed"])
+      v.seed = static_cast<uint64_t>(r_.integer_in(item["seed"], "seed", 0, std::numeric_limits<int64_t>::max()));
     return v;
   }
 
@@ -288,6 +289,10 @@ class SpecParser {
             const std::string abs = resolve(file);
             if (!fs::is_regular_file(abs))
               r_.fail(pkv.second, "profile file '" + file + "' not found (looked for " + abs + ")");
+            // Read now, so a bad value stops the spec at its file:line:col
+            // (not every job of the target); the op names are the engine's
+            // to judge, on the worker.
+            targets::TargetProfile::load(abs, probe::AnyOpCatalog());
             t.profiles[*executor_from_name(pkv.first.Scalar())] = abs;
           }
         }
@@ -358,20 +363,6 @@ class SpecParser {
     return out;
   }
 
-  uint32_t positive_u32(const YAML::Node& n, const std::string& what) const {
-    const int64_t v = r_.integer(n, what);
-    if (v < 1 || v > std::numeric_limits<uint32_t>::max())
-      r_.fail(n, what + " must be between 1 and " + std::to_string(std::numeric_limits<uint32_t>::max()) + ", got " +
-                     std::to_string(v));
-    return static_cast<uint32_t>(v);
-  }
-
-  // A finite number >= 0 (a drift threshold).
-  double non_negative(const YAML::Node& n, const std::string& what) const {
-    const double v = r_.number(n, what);
-    if (!std::isfinite(v) || v < 0) r_.fail(n, what + " must be a finite number >= 0, got '" + n.Scalar() + "'");
-    return v;
-  }
 
   // probe: {spec: FILE, min_explained: 0.99}; the probe spec is parsed now,
   // so its errors carry their own file:line:col before any job runs.
@@ -382,10 +373,7 @@ class SpecParser {
     p.spec = resolve(r_.str(n["spec"], "probe.spec"));
     if (!fs::exists(p.spec)) r_.fail(n["spec"], "probe spec '" + p.spec + "' does not exist");
     probe::load_probe_spec(p.spec);
-    if (n["min_explained"]) {
-      p.min_explained = r_.number(n["min_explained"], "probe.min_explained");
-      if (p.min_explained < 0 || p.min_explained > 1) r_.fail(n["min_explained"], "probe.min_explained must be in [0, 1]");
-    }
+    if (n["min_explained"]) p.min_explained = r_.number_in(n["min_explained"], "probe.min_explained", 0, 1);
     return p;
   }
 
@@ -396,16 +384,23 @@ class SpecParser {
     SpecOptions o;
     if (n["compare_with"])
       o.compare_with_original = r_.choice(n["compare_with"], {"fp32_original", "converted"}, "compare_with") == "fp32_original";
-    for (const auto& [key, into] : {std::pair{"pcc_drift", &o.pcc_drift}, std::pair{"time_drift", &o.time_drift},
-                                    std::pair{"time_floor_ms", &o.time_floor_ms}})
-      if (n[key]) *into = non_negative(n[key], key);
+    // A PCC lies in [-1, 1]: a drift is at most 2. A time drift is relative.
+    if (n["pcc_drift"]) o.pcc_drift = r_.number_in(n["pcc_drift"], "pcc_drift", 0, 2);
+    if (n["time_drift"]) o.time_drift = r_.number_in(n["time_drift"], "time_drift", 0, kInf);
+    if (n["time_floor_ms"]) o.time_floor_ms = r_.number_in(n["time_floor_ms"], "time_floor_ms", 0, kInf);
     if (n["collect_profile"]) o.collect_profile = r_.boolean(n["collect_profile"], "collect_profile");
     if (n["missing_tags"]) o.missing_tags_fail = r_.choice(n["missing_tags"], {"wait", "fail"}, "missing_tags") == "fail";
-    if (n["missing_tags_wait_s"]) o.missing_tags_wait_s = positive_u32(n["missing_tags_wait_s"], "missing_tags_wait_s");
+    // The wait is kept in milliseconds in an int.
+    if (n["missing_tags_wait_s"])
+      o.missing_tags_wait_s = static_cast<uint32_t>(
+          r_.integer_in(n["missing_tags_wait_s"], "missing_tags_wait_s", 1, std::numeric_limits<int>::max() / 1000));
     if (n["dedup"]) o.dedup = r_.boolean(n["dedup"], "dedup");
     if (n["skip_mode"]) o.skip_mode = r_.boolean(n["skip_mode"], "skip_mode");
-    if (n["timing_runs"]) o.timing_runs = positive_u32(n["timing_runs"], "timing_runs");
-    if (n["job_timeout_ms"]) o.job_timeout_ms = positive_u32(n["job_timeout_ms"], "job_timeout_ms");
+    if (n["timing_runs"])
+      o.timing_runs = static_cast<uint32_t>(r_.integer_in(n["timing_runs"], "timing_runs", 1, kMaxTimingRuns));
+    if (n["job_timeout_ms"])
+      o.job_timeout_ms = static_cast<uint32_t>(
+          r_.integer_in(n["job_timeout_ms"], "job_timeout_ms", 1, std::numeric_limits<uint32_t>::max()));
     return o;
   }
 

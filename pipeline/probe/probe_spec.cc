@@ -1,12 +1,13 @@
 #include "pipeline/probe/probe_spec.h"
 
 #include <fstream>
+#include <limits>
 #include <random>
 #include <set>
 #include <sstream>
 
-#include "pipeline/base/error.h"
 #include "pipeline/base/file_bytes.h"
+#include "pipeline/base/error.h"
 #include "pipeline/base/yaml_strict.h"
 #include "pipeline/core/sha256.h"
 #include "pipeline/probe/probe_ops.h"
@@ -18,6 +19,9 @@ namespace {
 using base::YamlReader;
 
 const std::vector<std::string> kDtypes{"fp32", "bf16", "int8"};
+
+// The most points a spec may ask for: each is a job (a compile and a run).
+constexpr int64_t kMaxPoints = 1000000;
 
 std::vector<std::string> axis_names(const ProbeFamily& f) {
   std::vector<std::string> out;
@@ -123,8 +127,7 @@ ProbeOpSpec parse_op(const YamlReader& r, const YAML::Node& key, const YAML::Nod
   if (n["axes"]) parse_axes(r, n["axes"], *f, s);
   if (n["grids"]) parse_grids(r, n["grids"], *f, s);
   if (n["sample"]) {
-    s.sample = r.integer(n["sample"], s.op + ".sample");
-    if (s.sample < 0) r.fail(n["sample"], s.op + ".sample must be >= 0");
+    s.sample = r.integer_in(n["sample"], s.op + ".sample", 0, std::numeric_limits<int64_t>::max());
     if (s.sample > spec.max_points)
       r.fail(n["sample"], s.op + ".sample " + std::to_string(s.sample) + " is more than max_points " +
                               std::to_string(spec.max_points));
@@ -143,13 +146,11 @@ ProbeSpec parse_probe_spec(const std::string& text, const std::string& filename)
   if (!root["ops"]) r.fail(root, "probe spec lacks 'ops' (a map from op type to its grid)");
   ProbeSpec spec;
   spec.file = filename;
-  if (root["seed"]) spec.seed = static_cast<uint64_t>(r.integer(root["seed"], "seed"));
+  if (root["seed"])
+    spec.seed = static_cast<uint64_t>(r.integer_in(root["seed"], "seed", 0, std::numeric_limits<int64_t>::max()));
   if (root["dtypes"]) spec.dtypes = parse_dtypes(r, root["dtypes"], "dtypes");
-  if (root["max_points"]) spec.max_points = r.integer(root["max_points"], "max_points");
-  if (root["refine"]) {
-    spec.refine = r.integer(root["refine"], "refine");
-    if (spec.refine < 0 || spec.refine > 8) r.fail(root["refine"], "refine must be in [0, 8] rounds");
-  }
+  if (root["max_points"]) spec.max_points = r.integer_in(root["max_points"], "max_points", 1, kMaxPoints);
+  if (root["refine"]) spec.refine = r.integer_in(root["refine"], "refine (rounds)", 0, 8);
   r.expect_map(root["ops"], {}, "ops");
   for (const auto& kv : root["ops"]) spec.ops.push_back(parse_op(r, kv.first, kv.second, spec));
   const size_t n = expand_points(spec).size();
@@ -161,9 +162,9 @@ ProbeSpec parse_probe_spec(const std::string& text, const std::string& filename)
 }
 
 ProbeSpec load_probe_spec(const std::string& path) {
-  std::ifstream f(path);
   if (const std::string why = base::not_a_regular_file(path); !why.empty())
     throw base::EngineError(base::ErrorKind::kInvalidInput, path + ": cannot open probe spec: " + why);
+  std::ifstream f(path);
   if (!f) throw base::EngineError(base::ErrorKind::kInvalidInput, path + ": cannot open probe spec");
   std::stringstream ss;
   ss << f.rdbuf();

@@ -2,17 +2,17 @@
 // which parameter grids. Strict YAML (file:line:col on any unknown key,
 // op, axis or value):
 //
-//   seed: 7                       # of the sampled points and every point's weights
+//   seed: 7                       # of the sampled points and every point's weights (>= 0)
 //   dtypes: [fp32, bf16, int8]    # default per op (an op's family may probe fewer)
-//   max_points: 5000              # a spec that expands to more is an error here
-//   refine: 3                     # rounds probing inside each learned bound's gap (probe_refine.h)
+//   max_points: 5000              # 1..1000000; a spec that expands to more is an error here
+//   refine: 3                     # 0..8 rounds probing inside each learned bound's gap (probe_refine.h)
 //   ops:
 //     Conv:
 //       dtypes: [bf16]            # optional: this op's own
 //       base: {kernel: 3, channels: 16}     # the other axes at their family default
 //       axes: {kernel: [1, 3, 5, 7, 9]}     # each axis swept alone, the others at base
 //       grids: [[stride, spatial]]          # full products of a few axes, the others at base
-//       sample: 40                # seeded random points of the product of every axis's values
+//       sample: 40                # seeded random points of the product of every axis's values (0..max_points)
 //       full: false               # true: the whole product of every axis's values
 //
 // Points are deduplicated by id and listed in spec order.

@@ -3,10 +3,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
-#include "pipeline/base/config_dir.h"
 #include "pipeline/base/file_bytes.h"
+#include "pipeline/base/config_dir.h"
 #include "pipeline/base/error.h"
 #include "pipeline/base/yaml_strict.h"
 
@@ -18,16 +19,26 @@ namespace {
 
 using IntField = std::optional<int64_t> OpRule::*;
 
-const std::map<std::string, IntField>& int_fields() {
-  static const std::map<std::string, IntField> f = {
-      {"max_kernel", &OpRule::max_kernel},
-      {"max_stride", &OpRule::max_stride},
-      {"max_dilation", &OpRule::max_dilation},
-      {"max_rank", &OpRule::max_rank},
-      {"min_kernel", &OpRule::min_kernel},
-      {"min_spatial", &OpRule::min_spatial},
-      {"max_input_elements", &OpRule::max_input_elements},
-      {"max_strided_input_elements", &OpRule::max_strided_input_elements},
+// An integer constraint and the values it may take: extents, strides and
+// dilations start at 1, a rank at 0, an element count at 1.
+struct IntSpec {
+  IntField field;
+  int64_t lo, hi;
+};
+
+constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();
+constexpr int64_t kMaxRank = 64;  // the spatial ranks and input ranks a rule may name
+
+const std::map<std::string, IntSpec>& int_fields() {
+  static const std::map<std::string, IntSpec> f = {
+      {"max_kernel", {&OpRule::max_kernel, 1, kMaxExtent}},
+      {"max_stride", {&OpRule::max_stride, 1, kMaxExtent}},
+      {"max_dilation", {&OpRule::max_dilation, 1, kMaxExtent}},
+      {"max_rank", {&OpRule::max_rank, 0, kMaxRank}},
+      {"min_kernel", {&OpRule::min_kernel, 1, kMaxExtent}},
+      {"min_spatial", {&OpRule::min_spatial, 1, kMaxExtent}},
+      {"max_input_elements", {&OpRule::max_input_elements, 1, std::numeric_limits<int64_t>::max()}},
+      {"max_strided_input_elements", {&OpRule::max_strided_input_elements, 1, std::numeric_limits<int64_t>::max()}},
   };
   return f;
 }
@@ -58,7 +69,7 @@ DType parse_dtype(const YamlReader& r, const YAML::Node& e) {
 std::string parse_group(const YamlReader& r, const YAML::Node& e) {
   return r.choice(e, {"standard", "depthwise", "grouped"}, "conv group kind");
 }
-int64_t parse_rank(const YamlReader& r, const YAML::Node& e) { return r.integer(e, "spatial rank"); }
+int64_t parse_rank(const YamlReader& r, const YAML::Node& e) { return r.integer_in(e, "spatial rank", 1, kMaxRank); }
 
 // Parses rule `n` of `op`. With `base` (an `int:` block) the rule starts as
 // `base` and each key given replaces that constraint; null removes it.
@@ -73,7 +84,8 @@ OpRule parse_rule(const YamlReader& r, const YAML::Node& n, const std::string& o
     const YAML::Node& v = kv.second;
     const bool clear = base && v.IsNull();
     if (auto f = int_fields().find(key); f != int_fields().end())
-      rule.*(f->second) = clear ? std::nullopt : std::optional<int64_t>(r.integer(v, key));
+      rule.*(f->second.field) =
+          clear ? std::nullopt : std::optional<int64_t>(r.integer_in(v, key, f->second.lo, f->second.hi));
     else if (key == "conv_groups")
       rule.conv_groups = clear ? std::set<std::string>{} : parse_set(r, v, what + ".conv_groups", parse_group);
     else if (key == "spatial_ranks")
@@ -89,10 +101,9 @@ OpRule parse_rule(const YamlReader& r, const YAML::Node& n, const std::string& o
   return rule;
 }
 
+// A rate or a clock: a finite number > 0, at most 1e9 (per cycle, or MHz).
 double positive(const YamlReader& r, const YAML::Node& n, const std::string& what) {
-  double v = r.number(n, what);
-  if (!(v > 0)) r.fail(n, what + " must be > 0");
-  return v;
+  return r.number_in(n, what, 0, 1e9, true);
 }
 
 CostModel parse_cost(const YamlReader& r, const YAML::Node& cost) {
@@ -105,16 +116,16 @@ CostModel parse_cost(const YamlReader& r, const YAML::Node& cost) {
     if (!cost[k]) r.fail(cost, std::string("cost lacks '") + k + "'");
   CostModel c;
   c.clock_mhz = positive(r, cost["clock_mhz"], "cost.clock_mhz");
-  c.slices = r.integer(cost["slices"], "cost.slices");
-  if (c.slices < 1) r.fail(cost["slices"], "cost.slices must be >= 1");
+  c.slices = r.integer_in(cost["slices"], "cost.slices", 1, 1 << 20);
   c.macs_per_cycle_per_slice = positive(r, cost["macs_per_cycle_per_slice"], "cost.macs_per_cycle_per_slice");
   if (cost["int8_macs_per_cycle_per_slice"])
     c.int8_macs_per_cycle_per_slice =
         positive(r, cost["int8_macs_per_cycle_per_slice"], "cost.int8_macs_per_cycle_per_slice");
   c.eltwise_per_cycle = positive(r, cost["eltwise_per_cycle"], "cost.eltwise_per_cycle");
   c.dma_bytes_per_cycle = positive(r, cost["dma_bytes_per_cycle"], "cost.dma_bytes_per_cycle");
-  c.dispatch_overhead_cycles = r.integer(cost["dispatch_overhead_cycles"], "cost.dispatch_overhead_cycles");
-  if (c.dispatch_overhead_cycles < 0) r.fail(cost["dispatch_overhead_cycles"], "must be >= 0");
+  // At most 1e12 cycles (1000 s at 1 GHz) a layer: sums of them stay exact.
+  c.dispatch_overhead_cycles =
+      r.integer_in(cost["dispatch_overhead_cycles"], "cost.dispatch_overhead_cycles", 0, 1000000000000);
   return c;
 }
 
@@ -169,6 +180,8 @@ TargetProfile TargetProfile::parse(const std::string& text, const std::string& f
 }
 
 TargetProfile TargetProfile::load(const std::string& path, const OpCatalog& catalog) {
+  if (const std::string why = base::not_a_regular_file(path); !why.empty())
+    throw EngineError(ErrorKind::kInvalidInput, path + ": cannot open profile: " + why);
   std::ifstream f(path);
   if (!f) throw EngineError(ErrorKind::kInvalidInput, path + ": cannot open profile");
   std::stringstream ss;
@@ -180,8 +193,6 @@ std::string TargetProfile::targets_dir() { return base::targets_dir(); }
 
 TargetProfile TargetProfile::resolve(const std::string& name_or_path, const OpCatalog& catalog) {
   if (name_or_path.find('/') != std::string::npos || name_or_path.find(".yaml") != std::string::npos)
-  if (const std::string why = base::not_a_regular_file(path); !why.empty())
-    throw EngineError(ErrorKind::kInvalidInput, path + ": cannot open profile: " + why);
     return load(name_or_path, catalog);
   const std::string path = targets_dir() + "/" + name_or_path + ".yaml";
   if (!std::filesystem::exists(path))

@@ -1,6 +1,8 @@
 // Executor profiles as data: what an executor (nss, css, host) accepts and
 // with what numerics (configs/targets/*.yaml), and what it costs. Parsed and
-// validated strictly at load, with file:line:col. This room knows no engine:
+// validated strictly at load, with file:line:col: one YAML document, every
+// number in its range (extents, strides, dilations >= 1, ranks 0..64,
+// element counts >= 1, cost rates and clock in (0, 1e9]). This room knows no engine:
 // the op types a profile may name come from an OpCatalog its caller gives
 // (the engine's kernels, worker/engine/profile.h), and judging a node
 // against a profile is the engine's (engine::ExecutorProfile::check).

@@ -124,18 +124,45 @@ TEST(MatrixConfig, BadEnumValueHasADidYouMean) {
                 "INCORRECT_RESULT, FAILED_FE_COMPILATION, FAILED_COMPILATION, FAILED_RUNTIME, NOT_STARTED, UNKNOWN");
 }
 
+// Every number of a test config is range-checked, nan and inf included,
+// and a second YAML document is refused, not ignored (issue 60).
+TEST(MatrixConfig, EveryNumberIsRangeCheckedAndOneDocumentRead) {
+  TempDir d;
+  const std::pair<std::string, std::string> cases[] = {
+      {"required_pcc: -1.5", "required_pcc must be a number in [-1, 1], got '-1.5'"},
+      {"required_pcc: nan", "required_pcc must be a number in [-1, 1], got 'nan'"},
+      {"allclose_rtol: -0.5", "allclose_rtol must be a finite number >= 0, got '-0.5'"},
+      {"allclose_rtol: inf", "allclose_rtol must be a finite number >= 0, got 'inf'"},
+      {"allclose_atol: nan", "allclose_atol must be a finite number >= 0, got 'nan'"},
+  };
+  for (const auto& [field, want] : cases) {
+    const std::string line = "  x: {" + field + "}";
+    const std::string f = d.write("c.yaml", "test_config:\n" + line + "\n");
+    const size_t col = line.find(": ", line.find(field)) + 3;
+    EXPECT_EQ(error_of([&] { load_configs({f}); }), f + ":2:" + std::to_string(col) + ": " + want) << field;
+  }
+  // In a target override too.
+  const std::string o = d.write("o.yaml", "test_config:\n  x:\n    target_overrides:\n      sim: {required_pcc: 2}\n");
+  EXPECT_EQ(error_of([&] { load_configs({o}); }), o + ":4:27: required_pcc must be a number in [-1, 1], got '2'");
+  const std::string two =
+      d.write("two.yaml", "test_config:\n  x: {required_pcc: 0.9}\n---\ntest_config:\n  y: {required_pcc: 5}\n");
+  EXPECT_EQ(error_of([&] { load_configs({two}); }),
+            two + ":3:1: a second YAML document starts here; this file holds one document (remove the '---' and what "
+                  "follows, or merge it into the first)");
+}
+
 TEST(MatrixConfig, WrongTypesAndRanges) {
   TempDir d;
   const std::string f = d.write("c.yaml", "test_config:\n  x:\n    required_pcc: \"high\"\n");
-  EXPECT_EQ(error_of([&] { load_configs({f}); }), f + ":3:19: required_pcc must be a number, got 'high'");
+  EXPECT_EQ(error_of([&] { load_configs({f}); }), f + ":3:19: required_pcc must be a number in [-1, 1], got 'high'");
   const std::string g = d.write("g.yaml", "test_config:\n  x: {required_pcc: 1.5}\n");
-  EXPECT_EQ(error_of([&] { load_configs({g}); }), g + ":2:21: required_pcc must be between -1 and 1, got '1.5'");
+  EXPECT_EQ(error_of([&] { load_configs({g}); }), g + ":2:21: required_pcc must be a number in [-1, 1], got '1.5'");
   const std::string h = d.write("h.yaml", "test_config:\n  x: {markers: push}\n");
   EXPECT_EQ(error_of([&] { load_configs({h}); }), h + ":2:16: markers must be a list");
   const std::string i = d.write("i.yaml", "test_config:\n  x: {assert_pcc: sometimes}\n");
   EXPECT_EQ(error_of([&] { load_configs({i}); }), i + ":2:19: assert_pcc must be true or false, got 'sometimes'");
   const std::string j = d.write("j.yaml", "test_config:\n  x: {allclose_atol: -0.1}\n");
-  EXPECT_EQ(error_of([&] { load_configs({j}); }), j + ":2:22: allclose_atol must be >= 0, got '-0.1'");
+  EXPECT_EQ(error_of([&] { load_configs({j}); }), j + ":2:22: allclose_atol must be a finite number >= 0, got '-0.1'");
   const std::string k = d.write("k.yaml", "test_config:\n  x: [status]\n");
   EXPECT_EQ(error_of([&] { load_configs({k}); }), k + ":2:6: test 'x' must be a mapping");
   const std::string m = d.write("m.yaml", "test_config:\n  x: {markers: [push, 'a b']}\n");
@@ -162,7 +189,7 @@ TEST(MatrixConfig, OverridesCannotNestAndPlaceholdersAreIdsWithFewFields) {
 }
 
 TEST(MatrixConfig, UnreadableFile) {
-  EXPECT_EQ(error_of([] { load_configs({"/nonexistent/c.yaml"}); }), "/nonexistent/c.yaml: cannot open");
+  EXPECT_EQ(error_of([] { load_configs({"/nonexistent/c.yaml"}); }), "/nonexistent/c.yaml: cannot open: does not exist");
 }
 
 // Two models (resnet, squeezenet) × fp32, bf16 × sim, astra × the modes.

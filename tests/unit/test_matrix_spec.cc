@@ -2,6 +2,8 @@
 // resolution, and the exact file:line:col errors of malformed specs.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "pipeline/matrix/matrix.h"
 #include "tests/unit/matrix_fixture.h"
 
@@ -11,13 +13,18 @@ namespace {
 using matrix_test::error_of;
 using matrix_test::TempDir;
 
+// A sim profile a spec's target may name (read at load).
+const char* const kProfile =
+    "name: strict\ncost: {clock_mhz: 1000, slices: 1, macs_per_cycle_per_slice: 1, eltwise_per_cycle: 1,\n"
+    "       dma_bytes_per_cycle: 1, dispatch_overhead_cycles: 0}\nops:\n  Conv: {dtypes: [bf16], min_spatial: 2}\n";
+
 TEST(MatrixSpec, ParsesEveryField) {
   TempDir d;
   d.write("models/b.onnx", "");
   d.write("models/a.onnx", "");
   d.write("models/notes.txt", "");
   d.write("shared/resnet18/model.onnx", "");
-  d.write("targets/nss-strict.yaml", "");
+  d.write("targets/nss-strict.yaml", kProfile);
   d.write("test_config/nightly.yaml", "");
   const std::string spec = d.write("spec/../spec.yaml", R"(models:
   - models/*.onnx
@@ -215,9 +222,9 @@ TEST(MatrixSpec, BadVariants) {
             "s.yaml:2:26: unknown key 'per_chanel' in variant (did you mean 'per_channel'?); allowed: batch, dtype, "
             "inputs, name, per_channel, rounding, seed");
   EXPECT_EQ(error_of([] { parse_spec("models: []\nvariants: [{name: b, batch: 0}]\n", "s.yaml"); }),
-            "s.yaml:2:29: batch must be >= 1, got 0");
+            "s.yaml:2:29: batch must be an integer in [1, 4096], got 0");
   EXPECT_EQ(error_of([] { parse_spec("models: []\nvariants: [{name: b, batch: two}]\n", "s.yaml"); }),
-            "s.yaml:2:29: batch must be an integer, got 'two'");
+            "s.yaml:2:29: batch must be an integer in [1, 4096], got 'two'");
   EXPECT_EQ(error_of([] { parse_spec("models: []\nvariants: [{name: b, inputs: zeros}]\n", "s.yaml"); }),
             "s.yaml:2:30: bad value 'zeros' for inputs; expected one of: activations, random");
   EXPECT_EQ(error_of([] { parse_spec("models: []\nvariants: [fp32, {dtype: fp32}]\n", "s.yaml"); }),
@@ -250,6 +257,24 @@ TEST(MatrixSpec, BadTargets) {
             spec + ":3:23: profile file 'p.yaml' not found (looked for " + d.path("p.yaml") + ")");
 }
 
+// A target's profile is read with the spec: its bad values stop the spec
+// at their own file:line:col, not every job of the target (issue 60).
+TEST(MatrixSpec, ATargetsProfileIsCheckedAtLoad) {
+  TempDir d;
+  const std::string spec = d.write("spec.yaml", "models: []\ntargets:\n  x: {profiles: {nss: p.yaml}}\n");
+  std::string negative = kProfile;
+  negative.replace(negative.find("min_spatial: 2"), 14, "min_spatial: -5");
+  const std::string p = d.write("p.yaml", negative);
+  EXPECT_EQ(error_of([&] { load_spec(spec); }),
+            p + ":5:39: min_spatial must be an integer in [1, 2147483647], got -5");
+  d.write("p.yaml", std::string(kProfile) + "---\nname: second\n");
+  EXPECT_EQ(error_of([&] { load_spec(spec); }),
+            p + ":6:1: a second YAML document starts here; this file holds one document (remove the '---' and what "
+                "follows, or merge it into the first)");
+  d.write("p.yaml", kProfile);
+  EXPECT_EQ(load_spec(spec).targets.at(0).profiles.at(Executor::kNss), p);
+}
+
 TEST(MatrixSpec, MissingTestConfigFileIsAnError) {
   TempDir d;
   const std::string spec = d.write("spec.yaml", "models: []\ntest_config:\n  - cfg/a.yaml\n");
@@ -268,11 +293,54 @@ TEST(MatrixSpec, PresetExpressionsAreValidated) {
 
 TEST(MatrixSpec, OptionTypesAreChecked) {
   EXPECT_EQ(error_of([] { parse_spec("models: []\noptions: {timing_runs: many}\n", "s.yaml"); }),
-            "s.yaml:2:24: timing_runs must be an integer, got 'many'");
+            "s.yaml:2:24: timing_runs must be an integer in [1, 10000], got 'many'");
   EXPECT_EQ(error_of([] { parse_spec("models: []\noptions: {timing_runs: 0}\n", "s.yaml"); }),
-            "s.yaml:2:24: timing_runs must be between 1 and 4294967295, got 0");
+            "s.yaml:2:24: timing_runs must be an integer in [1, 10000], got 0");
   EXPECT_EQ(error_of([] { parse_spec("models: []\noptions: {dedup: maybe}\n", "s.yaml"); }),
             "s.yaml:2:18: dedup must be true or false, got 'maybe'");
+}
+
+// Every number of a spec is range-checked at load with its range (issue 60).
+TEST(MatrixSpec, EveryNumberIsRangeChecked) {
+  // {the flow map's text, its bad value, the message}: "s.yaml:2:<col of the value>: message".
+  const std::tuple<std::string, std::string, std::string> cases[] = {
+      {"variants: [{name: b, batch: 4097}]", "4097", "batch must be an integer in [1, 4096], got 4097"},
+      {"variants: [{name: b, batch: -2}]", "-2", "batch must be an integer in [1, 4096], got -2"},
+      {"variants: [{name: b, seed: -1}]", "-1", "seed must be an integer in [0, 9223372036854775807], got -1"},
+      {"options: {timing_runs: 10001}", "10001", "timing_runs must be an integer in [1, 10000], got 10001"},
+      {"options: {job_timeout_ms: 0}", "0", "job_timeout_ms must be an integer in [1, 4294967295], got 0"},
+      {"options: {job_timeout_ms: 4294967296}", "4294967296",
+       "job_timeout_ms must be an integer in [1, 4294967295], got 4294967296"},
+      {"options: {missing_tags_wait_s: 0}", "0", "missing_tags_wait_s must be an integer in [1, 2147483], got 0"},
+      {"options: {missing_tags_wait_s: 2147484}", "2147484",
+       "missing_tags_wait_s must be an integer in [1, 2147483], got 2147484"},
+      {"options: {pcc_drift: 2.5}", "2.5", "pcc_drift must be a number in [0, 2], got '2.5'"},
+      {"options: {time_drift: -1}", "-1", "time_drift must be a finite number >= 0, got '-1'"},
+      {"options: {time_floor_ms: inf}", "inf", "time_floor_ms must be a finite number >= 0, got 'inf'"},
+  };
+  for (const auto& [line, value, want] : cases) {
+    const size_t col = line.find(": " + value) + 3;
+    EXPECT_EQ(error_of([&] { parse_spec("models: []\n" + line + "\n", "s.yaml"); }),
+              "s.yaml:2:" + std::to_string(col) + ": " + want)
+        << line;
+  }
+  TempDir d;
+  const std::string probe = d.write("p.yaml", "dtypes: [bf16]\nops:\n  Conv:\n    axes: {kernel: [1, 3]}\n");
+  for (const std::string v : {"1.5", "-0.1", "nan"})
+    EXPECT_EQ(error_of([&] { parse_spec("probe: {spec: " + probe + ", min_explained: " + v + "}\n", d.path("s.yaml")); }),
+              d.path("s.yaml") + ":1:" + std::to_string(32 + probe.size()) +
+                  ": probe.min_explained must be a number in [0, 1], got '" + v + "'");
+}
+
+TEST(MatrixSpec, ASecondDocumentIsRefusedWhereItStarts) {
+  EXPECT_EQ(error_of([] { parse_spec("models: []\n---\nmodels: [other.onnx]\n", "s.yaml"); }),
+            "s.yaml:2:1: a second YAML document starts here; this file holds one document (remove the '---' and what "
+            "follows, or merge it into the first)");
+  // Even an empty one: the '---' says the author meant a second document.
+  EXPECT_EQ(error_of([] { parse_spec("# a spec\nmodels: []\n---\n", "s.yaml"); }).substr(0, 50),
+            "s.yaml:3:1: a second YAML document starts here; th");
+  // A leading '---' and a final '...' mark one document.
+  EXPECT_TRUE(parse_spec("---\nmodels: []\n...\n", "s.yaml").models.empty());
 }
 
 TEST(MatrixSpec, DriftThresholdOptions) {
@@ -285,9 +353,9 @@ TEST(MatrixSpec, DriftThresholdOptions) {
   EXPECT_EQ(s.options.time_drift, 1.5);
   EXPECT_EQ(s.options.time_floor_ms, 0.0);
   EXPECT_EQ(error_of([] { parse_spec("models: []\noptions: {pcc_drift: -0.1}\n", "s.yaml"); }),
-            "s.yaml:2:22: pcc_drift must be a finite number >= 0, got '-0.1'");
+            "s.yaml:2:22: pcc_drift must be a number in [0, 2], got '-0.1'");
   EXPECT_EQ(error_of([] { parse_spec("models: []\noptions: {time_drift: 20%}\n", "s.yaml"); }),
-            "s.yaml:2:23: time_drift must be a number, got '20%'");
+            "s.yaml:2:23: time_drift must be a finite number >= 0, got '20%'");
   EXPECT_EQ(error_of([] { parse_spec("models: []\noptions: {time_floor_ms: nan}\n", "s.yaml"); }),
             "s.yaml:2:26: time_floor_ms must be a finite number >= 0, got 'nan'");
   EXPECT_EQ(error_of([] { parse_spec("models: []\noptions:\n  pcc_drfit: 0.01\n", "s.yaml"); }),
@@ -299,7 +367,7 @@ TEST(MatrixSpec, DriftThresholdOptions) {
 TEST(MatrixSpec, SyntaxErrorAndUnreadableFile) {
   EXPECT_EQ(error_of([] { parse_spec("models: [a\n", "s.yaml"); }),
             "s.yaml:2:1: YAML syntax error: end of sequence flow not found");
-  EXPECT_EQ(error_of([] { load_spec("/nonexistent/spec.yaml"); }), "/nonexistent/spec.yaml: cannot open");
+  EXPECT_EQ(error_of([] { load_spec("/nonexistent/spec.yaml"); }), "/nonexistent/spec.yaml: cannot open: does not exist");
 }
 
 }  // namespace

@@ -57,6 +57,24 @@ TEST(ProbeSpec, ErrorsNameTheFileLineAndColumnWithAHint) {
             std::string::npos);
 }
 
+// Every number of a probe spec is range-checked at load, and a second YAML
+// document is refused, not ignored (issue 60).
+TEST(ProbeSpec, EveryNumberIsRangeCheckedAndOneDocumentRead) {
+  const std::string ops = "ops:\n  Conv:\n    axes: {kernel: [1, 3]}\n";
+  EXPECT_EQ(parse_error("seed: -1\n" + ops), "p.yaml:1:7: seed must be an integer in [0, 9223372036854775807], got -1");
+  EXPECT_EQ(parse_error("max_points: 0\n" + ops), "p.yaml:1:13: max_points must be an integer in [1, 1000000], got 0");
+  EXPECT_EQ(parse_error("max_points: -5\n" + ops), "p.yaml:1:13: max_points must be an integer in [1, 1000000], got -5");
+  EXPECT_EQ(parse_error("max_points: 1000001\n" + ops),
+            "p.yaml:1:13: max_points must be an integer in [1, 1000000], got 1000001");
+  EXPECT_EQ(parse_error("refine: 9\n" + ops), "p.yaml:1:9: refine (rounds) must be an integer in [0, 8], got 9");
+  EXPECT_EQ(parse_error("refine: -1\n" + ops), "p.yaml:1:9: refine (rounds) must be an integer in [0, 8], got -1");
+  EXPECT_EQ(parse_error(ops + "    sample: -2\n"),
+            "p.yaml:4:13: Conv.sample must be an integer in [0, 9223372036854775807], got -2");
+  EXPECT_EQ(parse_error(ops + "---\nops:\n  Relu: {}\n"),
+            "p.yaml:4:1: a second YAML document starts here; this file holds one document (remove the '---' and what "
+            "follows, or merge it into the first)");
+}
+
 TEST(ProbeSpec, PointsAreTheBasePlusEachAxisSweptAloneThenGridsAndTheirIdsAreStable) {
   const ProbeSpec s = parse_probe_spec(
       "seed: 3\ndtypes: [bf16]\nops:\n  Conv:\n    base: {channels: 8}\n    axes: {kernel: [1, 3, 5], stride: [1, 2]}\n"

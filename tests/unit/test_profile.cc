@@ -4,6 +4,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <tuple>
+
 #include "pipeline/base/error.h"
 #include "worker/engine/kernel.h"
 #include "worker/engine/profile.h"
@@ -102,8 +104,65 @@ TEST(ProfileYaml, BadDtypeAndBadEnumAndBadNumber) {
       << error_of(t2);
   std::string t3 = kMinimal;
   t3.replace(t3.find("clock_mhz: 100"), 14, "clock_mhz: fast");
-  EXPECT_NE(error_of(t3).find("p.yaml:3:14: cost.clock_mhz must be a number, got 'fast'"), std::string::npos)
+  EXPECT_NE(error_of(t3).find("p.yaml:3:14: cost.clock_mhz must be a number in (0, 1e+09], got 'fast'"), std::string::npos)
       << error_of(t3);
+}
+
+// Every number of a profile is range-checked at load (issue 60): the error
+// names the file:line:col, the setting and its range.
+TEST(ProfileYaml, EveryNumberIsRangeChecked) {
+  const std::string ext = "[1, 2147483647]";
+  const std::string count = "[1, 9223372036854775807]";
+  // {rule, its bad value, the message after "p.yaml:10:<col of the value>: "}.
+  const std::tuple<std::string, std::string, std::string> rules[] = {
+      {"min_spatial: -5", "-5", "min_spatial must be an integer in " + ext + ", got -5"},
+      {"min_spatial: 0", "0", "min_spatial must be an integer in " + ext + ", got 0"},
+      {"max_kernel: 0", "0", "max_kernel must be an integer in " + ext + ", got 0"},
+      {"min_kernel: -1", "-1", "min_kernel must be an integer in " + ext + ", got -1"},
+      {"max_stride: 0", "0", "max_stride must be an integer in " + ext + ", got 0"},
+      {"max_dilation: 0", "0", "max_dilation must be an integer in " + ext + ", got 0"},
+      {"max_kernel: 2147483648", "2147483648", "max_kernel must be an integer in " + ext + ", got 2147483648"},
+      {"max_rank: -1", "-1", "max_rank must be an integer in [0, 64], got -1"},
+      {"max_rank: 65", "65", "max_rank must be an integer in [0, 64], got 65"},
+      {"max_input_elements: 0", "0", "max_input_elements must be an integer in " + count + ", got 0"},
+      {"max_strided_input_elements: -3", "-3",
+       "max_strided_input_elements must be an integer in " + count + ", got -3"},
+      {"spatial_ranks: [2, 0]", "0", "spatial rank must be an integer in [1, 64], got 0"},
+      {"int: {min_spatial: -5}", "-5", "min_spatial must be an integer in " + ext + ", got -5"},
+  };
+  for (const auto& [rule, value, want] : rules) {
+    std::string t = kMinimal;
+    const std::string line = "  Conv: {dtypes: [f32, i8], " + rule + "}";
+    t.replace(t.find("  Conv: {dtypes: [f32]}"), 23, line);
+    const size_t col = line.find(value, line.find(": ", line.find(rule)) + 1) + 1;
+    EXPECT_EQ(error_of(t), "p.yaml:10:" + std::to_string(col) + ": " + want) << rule;
+  }
+  const std::pair<std::string, std::string> costs[] = {
+      {"clock_mhz: 100", "p.yaml:3:14: cost.clock_mhz must be a number in (0, 1e+09], got '0'"},
+      {"clock_mhz: 100", "p.yaml:3:14: cost.clock_mhz must be a number in (0, 1e+09], got 'nan'"},
+      {"clock_mhz: 100", "p.yaml:3:14: cost.clock_mhz must be a number in (0, 1e+09], got 'inf'"},
+      {"slices: 2", "p.yaml:4:11: cost.slices must be an integer in [1, 1048576], got 0"},
+      {"macs_per_cycle_per_slice: 10", "p.yaml:5:29: cost.macs_per_cycle_per_slice must be a number in (0, 1e+09], got '-10'"},
+      {"eltwise_per_cycle: 4", "p.yaml:6:22: cost.eltwise_per_cycle must be a number in (0, 1e+09], got '2e9'"},
+      {"dma_bytes_per_cycle: 8", "p.yaml:7:24: cost.dma_bytes_per_cycle must be a number in (0, 1e+09], got '0'"},
+      {"dispatch_overhead_cycles: 100",
+       "p.yaml:8:29: cost.dispatch_overhead_cycles must be an integer in [0, 1000000000000], got -1"},
+  };
+  for (const auto& [field, want] : costs) {
+    std::string t = kMinimal;
+    const std::string value = want.substr(want.rfind("got ") + 4);
+    const std::string bare = value[0] == '\'' ? value.substr(1, value.size() - 2) : value;
+    t.replace(t.find(field), field.size(), field.substr(0, field.find(' ') + 1) + bare);
+    EXPECT_EQ(error_of(t), want) << field << " " << bare;
+  }
+}
+
+TEST(ProfileYaml, ASecondDocumentIsRefusedWhereItStarts) {
+  const std::string t = std::string(kMinimal) + "---\nname: other\n";
+  EXPECT_EQ(error_of(t), "p.yaml:11:1: a second YAML document starts here; this file holds one document (remove the "
+                         "'---' and what follows, or merge it into the first)");
+  // A leading '---' and a final '...' are one document.
+  EXPECT_EQ(error_of("---\n" + std::string(kMinimal) + "...\n"), "");
 }
 
 TEST(ProfileYaml, SyntaxErrorHasLocation) {
