@@ -46,9 +46,9 @@ void check_backend(const std::string& binary, const std::vector<std::string>& ba
 }  // namespace
 
 std::string toolchain_target(const std::string& toolchain_file) {
-  std::ifstream f(toolchain_file, std::ios::binary);
   if (const std::string why = base::not_a_regular_file(toolchain_file); !why.empty())
     throw pipeline::PipelineError(toolchain_file + ": cannot open toolchain file: " + why);
+  std::ifstream f(toolchain_file, std::ios::binary);
   if (!f) throw pipeline::PipelineError(toolchain_file + ": cannot open toolchain file");
   std::stringstream ss;
   ss << f.rdbuf();

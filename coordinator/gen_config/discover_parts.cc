@@ -13,11 +13,11 @@
 #include <filesystem>
 #include <sstream>
 
+#include "pipeline/base/file_bytes.h"
 #include "coordinator/fleet/unit_run.h"
 #include "pipeline/model/mlir.h"
 #include "pipeline/model/model_import.h"
 #include "pipeline/report/profile_merge.h"
-#include "pipeline/base/file_bytes.h"
 #include "pipeline/base/yaml_strict.h"
 #include "pipeline/base/temp_files.h"
 #include "pipeline/report/atomic_file.h"
@@ -40,14 +40,14 @@ std::string builtin_profile_path(Executor e) {
 }  // namespace
 
 std::map<Executor, std::string> read_targets(const std::string& file, const targets::OpCatalog& ops) {
+  if (const std::string why = base::not_a_regular_file(file); !why.empty())
+    throw PipelineError(file + ": cannot open targets file: " + why);
   std::ifstream f(file);
   if (!f) throw PipelineError(file + ": cannot open targets file");
   std::stringstream ss;
   ss << f.rdbuf();
   base::YamlReader r(file);
   YAML::Node root = base::yaml_parse(ss.str(), file);
-  if (const std::string why = base::not_a_regular_file(file); !why.empty())
-    throw PipelineError(file + ": cannot open targets file: " + why);
   r.expect_map(root, {"nss", "css", "host"}, "targets");
   std::map<Executor, std::string> out;
   for (const auto& kv : root) {
@@ -227,14 +227,14 @@ void add_mlir_locations(const DiscoverOptions& o, const std::string& name, const
     std::ofstream f(path);
     f << text;
   } else {
+    if (const std::string why = base::not_a_regular_file(path); !why.empty())
+      throw PipelineError(path + ": cannot open MLIR file: " + why);
     std::ifstream f(path);
     if (!f) throw PipelineError(path + ": cannot open MLIR file");
     std::stringstream ss;
     ss << f.rdbuf();
     text = ss.str();
   }
-    if (const std::string why = base::not_a_regular_file(path); !why.empty())
-      throw PipelineError(path + ": cannot open MLIR file: " + why);
   for (const auto& p : set_layer_locations(text, proto, rep.layers)) log.line("MLIR " + path + ": " + p);
 }
 

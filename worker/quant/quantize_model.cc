@@ -10,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "pipeline/base/file_bytes.h"
 #include "pipeline/base/progress.h"
 #include "pipeline/report/atomic_file.h"
 #include "worker/engine/session.h"
@@ -190,6 +191,8 @@ int quantize_command(const QuantizeOptions& o, std::ostream& out, std::ostream& 
     auto model = pipeline::ImportedModel::from_file(o.model);
     QuantizeReport r = quantize_model(model->proto(), o);
     const std::string path = o.output.empty() ? default_output(o, model->name()) : o.output;
+    if (const std::string why = base::not_a_writable_file(path); !why.empty())
+      throw std::runtime_error(path + ": cannot write: " + why);
     if (auto dir = std::filesystem::path(path).parent_path(); !dir.empty()) pipeline::prepare_output_dir(dir.string());
     // Published whole through <path>.tmp.<pid> (a kill leaves no half model
     // under the name; the next start in the directory sweeps the temporary).
