@@ -643,6 +643,11 @@ struct MatrixRun {
       log("preparation stopped: " + prepare_error);
       halt = true;  // the broker winds down: the run stops
       return false;
+    } catch (const StoreReadError& e) {  // a damaged store is not the test's failure either (issue 60)
+      prepare_error = e.what();
+      log("preparation stopped: " + prepare_error);
+      halt = true;
+      return false;
     } catch (const QuantizeAhead::Stopped&) {  // the run stops: not the test's failure
       return false;
     } catch (const std::exception& e) {

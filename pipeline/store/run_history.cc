@@ -9,6 +9,7 @@
 
 #include "pipeline/core/json_limits.h"
 #include "pipeline/model/model_import.h"
+#include "pipeline/store/store_io.h"
 
 namespace torq::pipeline::history {
 
@@ -27,13 +28,13 @@ nlohmann::json parse(const std::string& key, const std::string& text) {
   return j;
 }
 
-// A record decoded by `from`; any malformation is a PipelineError naming the key.
+// A record decoded by `from`; any malformation is a StoreReadError naming the key.
 template <class From>
 auto decode(const std::string& dir, const std::string& key, const std::string& text, From from) {
   try {
     return from(parse(key, text));
   } catch (const std::exception& e) {
-    throw PipelineError("store '" + dir + "': run history record '" + key + "': " + e.what());
+    store_detail::throw_damage(dir, "runs", "run history record '" + key + "': " + e.what());
   }
 }
 
@@ -46,10 +47,10 @@ TestRecord decode_test(const std::string& dir, const std::string& key, const std
 }
 
 // The seq of a key ending in "/<8 digits>" (or "/<8 digits>/..." after `prefix`).
-int seq_of(const std::string& key, const std::string& prefix) {
+int seq_of(const std::string& dir, const std::string& key, const std::string& prefix) {
   const std::string digits = key.substr(prefix.size(), 8);
   if (digits.size() != 8 || digits.find_first_not_of("0123456789") != std::string::npos)
-    throw PipelineError("run history: malformed key '" + key + "'");
+    store_detail::throw_damage(dir, "runs", "run history: malformed key '" + key + "'");
   return std::stoi(digits);
 }
 
@@ -83,8 +84,14 @@ std::optional<RunRecord> History::load(int seq) const {
   const std::string prefix = key("tests/" + padded(seq) + "/");
   for (const auto& [tk, tv] : store_.run_records(prefix))
     by_id[tk.substr(prefix.size())] = decode_test(store_.dir(), tk, tv);
-  for (const auto& id : r.test_ids)
-    if (auto it = by_id.find(id); it != by_id.end()) r.tests.push_back(it->second);
+  for (const auto& id : r.test_ids) {
+    const auto it = by_id.find(id);
+    if (it == by_id.end())  // the run's record is written last: its tests were there
+      store_detail::throw_damage(store_.dir(), "runs",
+                                 "run history: run " + std::to_string(seq) + " (" + k + ") names test '" + id +
+                                     "', whose record " + prefix + id + " is missing");
+    r.tests.push_back(it->second);
+  }
   return r;
 }
 
@@ -104,13 +111,13 @@ std::optional<TestRecord> History::latest_of(const std::string& id) const {
 
 // The test record that the "latest" pointer `k` (value `v`) names; throws.
 TestRecord History::latest_record(const std::string& k, const std::string& v) const {
-  const nlohmann::json j = parse(k, v);
+  const nlohmann::json j = decode(store_.dir(), k, v, [](const nlohmann::json& p) { return p; });
   if (!j.is_object() || !j.contains("seq") || !j["seq"].is_number_integer())
-    throw PipelineError("run history: record '" + k + "' has no seq");
+    store_detail::throw_damage(store_.dir(), "runs", "run history: record '" + k + "' has no seq");
   const std::string id = k.substr(key("latest/").size());
   const std::string tk = key("tests/" + padded(j["seq"].get<int>()) + "/" + id);
   const auto tv = store_.get_run_record(tk);
-  if (!tv) throw PipelineError("run history: '" + k + "' names a missing record '" + tk + "'");
+  if (!tv) store_detail::throw_damage(store_.dir(), "runs", "run history: '" + k + "' names a missing record '" + tk + "'");
   return decode_test(store_.dir(), tk, *tv);
 }
 
@@ -127,7 +134,7 @@ int History::append(RunRecord run, const std::vector<TestRecord>& tests) {
 int History::append(RunRecord run, size_t count, const std::function<TestRecord(size_t)>& test_at) {
   constexpr size_t kBatchBytes = size_t{8} << 20;
   const auto existing = store_.run_records(key("runs/"));
-  run.seq = existing.empty() ? 1 : seq_of(existing.back().first, key("runs/")) + 1;
+  run.seq = existing.empty() ? 1 : seq_of(store_.dir(), existing.back().first, key("runs/")) + 1;
   run.spec = spec_;
   run.tests.clear();
   run.test_ids.clear();
@@ -154,12 +161,16 @@ int History::append(RunRecord run, size_t count, const std::function<TestRecord(
   last.emplace_back(key("runs/" + padded(run.seq)), to_json(run).dump());
   last.emplace_back("history-specs/" + key_, nlohmann::json({{"spec", spec_}}).dump());
   store_.put_run_records(last);
+  // Runs 1 .. seq, counted in the store's seal: a MANIFEST cut short that
+  // drops some of them is said at the next open (store.h: The seal).
+  store_.seal_count(key("runs/"), "runs in the history of spec '" + spec_ + "'", existing.size() + 1);
   return run.seq;
 }
 
 std::vector<std::string> History::specs(const Store& store) {
   std::vector<std::string> out;
-  for (const auto& [k, v] : store.run_records("history-specs/")) out.push_back(parse(k, v).value("spec", k));
+  for (const auto& [k, v] : store.run_records("history-specs/"))
+    out.push_back(decode(store.dir(), k, v, [](const nlohmann::json& j) { return j; }).value("spec", k));
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -17,8 +17,15 @@
 //  - A run is appended in one synced WriteBatch: after a crash or a kill
 //    either all of it is in the store or none of it, and earlier runs are
 //    never rewritten (only the latest/ index moves forward).
-//  - Every failure (store error, undecodable record) is a PipelineError
-//    naming the key.
+//  - Every failure is a PipelineError naming the key: a record that does
+//    not decode, or a run that names a test record that is not there, is a
+//    StoreReadError with the store's repair hint (the store's damage, never
+//    a test's outcome: the run stops with exit 2, issue 60).
+//  - History loss is detected: each append counts the spec's runs in the
+//    store's seal (Store::seal_count), so a store that comes back from a
+//    MANIFEST cut short with fewer runs than it had fails to open, naming
+//    the spec and how many runs are gone, instead of the next run taking
+//    a lost run's number.
 //  - Not thread-safe: one History per thread (the Store itself is).
 #pragma once
 

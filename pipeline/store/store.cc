@@ -1,20 +1,13 @@
-// The durable store (store.h): opening RocksDB with its five column
-// families, key layout, synced writes, and decoding reads into
-// PipelineErrors that name the key.
+// The durable store (store.h): key layout, synced writes, and decoding
+// reads into errors that name the key (opening it: store_open.cc).
 #include "pipeline/store/store.h"
 
-#include <rocksdb/cache.h>
 #include <rocksdb/db.h>
-#include <rocksdb/filter_policy.h>
-#include <rocksdb/table.h>
 #include <rocksdb/options.h>
-#include <rocksdb/memtablerep.h>
-#include <rocksdb/slice_transform.h>
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 
@@ -29,11 +22,6 @@ namespace torq::pipeline {
 using namespace store_detail;  // NOLINT(google-build-using-namespace)
 
 namespace {
-
-constexpr const char* kJobs = "jobs";
-constexpr const char* kResults = "results";
-constexpr const char* kCache = "cache";
-constexpr const char* kRuns = "runs";
 
 void check_component(const std::string& dir, const char* what, const std::string& v) {
   if (v.empty()) throw PipelineError(fail_prefix(dir) + "empty " + what);
@@ -106,157 +94,11 @@ std::vector<ExecResult> decode_record(const std::string& dir, const std::string&
     sort_by_priority(rs);
     return rs;
   } catch (const PipelineError& e) {
-    throw PipelineError(fail_prefix(dir) + "corrupt layer record at results key '" + key + "': " + e.what());
+    throw_damage(dir, kResults, "corrupt layer record at results key '" + key + "': " + e.what());
   }
 }
-
-// RocksDB's own diagnostics: errors to stderr, the rest nowhere. Its
-// default logger writes a LOG file into the store, and once a write to it
-// failed (a full disk) its next append is an assertion in Debian's build:
-// the coordinator died with SIGABRT instead of reporting the store's write
-// error (issue 30). The store's own errors are ours to report.
-class StoreLogger : public rocksdb::Logger {
- public:
-  StoreLogger() : rocksdb::Logger(rocksdb::InfoLogLevel::ERROR_LEVEL) {}
-  using rocksdb::Logger::Logv;
-  void Logv(const char*, va_list) override {}
-  void Logv(const rocksdb::InfoLogLevel level, const char* format, va_list ap) override {
-    if (level < rocksdb::InfoLogLevel::ERROR_LEVEL || level == rocksdb::InfoLogLevel::HEADER_LEVEL) return;
-    char line[1024];
-    std::vsnprintf(line, sizeof line, format, ap);
-    // Opening a new store, RocksDB lists its directory before creating it
-    // and logs the miss as an error: a first run is not an error.
-    if (std::strncmp(line, "Error when reading", 18) == 0 && std::strstr(line, "NotFound")) return;
-    std::fprintf(stderr, "[rocksdb] %s\n", line);
-  }
-};
 
 }  // namespace
-
-std::unique_ptr<Store> Store::open(const std::string& dir) {
-  if (dir.empty()) throw PipelineError("cannot open store: empty directory path");
-  rocksdb::DBOptions db_opts;
-  db_opts.create_if_missing = true;
-  db_opts.create_missing_column_families = true;
-  db_opts.info_log = std::make_shared<StoreLogger>();
-  // One writer at a time (the coordinator's thread, or its cache writer's
-  // batches); the job states' vector memtable cannot take concurrent inserts.
-  db_opts.allow_concurrent_memtable_write = false;
-  // A writer that finds another writing waits on a condition variable, not
-  // spinning in sched_yield (RocksDB's default): with every core running
-  // jobs, the coordinator's and its cache writer's spins took a tenth of a
-  // core from them.
-  db_opts.enable_write_thread_adaptive_yield = false;
-  // After a crash (a SIGKILLed coordinator) the write-ahead log is replayed
-  // into memtables before the run can resume: at most 64 MB of it, as the
-  // column families holding the oldest entries are flushed once the log
-  // reaches that (a million-job run killed half-way replayed ~2.5 s of log
-  // with the default, which waits for four times the memtables' size).
-  db_opts.max_total_wal_size = uint64_t{64} << 20;
-
-  // One block cache for every column family, of a fixed size: without it
-  // each table factory made its own 8 MB one, and those filled as a run read
-  // more (a coordinator's memory grew with the models of a spec, issue 32).
-  std::shared_ptr<rocksdb::Cache> block_cache = rocksdb::NewLRUCache(kBlockCacheBytes);
-  const auto table_factory = [&](bool filter) {
-    rocksdb::BlockBasedTableOptions t;
-    t.block_cache = block_cache;
-    if (filter) t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
-    return std::shared_ptr<rocksdb::TableFactory>(rocksdb::NewBlockBasedTableFactory(t));
-  };
-  rocksdb::ColumnFamilyOptions plain;
-  plain.table_factory = table_factory(false);
-  // Results and cache entries are read by point lookups, most of which find
-  // nothing in a run that is not resumed (a layer not yet tested, a layer
-  // never cached): a Bloom filter (10 bits a key, ~1% false positives)
-  // answers those without reading a block. A resumed million-job run spent
-  // a third of a core reading blocks for such misses (issue 32).
-  rocksdb::ColumnFamilyOptions looked_up;
-  looked_up.table_factory = table_factory(true);
-  rocksdb::ColumnFamilyOptions merged = looked_up;
-  merged.merge_operator = store_detail::make_layer_record_merge_operator();
-  // A run's keys start with its 16-digit id and "/"; within a run, jobs and
-  // results are written in nearly key order (layer by layer), so a memtable
-  // insert starts from where the run's last one went instead of searching
-  // the skip list from its top (a third of the coordinator's dispatch time).
-  std::shared_ptr<const rocksdb::SliceTransform> run_prefix(rocksdb::NewFixedPrefixTransform(17));
-  plain.memtable_insert_with_hint_prefix_extractor = run_prefix;
-  merged.memtable_insert_with_hint_prefix_extractor = run_prefix;
-  looked_up.memtable_insert_with_hint_prefix_extractor = run_prefix;
-
-  // Open every column family already in the directory (RocksDB requires it),
-  // plus ours. ListColumnFamilies fails on a new directory: then only ours.
-  std::vector<std::string> names = {rocksdb::kDefaultColumnFamilyName, kModels, kJobs, kResults, kCache, kRuns};
-  std::vector<std::string> existing;
-  if (rocksdb::DB::ListColumnFamilies(db_opts, dir, &existing).ok())
-    for (const auto& n : existing)
-      if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
-  std::vector<rocksdb::ColumnFamilyDescriptor> descs;
-  // Job states are written three times per job (queued or leased, done)
-  // and read only by a scan when a run resumes: an append-only memtable,
-  // sorted once when flushed or scanned, instead of a skip list insert each.
-  rocksdb::ColumnFamilyOptions job_states = plain;
-  job_states.memtable_factory = std::make_shared<rocksdb::VectorRepFactory>();
-  // Model blobs (chunks of Store::kModelChunkBytes) go to blob files when
-  // flushed, so compactions move only their small references, and through
-  // small memtables: storing a 346 MB model holds at most two of them.
-  rocksdb::ColumnFamilyOptions blobs = plain;
-  blobs.enable_blob_files = true;
-  blobs.min_blob_size = 4096;
-  blobs.write_buffer_size = size_t{16} << 20;
-  // Run records (the history: every layer of every test of a run, written
-  // once at its end, ~100 MB for 160 models) through small memtables too:
-  // with the default 64 MB ones they stayed in the coordinator's memory
-  // until it exited (issue 32).
-  rocksdb::ColumnFamilyOptions records = plain;
-  records.write_buffer_size = size_t{8} << 20;
-  for (const auto& n : names)
-    descs.emplace_back(n, n == kResults ? merged
-                          : n == kJobs  ? job_states
-                          : n == kModels ? blobs
-                          : n == kRuns   ? records
-                          : n == kCache  ? looked_up
-                                         : plain);
-
-  std::unique_ptr<Store> s(new Store());
-  s->dir_ = dir;
-  const rocksdb::Status st = rocksdb::DB::Open(db_opts, dir, descs, &s->handles_, &s->db_);
-  if (!st.ok()) {
-    const std::string msg = st.ToString();
-    if (st.IsIOError() && msg.find("/LOCK") != std::string::npos)
-      throw PipelineError("cannot open store '" + dir +
-                          "': it is already open (locked) by another process or by another Store in this process "
-                          "(RocksDB lock file " + dir + "/LOCK): " + msg);
-    throw PipelineError("cannot open store '" + dir + "': " + msg);
-  }
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (names[i] == kModels) s->models_ = s->handles_[i];
-    if (names[i] == kJobs) s->jobs_ = s->handles_[i];
-    if (names[i] == kResults) s->results_ = s->handles_[i];
-    if (names[i] == kCache) s->cache_ = s->handles_[i];
-    if (names[i] == kRuns) s->runs_ = s->handles_[i];
-  }
-  return s;
-}
-
-uint64_t Store::memory_bytes() const {
-  uint64_t total = 0;
-  for (const char* property : {"rocksdb.cur-size-all-mem-tables", "rocksdb.estimate-table-readers-mem"}) {
-    uint64_t v = 0;
-    if (db_->GetAggregatedIntProperty(property, &v)) total += v;
-  }
-  uint64_t cache = 0;  // one cache for every column family: asked of one
-  if (db_->GetIntProperty(results_, "rocksdb.block-cache-usage", &cache)) total += cache;
-  return total;
-}
-
-Store::~Store() {
-  if (!db_) return;
-  for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
-  const rocksdb::Status st = db_->Close();
-  if (!st.ok()) std::fprintf(stderr, "torq store '%s': close: %s\n", dir_.c_str(), st.ToString().c_str());
-  delete db_;
-}
 
 namespace {
 
@@ -272,9 +114,7 @@ void scan(const std::string& dir, rocksdb::DB* db, rocksdb::ColumnFamilyHandle* 
   ro.iterate_upper_bound = &upper_slice;
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro, cf));
   for (it->Seek(prefix); it->Valid(); it->Next()) fn(it->key().ToString(), it->value());
-  if (!it->status().ok())
-    throw PipelineError(fail_prefix(dir) + "cannot scan " + cf_name + " keys '" + prefix + "*': " +
-                        it->status().ToString());
+  if (!it->status().ok()) throw_read(dir, it->status(), cf_name, "keys '" + prefix + "*'");
 }
 
 }  // namespace
@@ -330,9 +170,7 @@ std::vector<ExecResult> Store::LayerCursor::at(int layer) {
     it_->Seek(target);
     positioned_ = true;
   }
-  if (!it_->status().ok())
-    throw PipelineError(fail_prefix(store_.dir_) + "cannot read " + kResults + " key '" + key + "': " +
-                        it_->status().ToString());
+  if (!it_->status().ok()) throw_read(store_.dir_, it_->status(), kResults, "key '" + key + "'");
   if (!it_->Valid() || it_->key() != target) return {};
   return decode_record(store_.dir_, key, it_->value());
 }
@@ -344,8 +182,8 @@ void Store::for_each_layer_results(const std::string& run, const std::string& mo
     const std::string suffix = key.substr(prefix.size());
     if (suffix.size() != static_cast<size_t>(kLayerDigits) ||
         !std::all_of(suffix.begin(), suffix.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      throw PipelineError(fail_prefix(dir_) + "malformed results key '" + key + "' (layer index is not " +
-                          std::to_string(kLayerDigits) + " digits)");
+      throw_damage(dir_, kResults, "malformed results key '" + key + "' (layer index is not " +
+                                       std::to_string(kLayerDigits) + " digits)");
     auto rs = decode_record(dir_, key, v);
     if (!rs.empty()) fn(std::stoi(suffix), std::move(rs));
   });
@@ -366,12 +204,11 @@ std::vector<std::string> Store::result_runs() const {
     const std::string key = it->key().ToString();
     const size_t slash = key.find('/');
     if (slash == std::string::npos || slash == 0)
-      throw PipelineError(fail_prefix(dir_) + "malformed results key '" + key + "' (no run id)");
+      throw_damage(dir_, kResults, "malformed results key '" + key + "' (no run id)");
     runs.push_back(key.substr(0, slash));
     it->Seek(runs.back() + "0");  // past "<run>/...": '/' + 1 == '0'
   }
-  if (!it->status().ok())
-    throw PipelineError(fail_prefix(dir_) + "cannot scan " + kResults + " keys: " + it->status().ToString());
+  if (!it->status().ok()) throw_read(dir_, it->status(), kResults, "keys");
   return runs;
 }
 
@@ -419,7 +256,7 @@ std::optional<ExecResult> Store::get_cache(const std::string& key) const {
   try {
     return decode_result(v->data(), v->size());
   } catch (const PipelineError& e) {
-    throw PipelineError(fail_prefix(dir_) + "corrupt result at cache key '" + key + "': " + e.what());
+    throw_damage(dir_, kCache, "corrupt result at cache key '" + key + "': " + e.what());
   }
 }
 
@@ -469,7 +306,7 @@ void Store::for_each_job(const std::string& run, const std::function<void(std::s
   check_component(dir_, "run id", run);
   const std::string prefix = run + "/";
   scan(dir_, db_, jobs_, kJobs, prefix, [&](const std::string& key, const rocksdb::Slice& v) {
-    if (v.empty()) throw PipelineError(fail_prefix(dir_) + "empty value at jobs key '" + key + "'");
+    if (v.empty()) throw_damage(dir_, kJobs, "empty value at jobs key '" + key + "'");
     StoredJob j;
     j.state = v[0];
     if (j.state == 'D' && !done_jobs_encoded) {
@@ -482,13 +319,17 @@ void Store::for_each_job(const std::string& run, const std::function<void(std::s
                                     : static_cast<size_t>(static_cast<uint8_t>(v[1])) |
                                           static_cast<size_t>(static_cast<uint8_t>(v[2])) << 8;
       if (v.size() < 3 || v.size() - 3 < n)
-        throw PipelineError(fail_prefix(dir_) + "truncated lease holder at jobs key '" + key + "'");
+        throw_damage(dir_, kJobs, "truncated lease holder at jobs key '" + key + "'");
       j.state = 'L';
       j.holder.assign(v.data() + 3, n);
       at = 3 + n;
     }
     j.encoded.assign(v.data() + at, v.size() - at);
-    check_job_value(dir_, j.state, j.encoded, key);
+    try {
+      check_job_value(dir_, j.state, j.encoded, key);
+    } catch (const PipelineError& e) {  // "store '<dir>': ..." as read
+      throw_damage(dir_, kJobs, std::string(e.what()).substr(fail_prefix(dir_).size()));
+    }
     fn(key.substr(prefix.size()), std::move(j));
   });
 }
@@ -525,7 +366,7 @@ std::vector<Store::HealthEntry> Store::health_log() const {
   std::vector<HealthEntry> out;
   scan(dir_, db_, runs_, kRuns, "health/", [&](const std::string& key, const rocksdb::Slice& v) {
     const auto j = nlohmann::json::parse(v.ToString(), nullptr, false);
-    if (!j.is_object()) throw PipelineError(fail_prefix(dir_) + "corrupt health entry at runs key '" + key + "'");
+    if (!j.is_object()) throw_damage(dir_, kRuns, "corrupt health entry at runs key '" + key + "'");
     out.push_back(HealthEntry{j.value("worker", ""), j.value("health", ""), j.value("reason", ""),
                               j.value("since", "")});
   });
@@ -535,8 +376,7 @@ std::vector<Store::HealthEntry> Store::health_log() const {
 std::optional<std::string> Store::get_run_meta(const std::string& run) const {
   check_component(dir_, "run id", run);
   auto v = get(dir_, db_, runs_, kRuns, run);
-  if (v && !nlohmann::json::accept(*v))
-    throw PipelineError(fail_prefix(dir_) + "corrupt metadata at runs key '" + run + "' (not JSON)");
+  if (v && !nlohmann::json::accept(*v)) throw_damage(dir_, kRuns, "corrupt metadata at runs key '" + run + "' (not JSON)");
   return v;
 }
 

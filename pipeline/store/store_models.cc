@@ -7,6 +7,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <shared_mutex>
 
 #include "pipeline/store/store.h"
 #include "pipeline/store/store_io.h"
@@ -54,7 +55,7 @@ std::optional<Store::ModelLayout> Store::model_layout(const std::string& hash) c
   const std::string fields = v->substr(kManifestMagicSize);
   if (std::sscanf(fields.c_str(), "%" SCNu64 " %" SCNu64 " %" SCNu64, &l.size, &l.chunks, &l.chunk_bytes) != 3 ||
       l.chunk_bytes == 0 || l.chunks != (l.size + l.chunk_bytes - 1) / l.chunk_bytes)
-    throw PipelineError(fail_prefix(dir_) + "model hash '" + hash + "': damaged manifest '" + fields + "'");
+    throw_damage(dir_, kModels, "model hash '" + hash + "': damaged manifest '" + fields + "'");
   return l;
 }
 
@@ -79,8 +80,8 @@ std::optional<std::string> Store::read_model(const std::string& hash, uint64_t o
     const uint64_t first = i * l->chunk_bytes;
     const uint64_t want = std::min(l->chunk_bytes, l->size - first);
     if (!get_into(dir_, db_, models_, kModels, key, &chunk) || chunk.size() != want)
-      throw PipelineError(fail_prefix(dir_) + "model hash '" + hash + "': chunk " + std::to_string(i) + " of " +
-                          std::to_string(l->chunks) + " is " + (chunk.size() ? "damaged" : "missing"));
+      throw_damage(dir_, kModels, "model hash '" + hash + "': chunk " + std::to_string(i) + " of " +
+                                      std::to_string(l->chunks) + " is " + (chunk.size() ? "damaged" : "missing"));
     const uint64_t from = std::max(offset, first), to = std::min(end, first + want);
     out.append(chunk.data() + (from - first), to - from);
   }
@@ -97,6 +98,7 @@ void Store::put_model(const std::string& hash, const std::string& bytes) {
 
 void Store::put_model(const std::string& hash, const std::function<void(const base::ByteSink&)>& write) {
   if (const std::optional<ModelLayout> old = model_layout(hash)) return verify_model(hash, *old, write);
+  const std::shared_lock<std::shared_mutex> writing(models_mu_);  // the seal waits for the flush below
   std::string chunk;
   chunk.reserve(kModelChunkBytes);
   uint64_t size = 0, chunks = 0;
@@ -134,11 +136,15 @@ void Store::put_model(const std::string& hash, const std::function<void(const ba
   check_write(dir_, db_->Put(synced(), models_, hash, manifest(size, chunks)), kModels, hash);
 }
 
-// A blob stored again: its bytes must be the stored ones (one chunk read at a time).
+// A blob stored again: its bytes must be the stored ones (one chunk read at
+// a time). The hash is their SHA-256, so stored bytes that differ are
+// damaged ones: a StoreReadError (store.h says why the run stops).
 void Store::verify_model(const std::string& hash, const ModelLayout& stored,
                          const std::function<void(const base::ByteSink&)>& write) const {
   const auto differ = [&] {
-    return PipelineError(fail_prefix(dir_) + "model hash '" + hash + "' is already stored with different bytes");
+    return damage_error(dir_, kModels,
+                        "model hash '" + hash + "' is already stored with different bytes (the stored blob fails "
+                        "its SHA-256: it is damaged, the model file is not)");
   };
   const uint64_t span = stored.whole ? std::max<uint64_t>(stored.size, 1) : stored.chunk_bytes;
   std::string piece;  // stored bytes [piece_at, piece_at + piece.size())
