@@ -235,14 +235,22 @@ struct FleetBroker::Impl {
   // that registered, turned Good or stopped draining after they were named.
   void hint_queued_models(const Worker& w);
 
-  // ---- device tags ----
+  // ---- jobs no registered worker can serve ----
   // Queued jobs whose required tags no registered worker of their target
   // and executor offers, once the workers had missing_tags_wait_ms to come:
   // said once per kind; true when the run must stop (fail_on_missing_tags).
+  // Likewise (issue 60) queued jobs whose every registered worker that
+  // could serve them is unusable (Bad, in Maintenance, quarantined) for
+  // missing_tags_wait_ms on end: said once while it lasts (again after a
+  // worker became usable), each worker with its health's reason.
   std::optional<Clock::time_point> tags_check_from;
   Clock::time_point next_tags_check;
   std::set<QueueKey> tags_reported;
+  std::map<QueueKey, Clock::time_point> unusable_since;  // queue -> since when no worker for it is usable
+  std::set<QueueKey> unusable_reported;
   bool missing_tags(Clock::time_point now);
+  bool no_usable_worker(Clock::time_point now);
+  void unserved(const std::string& what);  // into stats.missing_tags, and the log
 
   // ---- handlers, one per message type ----
   // The worker's device health as the summary lists it; a transition is

@@ -258,11 +258,16 @@ void FleetBroker::Impl::hint_models(const JobSpec& spec) {
   }
 }
 
+void FleetBroker::Impl::unserved(const std::string& what) {
+  stats.missing_tags += (stats.missing_tags.empty() ? "" : "; ") + what;
+  log("error: " + what + (opt.fail_on_missing_tags ? "; stopping" : "; waiting for such a worker"));
+}
+
 bool FleetBroker::Impl::missing_tags(Clock::time_point now) {
   if (!tags_check_from) tags_check_from = now + milliseconds(opt.missing_tags_wait_ms);
   if (now < *tags_check_from || now < next_tags_check) return false;
   next_tags_check = now + milliseconds(1000);
-  bool stop = false;
+  bool stop = no_usable_worker(now);
   for (const auto& [key, q] : queues) {
     const auto& [target, tags, e] = key;
     if (q.empty() || tags.empty()) continue;
@@ -271,10 +276,40 @@ bool FleetBroker::Impl::missing_tags(Clock::time_point now) {
       served = served || (queue_target(w.info.target) == target && offers(w.info.tags, tags) &&
                           std::find(w.info.executors.begin(), w.info.executors.end(), e) != w.info.executors.end());
     if (served || !tags_reported.insert(key).second) continue;
-    stats.missing_tags += (stats.missing_tags.empty() ? "" : "; ") + std::string("no registered worker of target ") +
-                          target + " offers tags [" + tags + "] for " + executor_name(e) + " (" +
-                          std::to_string(q.size()) + " jobs wait)";
-    log("error: " + stats.missing_tags + (opt.fail_on_missing_tags ? "; stopping" : "; waiting for such a worker"));
+    unserved("no registered worker of target " + target + " offers tags [" + tags + "] for " + executor_name(e) +
+             " (" + std::to_string(q.size()) + " jobs wait)");
+    stop = stop || opt.fail_on_missing_tags;
+  }
+  return stop;
+}
+
+bool FleetBroker::Impl::no_usable_worker(Clock::time_point now) {
+  bool stop = false;
+  for (const auto& [key, q] : queues) {
+    const auto& [target, tags, e] = key;
+    bool registered = false, usable = false;
+    std::string unusable;  // the registered ones, with why
+    for (const auto& [id, w] : workers) {
+      if (queue_target(w.info.target) != target || (!tags.empty() && !offers(w.info.tags, tags)) ||
+          std::find(w.info.executors.begin(), w.info.executors.end(), e) == w.info.executors.end())
+        continue;
+      registered = true;
+      const bool bad = w.quarantined || w.info.health == "Bad" || w.info.health == "Maintenance";
+      usable = usable || (!bad && !w.unreachable);
+      if (bad)
+        unusable += (unusable.empty() ? "" : ", ") + w.info.worker_id + " " +
+                    (w.quarantined ? std::string("quarantined") : w.info.health) +
+                    (w.info.health_reason.empty() || w.quarantined ? "" : " (" + w.info.health_reason + ")");
+    }
+    if (q.empty() || !registered || usable) {  // nothing waits, nobody there (waited for), or served
+      unusable_since.erase(key);
+      unusable_reported.erase(key);
+      continue;
+    }
+    const auto since = unusable_since.try_emplace(key, now).first->second;
+    if (now - since < milliseconds(opt.missing_tags_wait_ms) || !unusable_reported.insert(key).second) continue;
+    unserved("no usable worker of target " + target + (tags.empty() ? "" : " with tags [" + tags + "]") + " for " +
+             executor_name(e) + " (" + std::to_string(q.size()) + " jobs wait): " + unusable);
     stop = stop || opt.fail_on_missing_tags;
   }
   return stop;

@@ -101,9 +101,12 @@ struct BrokerOptions {
   // A third, set by the run itself when it cannot go on (a store error
   // while it prepares more work). May be null.
   const std::atomic<bool>* halt_flag = nullptr;
-  // Jobs requiring device tags that no registered worker offers are
-  // reported after this long; with fail_on_missing_tags the run then stops
-  // (run() returns false), else it keeps waiting for such a worker.
+  // Jobs requiring device tags that no registered worker offers, and jobs
+  // whose every registered worker that could serve them is unusable (Bad,
+  // Maintenance, quarantined) this long on end, are reported after this
+  // long; with fail_on_missing_tags the run then stops (run() returns
+  // false), else it keeps waiting for such a worker. (No worker registered
+  // at all is waited for.)
   int missing_tags_wait_ms = 10000;
   bool fail_on_missing_tags = false;
   // Log lines (no trailing newline). Default: stderr.
@@ -159,7 +162,8 @@ struct BrokerStats {
   std::map<std::string, Board> boards;
   // Results taken from each worker (by registered id) this run.
   std::map<std::string, size_t> done_by_worker;
-  // Jobs whose required tags no registered worker offered in time.
+  // Jobs no registered worker could serve in time: none offered their
+  // tags, or none that could was usable (each with its health's reason).
   std::string missing_tags;
 };
 
