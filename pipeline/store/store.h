@@ -83,10 +83,16 @@ namespace torq::pipeline {
 // A write the store could not make (a full or read-only disk): the run
 // stops on it with what was committed kept; it is never a test's or an
 // op's result (issue 30).
+// Making one also marks this process's stores as failed writers: their
+// close writes no seal, since RocksDB cannot sync a log after a failed
+// write (a SyncWAL there asserts and aborts the process).
 class StoreWriteError : public PipelineError {
  public:
-  using PipelineError::PipelineError;
+  explicit StoreWriteError(const std::string& message);
 };
+
+// True once any StoreWriteError was made in this process.
+bool store_write_failed();
 
 // A read the store could not make, or stored bytes that failed
 // verification: a block, blob, log or MANIFEST record whose checksum does

@@ -1,6 +1,7 @@
 // Opening the store (store.h): RocksDB with its five column families and
 // their options, the checks of a damaged store (its logs replayed strictly,
 // every table's checksums read, the seal compared), and closing it.
+#include <atomic>
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
@@ -231,9 +232,19 @@ uint64_t Store::memory_bytes() const {
   return total;
 }
 
+namespace {
+std::atomic<bool> g_write_failed{false};
+}  // namespace
+
+StoreWriteError::StoreWriteError(const std::string& message) : PipelineError(message) { g_write_failed = true; }
+
+bool store_write_failed() { return g_write_failed; }
+
 Store::~Store() {
   if (!db_) return;
-  if (seal_on_close_) {
+  // After a failed write the seal stays as it was: the next open finds the
+  // store at or past it (what was committed is kept), and says nothing lost.
+  if (seal_on_close_ && !store_write_failed()) {
     try {
       std::lock_guard<std::mutex> lock(seal_mu_);
       write_seal();
